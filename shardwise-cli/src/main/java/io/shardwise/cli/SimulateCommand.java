@@ -1,0 +1,198 @@
+package io.shardwise.cli;
+
+import io.shardwise.core.hash.HashFunction;
+import io.shardwise.core.hash.HashFunctions;
+import io.shardwise.core.key.ByteStrings;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.RingPartitioner;
+import io.shardwise.core.partition.SlotPartitioner;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.core.sim.KeyGenerators;
+import io.shardwise.core.sim.KeySource;
+import io.shardwise.core.sim.Simulation;
+import io.shardwise.core.sim.SimulationReport;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise simulate}: what each strategy does to real keys when nodes are added or removed. */
+@Command(
+    name = "simulate",
+    mixinStandardHelpOptions = true,
+    sortOptions = false,
+    description = {
+      "Place keys with each partitioning strategy on --from nodes and again on --to nodes, and show",
+      "how many keys move (against the theoretical minimum) and how evenly they spread.",
+      "With no options: 100,000 keys user-000000... from 10 to 11 nodes, every strategy."
+    },
+    footer = {
+      "",
+      "Strategies: " + "range, mod, ring, slots, hashrange, tokens, jump, rendezvous (or all).",
+      "Hashes: murmur3-32, murmur3-128 (default), xxhash64, md5, fnv1a-32, fnv1a-64, blake2b-32, blake2b-N.",
+      "",
+      "Examples:",
+      "  shardwise simulate --keys 'user-%06d' --count 1000000 --from 10 --to 11",
+      "  shardwise simulate --keys uuid --count 40 --from 4 --to 5 --strategy mod,ring --list",
+      "  shardwise simulate --keys-file keys.txt --from 3 --to 4 --output json"
+    })
+final class SimulateCommand implements Callable<Integer> {
+
+  static final String DEFAULT_PATTERN = "user-%06d";
+  static final long DEFAULT_COUNT = 100_000;
+
+  @Spec CommandSpec spec;
+
+  @ArgGroup(exclusive = true)
+  KeysChoice keysChoice;
+
+  static final class KeysChoice {
+    @Option(names = "--keys-file", paramLabel = "FILE", description = "Keys from a UTF-8 file, one per line.")
+    Path keysFile;
+
+    @Option(
+        names = "--keys",
+        paramLabel = "FORMAT",
+        description = "A printf pattern with one integer ('user-%%06d'), or uuid, timestamp, zipf. Default: " + DEFAULT_PATTERN + ".")
+    String format;
+  }
+
+  @Option(names = "--count", paramLabel = "N", description = "How many keys to generate. Default: ${DEFAULT-VALUE}.", defaultValue = "100000")
+  long count;
+
+  @Option(names = "--start", paramLabel = "S", description = "The first number a pattern formats. Default: ${DEFAULT-VALUE}.", defaultValue = "0")
+  long start;
+
+  @Option(names = "--from", paramLabel = "N", description = "Nodes before. Default: ${DEFAULT-VALUE}.", defaultValue = "10")
+  int from;
+
+  @Option(names = "--to", paramLabel = "M", description = "Nodes after. Default: ${DEFAULT-VALUE}.", defaultValue = "11")
+  int to;
+
+  @Option(names = "--strategy", paramLabel = "LIST", description = "Comma-separated strategies, or all. Default: ${DEFAULT-VALUE}.", defaultValue = "all")
+  String strategies;
+
+  @Option(names = "--hash", paramLabel = "NAME", description = "Hash function. Default: ${DEFAULT-VALUE}.", defaultValue = HashFunctions.DEFAULT_NAME)
+  String hash;
+
+  @Option(names = "--vnodes", paramLabel = "V", description = "ring: virtual nodes per node. Default: ${DEFAULT-VALUE}.", defaultValue = "" + PartitionerSpec.DEFAULT_VNODES)
+  int vnodes;
+
+  @Option(
+      names = "--vnode-name",
+      paramLabel = "TEMPLATE",
+      description = "ring: virtual-node name, with {node} (or {shard}) and {v}. Default: ${DEFAULT-VALUE}.",
+      defaultValue = RingPartitioner.DEFAULT_TEMPLATE)
+  String vnodeName;
+
+  @Option(names = "--slots", paramLabel = "K", description = "slots: slot count. Default: ${DEFAULT-VALUE}.", defaultValue = "" + SlotPartitioner.DEFAULT_SLOTS)
+  int slots;
+
+  @Option(names = "--tokens", paramLabel = "T", description = "tokens: random tokens per node. Default: ${DEFAULT-VALUE}.", defaultValue = "" + PartitionerSpec.DEFAULT_TOKENS)
+  int tokens;
+
+  @Option(names = "--split-points", paramLabel = "K1,K2,...", split = ",", description = "range: explicit split points (sorted, distinct) instead of pre-splitting from the keys.")
+  List<String> splitPoints;
+
+  @Option(names = "--seed", paramLabel = "X", description = "Seed for tokens, samples and generated keys. Default: ${DEFAULT-VALUE}.", defaultValue = "0")
+  long seed;
+
+  @Option(names = "--list", description = "Also list the moved keys, in input order.")
+  boolean list;
+
+  @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", description = "table, json or csv. Default: ${DEFAULT-VALUE}.", defaultValue = "table")
+  OutputFormat output;
+
+  @Override
+  public Integer call() {
+    List<PartitionerSpec> specs;
+    KeySource keys;
+    try {
+      specs = specs();
+      keys = keys();
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+    }
+    SimulationReport report = Simulation.run(keys, from, to, specs, list);
+    PrintWriter out = spec.commandLine().getOut();
+    switch (output) {
+      case json:
+        SimulationOutput.json(report, out);
+        break;
+      case csv:
+        SimulationOutput.csv(report, out);
+        break;
+      default:
+        SimulationOutput.table(report, out);
+    }
+    out.flush();
+    return Main.EXIT_OK;
+  }
+
+  private KeySource keys() {
+    if (count < 0) {
+      throw new IllegalArgumentException("--count must not be negative, not " + count);
+    }
+    if (keysChoice != null && keysChoice.keysFile != null) {
+      return KeysFile.open(keysChoice.keysFile);
+    }
+    String format = keysChoice == null ? DEFAULT_PATTERN : keysChoice.format;
+    return KeyGenerators.byName(format, count, start, seed);
+  }
+
+  private List<PartitionerSpec> specs() {
+    if (from < 1) {
+      throw new IllegalArgumentException("--from must be at least 1, not " + from);
+    }
+    if (to < 1) {
+      throw new IllegalArgumentException("--to must be at least 1, not " + to);
+    }
+    HashFunction function = HashFunctions.byName(hash);
+    List<byte[]> points = new ArrayList<>();
+    if (splitPoints != null) {
+      for (String p : splitPoints) {
+        points.add(ByteStrings.utf8(p));
+      }
+    }
+    List<PartitionerSpec> out = new ArrayList<>();
+    for (Strategy strategy : parseStrategies(strategies)) {
+      PartitionerSpec.Builder b =
+          PartitionerSpec.builder(strategy)
+              .hash(function)
+              .vnodes(vnodes)
+              .vnodeTemplate(vnodeName)
+              .slots(slots)
+              .tokensPerNode(tokens)
+              .seed(seed);
+      if (strategy == Strategy.RANGE && !points.isEmpty()) {
+        b.splitPoints(points);
+      }
+      out.add(b.build());
+    }
+    return out;
+  }
+
+  static Set<Strategy> parseStrategies(String list) {
+    Set<Strategy> out = new LinkedHashSet<>();
+    for (String name : list.split(",")) {
+      if (name.trim().equalsIgnoreCase("all")) {
+        out.addAll(List.of(Strategy.values()));
+      } else if (!name.isBlank()) {
+        out.add(Strategy.byId(name));
+      }
+    }
+    if (out.isEmpty()) {
+      throw new IllegalArgumentException("--strategy names no strategy; valid strategies: " + Strategy.validIds() + ", or all");
+    }
+    return out;
+  }
+}
