@@ -112,7 +112,11 @@ public final class HashFunctions {
     }
     Matcher blake = BLAKE2B.matcher(lower);
     if (blake.matches()) {
-      return blake2b(Integer.parseInt(blake.group(1)));
+      try {
+        return blake2b(Integer.parseInt(blake.group(1)));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(e.getMessage() + "; valid hashes: " + validNames(), e);
+      }
     }
     throw new IllegalArgumentException(
         "unknown hash '" + name + "'; valid hashes: " + validNames());
