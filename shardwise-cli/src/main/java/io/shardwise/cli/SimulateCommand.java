@@ -114,15 +114,13 @@ final class SimulateCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    List<PartitionerSpec> specs;
-    KeySource keys;
+    SimulationReport report;
     try {
-      specs = specs();
-      keys = keys();
+      report = Simulation.run(keys(), from, to, specs(), list);
     } catch (IllegalArgumentException e) {
+      // Bad input, even when only placement can tell (more nodes than slots): a usage error.
       throw new ParameterException(spec.commandLine(), e.getMessage(), e);
     }
-    SimulationReport report = Simulation.run(keys, from, to, specs, list);
     PrintWriter out = spec.commandLine().getOut();
     switch (output) {
       case json:
