@@ -23,12 +23,14 @@ public final class HashRangePartitioner implements HashPartitioner, HashSpaceOwn
   /** Inclusive start of each shard, sign bit flipped, strictly ascending; the first is 0. */
   private final long[] flippedStarts;
   private final int[] owners;
+  private final HashPointIndex index;
 
   private HashRangePartitioner(HashFunction hash, int nodes, long[] flippedStarts, int[] owners) {
     this.hash = hash;
     this.nodes = nodes;
     this.flippedStarts = flippedStarts;
     this.owners = owners;
+    this.index = new HashPointIndex(flippedStarts, hash.bits());
   }
 
   /** {@code shards} equal ranges, assigned to {@code nodes} nodes in contiguous blocks. */
@@ -73,18 +75,8 @@ public final class HashRangePartitioner implements HashPartitioner, HashSpaceOwn
 
   @Override
   public int shardForHash(long h) {
-    long key = h ^ Long.MIN_VALUE;
-    int lo = 0;
-    int hi = flippedStarts.length;
-    while (lo < hi) { // first start above key
-      int mid = (lo + hi) >>> 1;
-      if (flippedStarts[mid] <= key) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo - 1;
+    // The shard before the first one that starts above h.
+    return h == hash.maxValue() ? flippedStarts.length - 1 : index.lowerBound(h + 1) - 1;
   }
 
   @Override

@@ -26,7 +26,8 @@ import java.util.List;
  * removing one moves only its keys. Points are compared as unsigned values; equal points are
  * ordered by node, then by index, so ties resolve the same way everywhere.
  *
- * <p>Lookup is a lower-bound binary search over a sorted primitive array: O(log P), and
+ * <p>Lookup is a lower-bound search over a sorted primitive array through a prefix index
+ * ({@link HashPointIndex}): near-constant time for hashed points, O(log P) at worst, and
  * allocation-free for a pre-hashed key. Immutable and thread-safe.
  */
 public final class RingPartitioner implements HashPartitioner, HashSpaceOwnership {
@@ -43,8 +44,8 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
   private final HashFunction hash;
   private final PointSource source;
   private final double[] weights;
-  /** Sorted ring points with the sign bit flipped, so signed order is unsigned hash order. */
-  private final long[] flippedPoints;
+  /** The ring points, ascending. */
+  private final HashPointIndex points;
   /** Owner node of each point. */
   private final int[] owners;
 
@@ -83,12 +84,13 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
           }
           return c != 0 ? c : Integer.compare(indexOf[a], indexOf[b]);
         });
-    this.flippedPoints = new long[total];
+    long[] sorted = new long[total];
     this.owners = new int[total];
     for (int i = 0; i < total; i++) {
-      flippedPoints[i] = keys[order[i]];
+      sorted[i] = keys[order[i]];
       owners[i] = nodeOf[order[i]];
     }
+    this.points = new HashPointIndex(sorted, hash.bits());
   }
 
   /**
@@ -172,7 +174,7 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
 
   @Override
   public int shardCount() {
-    return flippedPoints.length;
+    return points.size();
   }
 
   @Override
@@ -182,19 +184,8 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
 
   @Override
   public int shardForHash(long h) {
-    long key = h ^ Long.MIN_VALUE;
-    long[] points = flippedPoints;
-    int lo = 0;
-    int hi = points.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (points[mid] < key) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo == points.length ? 0 : lo;
+    int at = points.lowerBound(h);
+    return at == points.size() ? 0 : at;
   }
 
   @Override
@@ -204,7 +195,7 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
 
   /** The unsigned hash value of ring point {@code shard}. */
   public long point(int shard) {
-    return flippedPoints[shard] ^ Long.MIN_VALUE;
+    return points.value(shard);
   }
 
   /** New nodes get weight 1; shrinking drops the highest-numbered nodes and their points. */
@@ -230,8 +221,8 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
     int firstOwner = owners[0];
     long previous = -1; // the value before the current arc starts; -1 means "start at 0"
     boolean started = false;
-    for (int i = 0; i < flippedPoints.length; i++) {
-      long p = flippedPoints[i] ^ Long.MIN_VALUE;
+    for (int i = 0; i < points.size(); i++) {
+      long p = points.value(i);
       long first = started ? previous + 1 : 0;
       if (started && p == previous) {
         continue; // a duplicate point owns nothing: the earlier one took the value
