@@ -12,8 +12,6 @@ final class GuavaHash implements HashFunction {
   enum Reading {
     /** {@link HashCode#asInt()}: the first four bytes, little-endian, as unsigned 32 bits. */
     INT_LITTLE_ENDIAN,
-    /** {@link HashCode#asLong()}: the first eight bytes, little-endian. */
-    LONG_LITTLE_ENDIAN,
     /** The first eight bytes of the digest, big-endian. */
     LONG_BIG_ENDIAN
   }
@@ -46,8 +44,6 @@ final class GuavaHash implements HashFunction {
     switch (reading) {
       case INT_LITTLE_ENDIAN:
         return Integer.toUnsignedLong(code.asInt());
-      case LONG_LITTLE_ENDIAN:
-        return code.asLong();
       case LONG_BIG_ENDIAN:
         return Long.reverseBytes(code.asLong());
       default:

@@ -2,6 +2,7 @@ package io.shardwise.core.hash;
 
 import com.google.common.hash.Hashing;
 import java.util.List;
+import net.openhft.hashing.LongHashFunction;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -34,9 +35,10 @@ public final class HashFunctions {
 
   private static final HashFunction MURMUR3_32 =
       new GuavaHash("murmur3-32", 32, Hashing.murmur3_32_fixed(), GuavaHash.Reading.INT_LITTLE_ENDIAN);
-  private static final HashFunction MURMUR3_128 =
-      new GuavaHash("murmur3-128", 64, Hashing.murmur3_128(), GuavaHash.Reading.LONG_LITTLE_ENDIAN);
-  private static final HashFunction XXHASH64 = new XxHash64();
+  // zero-allocation-hashing's murmur_3() is h1 of MurmurHash3_x64_128 (the value Guava's
+  // murmur3_128().asLong() gives) without the allocations Guava's Hasher makes on every call.
+  private static final HashFunction MURMUR3_128 = new OpenHftHash("murmur3-128", LongHashFunction.murmur_3());
+  private static final HashFunction XXHASH64 = new OpenHftHash("xxhash64", LongHashFunction.xx());
   @SuppressWarnings("deprecation") // MD5 is used for placement, never for security.
   private static final HashFunction MD5 =
       new GuavaHash("md5", 64, Hashing.md5(), GuavaHash.Reading.LONG_BIG_ENDIAN);

@@ -10,6 +10,8 @@ import java.util.Iterator;
 import java.util.Locale;
 import java.util.NoSuchElementException;
 import java.util.function.LongFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Deterministic key generators for simulations: a printf-style pattern, and three realistic shapes
@@ -67,7 +69,38 @@ public final class KeyGenerators {
       throw new IllegalArgumentException(
           "key pattern '" + pattern + "' has no conversion, so every key would be the same; use one like 'user-%06d', or one of: " + BUILT_INS);
     }
-    return generated(pattern + " from " + start, count, i -> String.format(Locale.ROOT, pattern, start + i));
+    LongFunction<String> format = integerFormat(pattern);
+    return generated(pattern + " from " + start, count, i -> format.apply(start + i));
+  }
+
+  private static final Pattern SIMPLE_INTEGER = Pattern.compile("([^%]*)%(0?)([1-9][0-9]?)?d([^%]*)");
+
+  /**
+   * {@code n -> String.format(Locale.ROOT, pattern, n)}, with a fast path for the common shape
+   * {@code prefix%[0][width]d suffix} and a non-negative n (a million keys format in a fraction of
+   * the time); anything else goes through {@code String.format}.
+   */
+  static LongFunction<String> integerFormat(String pattern) {
+    Matcher m = SIMPLE_INTEGER.matcher(pattern);
+    if (!m.matches()) {
+      return n -> String.format(Locale.ROOT, pattern, n);
+    }
+    String prefix = m.group(1);
+    char pad = m.group(2).isEmpty() ? ' ' : '0';
+    int width = m.group(3) == null ? 0 : Integer.parseInt(m.group(3));
+    String suffix = m.group(4);
+    return n -> {
+      if (n < 0) {
+        return String.format(Locale.ROOT, pattern, n);
+      }
+      String digits = Long.toString(n);
+      StringBuilder out = new StringBuilder(prefix.length() + Math.max(width, digits.length()) + suffix.length());
+      out.append(prefix);
+      for (int i = digits.length(); i < width; i++) {
+        out.append(pad);
+      }
+      return out.append(digits).append(suffix).toString();
+    };
   }
 
   /** Random version-4 UUIDs in canonical lowercase text. */

@@ -78,6 +78,20 @@ class HashFunctionsTest {
         });
   }
 
+  /** Two libraries, one function: our murmur3-128 is h1 of Guava's MurmurHash3_x64_128. */
+  @Test
+  void murmur3_128AgreesWithGuavaOnRandomInputs() {
+    io.shardwise.core.util.SplitMix64 random = new io.shardwise.core.util.SplitMix64(20261129);
+    for (int i = 0; i < 2_000; i++) {
+      byte[] input = new byte[random.nextInt(100)];
+      for (int j = 0; j < input.length; j++) {
+        input[j] = (byte) random.nextLong();
+      }
+      assertThat(HashFunctions.murmur3_128().hash(input))
+          .isEqualTo(com.google.common.hash.Hashing.murmur3_128().hashBytes(input).asLong());
+    }
+  }
+
   @Test
   void hashingASliceEqualsHashingItsCopy() {
     byte[] padded = utf8("xxhelloyy");

@@ -8,6 +8,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Locale;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.LongRange;
 import org.junit.jupiter.api.Test;
 
 class KeyGeneratorsTest {
@@ -22,6 +29,17 @@ class KeyGeneratorsTest {
   void patternsFormatConsecutiveNumbersFromStart() {
     assertThat(all(KeyGenerators.pattern("user-%06d", 3, 41))).containsExactly("user-000041", "user-000042", "user-000043");
     assertThat(all(KeyGenerators.byName("key-%02d", 2, 1, 0))).containsExactly("key-01", "key-02");
+  }
+
+  @Property(tries = 3000, seed = "20261129")
+  void theFastPatternPathFormatsExactlyAsStringFormat(
+      @ForAll("patterns") String pattern, @ForAll @LongRange(min = -2_000_000, max = Long.MAX_VALUE) long n) {
+    assertThat(KeyGenerators.integerFormat(pattern).apply(n)).isEqualTo(String.format(Locale.ROOT, pattern, n));
+  }
+
+  @Provide
+  Arbitrary<String> patterns() {
+    return Arbitraries.of("user-%06d", "%d", "k%d-x", "%012d", "%5d!", "a%1d", "%%d%d", "id:%,d", "%x", "o-%08X", "%-6d|");
   }
 
   @Test
