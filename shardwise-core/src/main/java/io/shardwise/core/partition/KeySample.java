@@ -14,16 +14,16 @@ import java.util.Arrays;
  */
 public final class KeySample {
 
-  private static final KeySample EMPTY = new KeySample(new byte[0][], new long[0], 0);
+  private static final KeySample EMPTY = new KeySample(new byte[0][], new HashPointIndex(new long[0], 64), 0);
 
   private final byte[][] keys;
-  /** Hashes of {@link #keys}, sign bit flipped and sorted. */
-  private final long[] flippedHashes;
+  /** Hashes of {@link #keys}, ascending. */
+  private final HashPointIndex hashes;
   private final long population;
 
-  private KeySample(byte[][] keys, long[] flippedHashes, long population) {
+  private KeySample(byte[][] keys, HashPointIndex hashes, long population) {
     this.keys = keys;
-    this.flippedHashes = flippedHashes;
+    this.hashes = hashes;
     this.population = population;
   }
 
@@ -75,7 +75,8 @@ public final class KeySample {
 
   /** Sampled keys whose hash lies in {@code [first, last]} (unsigned). */
   public int countHashes(long first, long last) {
-    return upperBoundHash(last ^ Long.MIN_VALUE) - lowerBoundHash(first ^ Long.MIN_VALUE);
+    int end = last == -1L ? hashes.size() : hashes.lowerBound(last + 1);
+    return end - hashes.lowerBound(first);
   }
 
   private int lowerBound(byte[] key) {
@@ -87,34 +88,6 @@ public final class KeySample {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       if (Arrays.compareUnsigned(keys[mid], key) < 0) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  }
-
-  private int lowerBoundHash(long flipped) {
-    int lo = 0;
-    int hi = flippedHashes.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (flippedHashes[mid] < flipped) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  }
-
-  private int upperBoundHash(long flipped) {
-    int lo = 0;
-    int hi = flippedHashes.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (flippedHashes[mid] <= flipped) {
         lo = mid + 1;
       } else {
         hi = mid;
@@ -161,7 +134,7 @@ public final class KeySample {
         hashes[i] = hash.hash(keys[i]) ^ Long.MIN_VALUE;
       }
       Arrays.sort(hashes);
-      return new KeySample(keys, hashes, seen);
+      return new KeySample(keys, new HashPointIndex(hashes, hash.bits()), seen);
     }
   }
 }

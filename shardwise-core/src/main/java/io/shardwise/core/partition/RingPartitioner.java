@@ -219,7 +219,7 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
     List<OwnedHashRange> out = new ArrayList<>();
     long max = hash.maxValue();
     int firstOwner = owners[0];
-    long previous = -1; // the value before the current arc starts; -1 means "start at 0"
+    long previous = 0; // the last point placed; the next arc starts after it
     boolean started = false;
     for (int i = 0; i < points.size(); i++) {
       long p = points.value(i);

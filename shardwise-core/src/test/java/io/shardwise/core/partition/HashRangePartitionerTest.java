@@ -10,6 +10,8 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.Size;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class HashRangePartitionerTest {
 
@@ -64,9 +66,10 @@ class HashRangePartitionerTest {
     assertThatThrownBy(() -> p.merge(1)).isInstanceOf(IndexOutOfBoundsException.class);
   }
 
-  @Test
-  void growingSplitsTheShardWithTheMostSampledKeys() {
-    HashFunction hash = HashFunctions.murmur3_128();
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"murmur3-128", "fnv1a-32"})
+  void growingSplitsTheShardWithTheMostSampledKeys(String hashName) {
+    HashFunction hash = HashFunctions.byName(hashName);
     KeySample.Builder b = KeySample.builder(100, 1, hash);
     HashRangePartitioner p = HashRangePartitioner.evenly(hash, 4, 4);
     // Sample keys whose hashes fall in shard 2 only.
