@@ -36,8 +36,8 @@ public final class Main implements Runnable {
     cli.setParameterExceptionHandler(
         (e, args) -> {
           CommandLine cmd = e.getCommandLine();
+          // One line: the command, the problem and (in the message) the valid choices.
           cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
-          cmd.getErr().println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help'.");
           cmd.getErr().flush();
           return EXIT_USAGE;
         });

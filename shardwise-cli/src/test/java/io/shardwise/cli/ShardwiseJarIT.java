@@ -63,6 +63,7 @@ class ShardwiseJarIT {
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.out()).isEmpty();
     assertThat(r.err()).startsWith("shardwise simulate: unknown strategy 'nope'").doesNotContain("Exception").doesNotContain("\tat ");
+    assertThat(r.err().strip().lines()).hasSize(1);
   }
 
   @Test
