@@ -68,6 +68,13 @@ public final class PartitionerSpec {
     return seed;
   }
 
+  /** Explicit {@code range} split points (copies); empty when the table pre-splits from a sample. */
+  public List<byte[]> splitPoints() {
+    List<byte[]> out = new ArrayList<>();
+    splitPoints.forEach(p -> out.add(p.clone()));
+    return out;
+  }
+
   /** Whether placing needs a key sample: {@code range} without split points. */
   public boolean needsSample() {
     return strategy == Strategy.RANGE && splitPoints.isEmpty();

@@ -1,0 +1,198 @@
+package io.shardwise.core.map;
+
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The authoritative picture of the cluster's data: every table, its layout, and the owner and epoch
+ * of every shard, at a map {@link #epoch()} that rises by one with every change.
+ *
+ * <p>An immutable image (after Kafka's {@code TopicsImage}): a change is a {@link ShardMapDelta},
+ * and {@link #apply} returns a new map. Every shard has exactly one owner at any epoch, and a
+ * shard's epoch is the map epoch at which its owner got it. {@link #route} is the rule every node
+ * applies before serving a key.
+ *
+ * <p>Thread-safe.
+ */
+public final class ShardMap {
+
+  /** The map before anything was created: epoch 0, no tables. */
+  public static final ShardMap EMPTY = new ShardMap(0, new TreeMap<>());
+
+  private final long epoch;
+  private final SortedMap<String, Table> tables;
+
+  private ShardMap(long epoch, SortedMap<String, Table> tables) {
+    this.epoch = epoch;
+    this.tables = Collections.unmodifiableSortedMap(tables);
+  }
+
+  /**
+   * Rebuilds a stored map. Used by whatever reads the map back from storage.
+   *
+   * @throws IllegalArgumentException if a shard epoch is above the map epoch or a shard id repeats
+   */
+  public static ShardMap restore(long epoch, List<Table> tables) {
+    SortedMap<String, Table> byName = new TreeMap<>();
+    TreeSet<ShardId> ids = new TreeSet<>();
+    for (Table t : tables) {
+      if (byName.put(t.name(), t) != null) {
+        throw new IllegalArgumentException("table " + t.name() + " appears twice");
+      }
+      for (ShardAssignment s : t.shards()) {
+        if (s.epoch() > epoch) {
+          throw new IllegalArgumentException("shard " + s.id() + " has epoch " + s.epoch() + " above the map epoch " + epoch);
+        }
+        if (!s.id().table().equals(t.name()) || !ids.add(s.id())) {
+          throw new IllegalArgumentException("shard id " + s.id() + " is repeated or names another table");
+        }
+      }
+    }
+    return new ShardMap(epoch, byName);
+  }
+
+  /** Builds a table for {@link #restore}. */
+  public static Table table(String name, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
+    return new Table(name, spec, layout, shards);
+  }
+
+  public long epoch() {
+    return epoch;
+  }
+
+  /** Tables by name, in name order. */
+  public SortedMap<String, Table> tables() {
+    return tables;
+  }
+
+  public Optional<Table> table(String name) {
+    return Optional.ofNullable(tables.get(name));
+  }
+
+  /** The shards {@code node} owns, in id order. */
+  public List<ShardAssignment> shardsOf(NodeId node) {
+    List<ShardAssignment> out = new ArrayList<>();
+    for (Table t : tables.values()) {
+      for (ShardAssignment s : t.shards()) {
+        if (s.owner().equals(node)) {
+          out.add(s);
+        }
+      }
+    }
+    out.sort((a, b) -> a.id().compareTo(b.id()));
+    return out;
+  }
+
+  /**
+   * The map with {@code delta} applied, at epoch {@code epoch() + 1}.
+   *
+   * @throws StaleDeltaException if the delta was computed against another epoch
+   * @throws IllegalArgumentException if a change does not fit this map (a table that exists or
+   *     does not, a move whose {@code from} is not the owner); nothing is applied
+   */
+  public ShardMap apply(ShardMapDelta delta) {
+    if (delta.baseEpoch() != epoch) {
+      throw new StaleDeltaException(delta.baseEpoch(), epoch);
+    }
+    long next = epoch + 1;
+    SortedMap<String, Table> out = new TreeMap<>(tables);
+    for (ShardMapDelta.Change change : delta.changes()) {
+      if (change instanceof ShardMapDelta.CreateTable) {
+        ShardMapDelta.CreateTable c = (ShardMapDelta.CreateTable) change;
+        if (out.containsKey(c.name())) {
+          throw new IllegalArgumentException("table " + c.name() + " already exists");
+        }
+        List<ShardAssignment> shards = new ArrayList<>();
+        for (int i = 0; i < c.owners().size(); i++) {
+          shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next));
+        }
+        out.put(c.name(), new Table(c.name(), c.spec(), c.layout(), shards));
+      } else if (change instanceof ShardMapDelta.DropTable) {
+        String name = ((ShardMapDelta.DropTable) change).name();
+        if (out.remove(name) == null) {
+          throw new IllegalArgumentException("table " + name + " does not exist");
+        }
+      } else {
+        ShardMapDelta.MoveShard m = (ShardMapDelta.MoveShard) change;
+        Table t = out.get(m.shard().table());
+        int position = t == null ? -1 : t.positionOf(m.shard());
+        if (position < 0) {
+          throw new IllegalArgumentException("shard " + m.shard() + " does not exist");
+        }
+        ShardAssignment current = t.shards().get(position);
+        if (!current.owner().equals(m.from())) {
+          throw new IllegalArgumentException(
+              "shard " + m.shard() + " belongs to " + current.owner() + ", not " + m.from() + "; re-plan the move");
+        }
+        out.put(t.name(), t.withShard(position, current.movedTo(m.to(), next)));
+      }
+    }
+    return new ShardMap(next, out);
+  }
+
+  /**
+   * What {@code node} must do to go from {@code previous} to this map: shards to open (now its
+   * own) and to close (no longer its own, or their table dropped).
+   */
+  public LocalChanges localChanges(NodeId node, ShardMap previous) {
+    TreeSet<ShardId> before = new TreeSet<>();
+    previous.shardsOf(node).forEach(s -> before.add(s.id()));
+    TreeSet<ShardId> after = new TreeSet<>();
+    shardsOf(node).forEach(s -> after.add(s.id()));
+    List<ShardId> open = new ArrayList<>();
+    for (ShardId id : after) {
+      if (!before.contains(id)) {
+        open.add(id);
+      }
+    }
+    List<ShardId> close = new ArrayList<>();
+    for (ShardId id : before) {
+      if (!after.contains(id)) {
+        close.add(id);
+      }
+    }
+    return new LocalChanges(open, close);
+  }
+
+  /** Shards a node opens and closes when it applies a new map, in id order. */
+  public record LocalChanges(List<ShardId> open, List<ShardId> close) {
+    public LocalChanges {
+      open = List.copyOf(open);
+      close = List.copyOf(close);
+    }
+  }
+
+  /**
+   * Design rule 1, as a function: may {@code self}, holding this map, serve a request for
+   * {@code partitionKey} of {@code table} from a caller whose map is at {@code requestEpoch}?
+   *
+   * <ul>
+   *   <li>The caller's map is newer than ours: we may have lost the shard without knowing yet, so
+   *       we do not serve ({@link Route.MapBehind}); the node catches up and the caller retries.
+   *   <li>The shard is ours in our map: serve. The caller's map may be older, but ours is at least
+   *       as new, and the answer carries our epoch so the caller can refresh.
+   *   <li>Otherwise {@link Route.WrongShard}, with our epoch and the owner we know.
+   * </ul>
+   */
+  public Route route(NodeId self, String table, byte[] partitionKey, long requestEpoch) {
+    if (requestEpoch > epoch) {
+      return new Route.MapBehind(epoch, requestEpoch);
+    }
+    Table t = tables.get(table);
+    if (t == null) {
+      return new Route.NoSuchTable(epoch, table);
+    }
+    ShardAssignment shard = t.shardFor(partitionKey);
+    if (!shard.owner().equals(self)) {
+      return new Route.WrongShard(epoch, shard.id(), shard.owner());
+    }
+    return new Route.Serve(epoch, shard);
+  }
+}

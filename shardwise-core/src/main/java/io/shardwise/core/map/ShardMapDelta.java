@@ -1,0 +1,95 @@
+package io.shardwise.core.map;
+
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A change to the shard map, computed against the map at {@link #baseEpoch()}. Applying it to any
+ * other epoch fails: whoever computed it must re-read the map and compute again (the same rule as
+ * the compare-and-set that stores the map).
+ *
+ * <p>Immutable; build with {@link #on(ShardMap)}.
+ */
+public final class ShardMapDelta {
+
+  /** One change. */
+  public sealed interface Change permits CreateTable, DropTable, MoveShard {}
+
+  /** A new table whose shard at position i is first owned by {@code owners.get(i)}. */
+  public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) implements Change {
+    public CreateTable {
+      Tables.checkName(name);
+      owners = List.copyOf(owners);
+    }
+  }
+
+  /** Removes a table and all its shards. */
+  public record DropTable(String name) implements Change {}
+
+  /**
+   * Gives a shard to a new owner, raising its epoch. {@code from} must be the current owner: a move
+   * planned against an owner that has since changed is refused.
+   */
+  public record MoveShard(ShardId shard, NodeId from, NodeId to) implements Change {
+    public MoveShard {
+      if (from.equals(to)) {
+        throw new IllegalArgumentException("shard " + shard + " already belongs to " + to);
+      }
+    }
+  }
+
+  private final long baseEpoch;
+  private final List<Change> changes;
+
+  private ShardMapDelta(long baseEpoch, List<Change> changes) {
+    this.baseEpoch = baseEpoch;
+    this.changes = List.copyOf(changes);
+  }
+
+  /** A builder of a delta against {@code base}. */
+  public static Builder on(ShardMap base) {
+    return new Builder(base.epoch());
+  }
+
+  public long baseEpoch() {
+    return baseEpoch;
+  }
+
+  public List<Change> changes() {
+    return changes;
+  }
+
+  /** Collects changes. Not thread-safe. */
+  public static final class Builder {
+    private final long baseEpoch;
+    private final List<Change> changes = new ArrayList<>();
+
+    private Builder(long baseEpoch) {
+      this.baseEpoch = baseEpoch;
+    }
+
+    public Builder createTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) {
+      changes.add(new CreateTable(name, spec, layout, owners));
+      return this;
+    }
+
+    public Builder dropTable(String name) {
+      changes.add(new DropTable(name));
+      return this;
+    }
+
+    public Builder moveShard(ShardId shard, NodeId from, NodeId to) {
+      changes.add(new MoveShard(shard, from, to));
+      return this;
+    }
+
+    public ShardMapDelta build() {
+      if (changes.isEmpty()) {
+        throw new IllegalArgumentException("a delta needs at least one change");
+      }
+      return new ShardMapDelta(baseEpoch, changes);
+    }
+  }
+}

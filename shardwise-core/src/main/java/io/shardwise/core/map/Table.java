@@ -1,0 +1,72 @@
+package io.shardwise.core.map;
+
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One table in the shard map: its name, the partitioning it was created with, the layout that maps
+ * keys to shard positions, and who owns the shard at each position.
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class Table {
+
+  private final String name;
+  private final PartitionerSpec spec;
+  private final ShardLayout layout;
+  private final List<ShardAssignment> shards;
+
+  Table(String name, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
+    this.name = Tables.checkName(name);
+    if (spec.strategy() != layout.strategy()) {
+      throw new IllegalArgumentException("table " + name + ": spec is " + spec.strategy() + " but layout is " + layout.strategy());
+    }
+    if (shards.size() != layout.shardCount()) {
+      throw new IllegalArgumentException(
+          "table " + name + ": layout has " + layout.shardCount() + " shards but " + shards.size() + " are assigned");
+    }
+    this.spec = spec;
+    this.layout = layout;
+    this.shards = List.copyOf(shards);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public PartitionerSpec spec() {
+    return spec;
+  }
+
+  public ShardLayout layout() {
+    return layout;
+  }
+
+  /** The shards in position order. */
+  public List<ShardAssignment> shards() {
+    return shards;
+  }
+
+  /** The shard that holds {@code partitionKey}. */
+  public ShardAssignment shardFor(byte[] partitionKey) {
+    return shards.get(layout.shardFor(partitionKey));
+  }
+
+  /** The position of a shard, or -1 if the table has no such shard. */
+  public int positionOf(ShardId id) {
+    for (int i = 0; i < shards.size(); i++) {
+      if (shards.get(i).id().equals(id)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  Table withShard(int position, ShardAssignment shard) {
+    List<ShardAssignment> next = new ArrayList<>(shards);
+    next.set(position, shard);
+    return new Table(name, spec, layout, next);
+  }
+}

@@ -1,0 +1,246 @@
+package io.shardwise.core.partition;
+
+import io.shardwise.core.hash.HashFunction;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The key-to-shard function of a table in the cluster, built only from values that are stored in
+ * the shard map, so every process that reads the map routes every key the same way.
+ *
+ * <p>Shards are numbered by position, {@code 0 .. shardCount()-1}. What a position means depends on
+ * the strategy:
+ *
+ * <ul>
+ *   <li>{@code range}: the ranges between {@link #splitPoints()};
+ *   <li>{@code hashrange}: hash ranges starting at {@link #hashValues()};
+ *   <li>{@code ring}, {@code tokens}: ring arcs ending at the points {@link #hashValues()};
+ *   <li>{@code mod}, {@code slots}: {@code hash mod shardCount()};
+ *   <li>{@code jump}, {@code rendezvous}: that function over {@code shardCount()} buckets.
+ * </ul>
+ *
+ * <p>Which node owns which position is not part of the layout: it lives in the shard map, with an
+ * epoch per shard. Immutable and thread-safe; lookups are allocation-free for a pre-hashed key.
+ */
+public final class ShardLayout {
+
+  private final Strategy strategy;
+  private final HashFunction hash;
+  private final int shards;
+  private final List<byte[]> splitPoints;
+  private final long[] hashValues;
+  private final Partitioner byKey;
+  private final HashPartitioner byHash;
+  private final HashPointIndex index;
+
+  private ShardLayout(Strategy strategy, HashFunction hash, int shards, List<byte[]> splitPoints, long[] hashValues) {
+    this.strategy = strategy;
+    this.hash = hash;
+    this.shards = shards;
+    this.splitPoints = splitPoints;
+    this.hashValues = hashValues;
+    switch (strategy) {
+      case RANGE:
+        this.byKey = RangePartitioner.of(splitPoints, 1);
+        this.byHash = null;
+        this.index = null;
+        break;
+      case MOD:
+      case SLOTS:
+        this.byHash = new ModPartitioner(hash, shards);
+        this.byKey = byHash;
+        this.index = null;
+        break;
+      case JUMP:
+        this.byHash = new JumpPartitioner(hash, shards);
+        this.byKey = byHash;
+        this.index = null;
+        break;
+      case RENDEZVOUS:
+        this.byHash = new RendezvousPartitioner(hash, shards);
+        this.byKey = byHash;
+        this.index = null;
+        break;
+      case HASHRANGE:
+      case RING:
+      case TOKENS:
+        long[] flipped = new long[hashValues.length];
+        for (int i = 0; i < flipped.length; i++) {
+          flipped[i] = hashValues[i] ^ Long.MIN_VALUE;
+        }
+        this.index = new HashPointIndex(flipped, hash.bits());
+        this.byKey = null;
+        this.byHash = null;
+        break;
+      default:
+        throw new AssertionError(strategy);
+    }
+  }
+
+  /**
+   * A layout from stored values.
+   *
+   * @param splitPoints for {@code range}: sorted, distinct, non-empty; {@code shards} is their count
+   *     plus one. Empty for every other strategy.
+   * @param hashValues for {@code hashrange}: ascending range starts, the first 0; for {@code ring}
+   *     and {@code tokens}: ascending, distinct ring points. One per shard. Empty otherwise.
+   * @throws IllegalArgumentException when the values do not describe {@code shards} shards
+   */
+  public static ShardLayout of(Strategy strategy, HashFunction hash, int shards, List<byte[]> splitPoints, long[] hashValues) {
+    if (shards < 1) {
+      throw new IllegalArgumentException("a table needs at least 1 shard, not " + shards);
+    }
+    boolean range = strategy == Strategy.RANGE;
+    boolean points = strategy == Strategy.HASHRANGE || strategy == Strategy.RING || strategy == Strategy.TOKENS;
+    if (range ? splitPoints.size() != shards - 1 : !splitPoints.isEmpty()) {
+      throw new IllegalArgumentException(
+          strategy + " layout with " + shards + " shards cannot have " + splitPoints.size() + " split points");
+    }
+    if (points ? hashValues.length != shards : hashValues.length != 0) {
+      throw new IllegalArgumentException(
+          strategy + " layout with " + shards + " shards cannot have " + hashValues.length + " hash values");
+    }
+    for (int i = 0; i < hashValues.length; i++) {
+      if (Long.compareUnsigned(hashValues[i], hash.maxValue()) > 0) {
+        throw new IllegalArgumentException("hash value " + Long.toUnsignedString(hashValues[i]) + " is outside " + hash.name());
+      }
+      if (i > 0 && Long.compareUnsigned(hashValues[i - 1], hashValues[i]) >= 0) {
+        throw new IllegalArgumentException("hash values must be strictly ascending at position " + i);
+      }
+    }
+    if (strategy == Strategy.HASHRANGE && hashValues[0] != 0) {
+      throw new IllegalArgumentException("the first hash range must start at 0");
+    }
+    List<byte[]> copy = new ArrayList<>();
+    splitPoints.forEach(p -> copy.add(p.clone()));
+    return new ShardLayout(strategy, hash, shards, List.copyOf(copy), hashValues.clone());
+  }
+
+  /**
+   * The layout a new table starts with, and which of {@code nodes} nodes first owns each shard.
+   *
+   * <p>{@code shards} is the shard count for {@code mod}, {@code jump}, {@code rendezvous},
+   * {@code hashrange} and {@code range} (pre-split from {@code sample} unless the spec has split
+   * points); {@code slots} takes the spec's slot count, and {@code ring}/{@code tokens} one shard per
+   * point (nodes × vnodes or tokens), each owned by the node whose point it is. Other shards go to
+   * nodes in contiguous blocks.
+   */
+  public static Initial initial(PartitionerSpec spec, int shards, int nodes, KeySample sample) {
+    Validation.positiveNodes(nodes);
+    Partitioner placed;
+    switch (spec.strategy()) {
+      case SLOTS:
+        placed = SlotPartitioner.evenly(spec.hash(), spec.slots(), nodes);
+        break;
+      case RING:
+      case TOKENS:
+        placed = spec.create(nodes, sample);
+        break;
+      case RANGE:
+        placed = spec.needsSample() ? RangePartitioner.preSplit(sample, shards, nodes) : spec.create(nodes, sample);
+        break;
+      case HASHRANGE:
+        placed = HashRangePartitioner.evenly(spec.hash(), shards, nodes);
+        break;
+      default:
+        placed = null; // bucket strategies: the layout alone
+    }
+    int count = placed == null ? shards : placed.shardCount();
+    int[] owners = new int[count];
+    for (int i = 0; i < count; i++) {
+      owners[i] = placed == null ? (int) ((long) i * nodes / count) : placed.nodeOfShard(i);
+    }
+    List<byte[]> splits = List.of();
+    long[] values = new long[0];
+    if (placed instanceof RangePartitioner) {
+      splits = ((RangePartitioner) placed).splitPoints();
+    } else if (placed instanceof HashRangePartitioner) {
+      HashRangePartitioner h = (HashRangePartitioner) placed;
+      values = new long[count];
+      for (int i = 0; i < count; i++) {
+        values[i] = h.first(i);
+      }
+    } else if (placed instanceof RingPartitioner) {
+      values = distinctPoints((RingPartitioner) placed, owners);
+      owners = Arrays.copyOf(owners, values.length);
+    }
+    ShardLayout layout = of(spec.strategy(), spec.hash(), spec.strategy() == Strategy.RING || spec.strategy() == Strategy.TOKENS ? values.length : count, splits, values);
+    return new Initial(layout, owners);
+  }
+
+  /** Drops duplicate ring points (the first, which owns the value, stays), compacting owners. */
+  private static long[] distinctPoints(RingPartitioner ring, int[] owners) {
+    long[] out = new long[ring.shardCount()];
+    int n = 0;
+    for (int i = 0; i < ring.shardCount(); i++) {
+      long p = ring.point(i);
+      if (n > 0 && out[n - 1] == p) {
+        continue;
+      }
+      owners[n] = owners[i];
+      out[n++] = p;
+    }
+    return Arrays.copyOf(out, n);
+  }
+
+  /** A new table's layout and the node index that first owns each shard. */
+  public record Initial(ShardLayout layout, int[] owners) {}
+
+  public Strategy strategy() {
+    return strategy;
+  }
+
+  public HashFunction hashFunction() {
+    return hash;
+  }
+
+  public int shardCount() {
+    return shards;
+  }
+
+  /** The split points of a {@code range} layout (copies); empty otherwise. */
+  public List<byte[]> splitPoints() {
+    List<byte[]> out = new ArrayList<>();
+    splitPoints.forEach(p -> out.add(p.clone()));
+    return out;
+  }
+
+  /** Range starts ({@code hashrange}) or ring points ({@code ring}, {@code tokens}); empty otherwise. */
+  public long[] hashValues() {
+    return hashValues.clone();
+  }
+
+  /** The shard of a partition key. */
+  public int shardFor(byte[] partitionKey) {
+    return strategy == Strategy.RANGE ? byKey.shardFor(partitionKey) : shardForHash(hash.hash(partitionKey));
+  }
+
+  /**
+   * The shard of a partition key that hashes to {@code h}; allocation-free.
+   *
+   * @throws IllegalStateException for a {@code range} layout, which does not hash
+   */
+  public int shardForHash(long h) {
+    switch (strategy) {
+      case RANGE:
+        throw new IllegalStateException("a range layout places raw keys, not hashes");
+      case HASHRANGE:
+        return h == hash.maxValue() ? shards - 1 : index.lowerBound(h + 1) - 1;
+      case RING:
+      case TOKENS:
+        int at = index.lowerBound(h);
+        return at == shards ? 0 : at;
+      default:
+        return byHash.shardForHash(h);
+    }
+  }
+
+  /** For a {@code range} layout, only the shards that overlap {@code range}, in key order. */
+  public ShardSpan shardsFor(io.shardwise.core.key.KeyRange range) {
+    if (strategy != Strategy.RANGE) {
+      return new ShardSpan(0, shards - 1);
+    }
+    return ((RangePartitioner) byKey).shardsFor(range);
+  }
+}
