@@ -46,6 +46,9 @@ public final class ShardMap {
       if (byName.put(t.name(), t) != null) {
         throw new IllegalArgumentException("table " + t.name() + " appears twice");
       }
+      if (t.id() > epoch) {
+        throw new IllegalArgumentException("table " + t.name() + " has id " + t.id() + " above the map epoch " + epoch);
+      }
       for (ShardAssignment s : t.shards()) {
         if (s.epoch() > epoch) {
           throw new IllegalArgumentException("shard " + s.id() + " has epoch " + s.epoch() + " above the map epoch " + epoch);
@@ -59,8 +62,8 @@ public final class ShardMap {
   }
 
   /** Builds a table for {@link #restore}. */
-  public static Table table(String name, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
-    return new Table(name, spec, layout, shards);
+  public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
+    return new Table(name, id, spec, layout, shards);
   }
 
   public long epoch() {
@@ -113,7 +116,7 @@ public final class ShardMap {
         for (int i = 0; i < c.owners().size(); i++) {
           shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next));
         }
-        out.put(c.name(), new Table(c.name(), c.spec(), c.layout(), shards));
+        out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards));
       } else if (change instanceof ShardMapDelta.DropTable) {
         String name = ((ShardMapDelta.DropTable) change).name();
         if (out.remove(name) == null) {

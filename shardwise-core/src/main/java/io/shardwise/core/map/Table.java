@@ -6,20 +6,25 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * One table in the shard map: its name, the partitioning it was created with, the layout that maps
- * keys to shard positions, and who owns the shard at each position.
+ * One table in the shard map: its name and id, the partitioning it was created with, the layout
+ * that maps keys to shard positions, and who owns the shard at each position.
  *
  * <p>Immutable and thread-safe.
  */
 public final class Table {
 
   private final String name;
+  private final long id;
   private final PartitionerSpec spec;
   private final ShardLayout layout;
   private final List<ShardAssignment> shards;
 
-  Table(String name, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
     this.name = Tables.checkName(name);
+    if (id < 1) {
+      throw new IllegalArgumentException("table id must be at least 1, not " + id);
+    }
+    this.id = id;
     if (spec.strategy() != layout.strategy()) {
       throw new IllegalArgumentException("table " + name + ": spec is " + spec.strategy() + " but layout is " + layout.strategy());
     }
@@ -34,6 +39,14 @@ public final class Table {
 
   public String name() {
     return name;
+  }
+
+  /**
+   * The map epoch at which the table was created: never reused, so data stored under a dropped
+   * table can never be mistaken for a new table of the same name.
+   */
+  public long id() {
+    return id;
   }
 
   public PartitionerSpec spec() {
@@ -67,6 +80,6 @@ public final class Table {
   Table withShard(int position, ShardAssignment shard) {
     List<ShardAssignment> next = new ArrayList<>(shards);
     next.set(position, shard);
-    return new Table(name, spec, layout, next);
+    return new Table(name, id, spec, layout, next);
   }
 }

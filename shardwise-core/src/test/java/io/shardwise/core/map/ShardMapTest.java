@@ -42,9 +42,18 @@ class ShardMapTest {
     assertThat(map.epoch()).isEqualTo(1);
     Table t = map.table("orders").orElseThrow();
     assertThat(t.shards()).hasSize(6).allMatch(s -> s.epoch() == 1);
+    assertThat(t.id()).isEqualTo(1);
     assertThat(t.shards()).extracting(ShardAssignment::owner).containsExactly(N1, N1, N2, N2, N3, N3);
     assertThat(map.localChanges(N2, ShardMap.EMPTY).open()).containsExactly(new ShardId("orders", 2), new ShardId("orders", 3));
     assertThat(ShardMap.EMPTY.epoch()).isZero(); // images never change
+  }
+
+  @Test
+  void aRecreatedTableGetsANewId() {
+    ShardMap map = withTable(ShardMap.EMPTY, "a", Strategy.MOD, 3);
+    ShardMap dropped = map.apply(ShardMapDelta.on(map).dropTable("a").build());
+    ShardMap again = withTable(dropped, "a", Strategy.MOD, 3);
+    assertThat(again.table("a").orElseThrow().id()).isEqualTo(3).isNotEqualTo(map.table("a").orElseThrow().id());
   }
 
   @Test
