@@ -1,0 +1,312 @@
+package io.shardwise.server.storage;
+
+import io.shardwise.core.hash.HashFunction;
+import io.shardwise.core.hash.HashFunctions;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.locks.ReentrantLock;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.CompressionType;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * All shards of one node in one RocksDB instance, write-ahead log on.
+ *
+ * <p><b>A shard is a key prefix, not a column family.</b> Every stored key is {@code [table id: 8
+ * bytes][shard number: 8 bytes][key]}, big-endian, so a shard is one contiguous key range: it is
+ * scanned with one iterator, can be exported to an SST file and ingested on another node as a
+ * unit, and is dropped with one {@code deleteRange}. Column families would give each shard its own
+ * memtable and files, which does not scale to tables of 1024 slots or rings of hundreds of arcs
+ * per node; the fixed 16-byte prefix also gives RocksDB prefix bloom filters per shard.
+ *
+ * <p><b>Values are versioned.</b> A stored value is {@code [flags: 1 byte][version: 8 bytes][bytes]}.
+ * A key's version starts at 1 and rises by one with every write, deletes included: a delete leaves
+ * a tombstone that keeps the version, so a conditional write against an old version fails even
+ * after the key was deleted and written again. Writes of one key are serialised by a lock stripe
+ * (read the version, write the next); a batch locks all its stripes in ascending order and commits
+ * one RocksDB {@link WriteBatch}, so it is applied entirely or not at all.
+ *
+ * <p>Thread-safe. Closing releases RocksDB; reopening the directory brings every shard back.
+ */
+public final class ShardStore implements AutoCloseable {
+
+  private static final byte LIVE = 0;
+  private static final byte TOMBSTONE = 1;
+  private static final int HEADER = 9;
+  private static final int STRIPES = 1024;
+  private static final HashFunction STRIPE_HASH = HashFunctions.xxhash64();
+
+  static {
+    RocksDB.loadLibrary();
+  }
+
+  private final Path directory;
+  private final Options options;
+  private final WriteOptions writeOptions;
+  private final RocksDB db;
+  private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+
+  private ShardStore(Path directory, Options options, WriteOptions writeOptions, RocksDB db) {
+    this.directory = directory;
+    this.options = options;
+    this.writeOptions = writeOptions;
+    this.db = db;
+    for (int i = 0; i < STRIPES; i++) {
+      stripes[i] = new ReentrantLock();
+    }
+  }
+
+  /**
+   * Opens (creating if needed) the store in {@code directory}.
+   *
+   * @param syncWrites fsync the write-ahead log on every write, to survive a machine crash, at a
+   *     large cost per write. Without it an acknowledged write survives a process crash: the log is
+   *     in the OS page cache.
+   * @throws StorageException if RocksDB cannot open the directory (for example, another process
+   *     holds it)
+   */
+  public static ShardStore open(Path directory, boolean syncWrites) {
+    Options options = null;
+    try {
+      Files.createDirectories(directory);
+      options =
+          new Options()
+              .setCreateIfMissing(true)
+              .setCompressionType(CompressionType.LZ4_COMPRESSION)
+              .useFixedLengthPrefixExtractor(ShardRef.PREFIX_BYTES)
+              .setTableFormatConfig(new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false)));
+      WriteOptions writeOptions = new WriteOptions().setSync(syncWrites);
+      return new ShardStore(directory, options, writeOptions, RocksDB.open(options, directory.toString()));
+    } catch (RocksDBException | IOException e) {
+      if (options != null) {
+        options.close();
+      }
+      throw new StorageException("cannot open the shard store in " + directory + ": " + e.getMessage(), e);
+    }
+  }
+
+  public Path directory() {
+    return directory;
+  }
+
+  /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
+  public Versioned get(ShardRef shard, byte[] key) {
+    byte[] raw = read(shard.storeKey(key));
+    return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
+  }
+
+  /** Writes {@code value} and returns its new version. */
+  public long put(ShardRef shard, byte[] key, byte[] value) {
+    return applyUnchecked(Mutation.put(shard, key, value));
+  }
+
+  /**
+   * Writes {@code value} only if the key's current version is {@code expectedVersion} (0: only if
+   * the key is absent), and returns the new version.
+   *
+   * @throws VersionMismatchException with the current version; nothing is written
+   */
+  public long putIfVersion(ShardRef shard, byte[] key, byte[] value, long expectedVersion) throws VersionMismatchException {
+    return apply(List.of(new Mutation(shard, key, value, expectedVersion)))[0];
+  }
+
+  /** Deletes {@code key}; true if it was live. */
+  public boolean delete(ShardRef shard, byte[] key) {
+    byte[] storeKey = shard.storeKey(key);
+    ReentrantLock lock = stripes[stripeOf(storeKey)];
+    lock.lock();
+    try {
+      byte[] raw = read(storeKey);
+      if (raw == null || raw[0] == TOMBSTONE) {
+        return false;
+      }
+      db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
+      return true;
+    } catch (RocksDBException e) {
+      throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private long applyUnchecked(Mutation m) {
+    try {
+      return apply(List.of(m))[0];
+    } catch (VersionMismatchException e) {
+      throw new AssertionError("an unconditional write cannot mismatch", e);
+    }
+  }
+
+  /**
+   * Applies the mutations atomically: all of them, or none. A key may appear once per batch.
+   *
+   * @return the new version written by each mutation, in order
+   * @throws VersionMismatchException for the first conditional mutation that does not match;
+   *     nothing is written
+   * @throws IllegalArgumentException if a key repeats
+   */
+  public long[] apply(List<Mutation> batch) throws VersionMismatchException {
+    byte[][] storeKeys = new byte[batch.size()][];
+    TreeSet<Integer> stripeSet = new TreeSet<>();
+    TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
+    for (int i = 0; i < storeKeys.length; i++) {
+      storeKeys[i] = batch.get(i).shard().storeKey(batch.get(i).key());
+      if (!seen.add(storeKeys[i])) {
+        throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
+      }
+      stripeSet.add(stripeOf(storeKeys[i]));
+    }
+    List<ReentrantLock> held = new ArrayList<>();
+    try {
+      for (int stripe : stripeSet) { // ascending: no two batches wait on each other
+        stripes[stripe].lock();
+        held.add(stripes[stripe]);
+      }
+      long[] versions = new long[storeKeys.length];
+      try (WriteBatch writes = new WriteBatch()) {
+        for (int i = 0; i < storeKeys.length; i++) {
+          Mutation m = batch.get(i);
+          byte[] raw = read(storeKeys[i]);
+          long stored = raw == null ? 0 : version(raw);
+          long current = raw == null || raw[0] == TOMBSTONE ? 0 : stored;
+          if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
+            throw new VersionMismatchException(m.expectedVersion(), current);
+          }
+          versions[i] = stored + 1;
+          writes.put(storeKeys[i], encode(m.value(), versions[i]));
+        }
+        db.write(writeOptions, writes);
+      }
+      return versions;
+    } catch (RocksDBException e) {
+      throw new StorageException("batch write failed: " + e.getMessage(), e);
+    } finally {
+      held.forEach(ReentrantLock::unlock);
+    }
+  }
+
+  /**
+   * Live entries of {@code shard} with keys in {@code [from, to)} ({@code to == null}: to the end of
+   * the shard), in unsigned key order, at most {@code limit} of them.
+   */
+  public ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
+    }
+    List<StoredEntry> out = new ArrayList<>();
+    byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
+    try (Slice bound = new Slice(upper);
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+        RocksIterator it = db.newIterator(read)) {
+      for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
+        byte[] raw = it.value();
+        if (raw[0] == TOMBSTONE) {
+          continue;
+        }
+        byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
+        if (out.size() == limit) {
+          return new ScanPage(out, key);
+        }
+        out.add(new StoredEntry(key, Arrays.copyOfRange(raw, HEADER, raw.length), version(raw)));
+      }
+      checkIterator(it, shard);
+    }
+    return new ScanPage(out, null);
+  }
+
+  /** Live keys and their bytes (keys plus values) in {@code shard}. Reads the whole shard. */
+  public ShardStats stats(ShardRef shard) {
+    long keys = 0;
+    long bytes = 0;
+    try (Slice bound = new Slice(shard.prefixEnd());
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+        RocksIterator it = db.newIterator(read)) {
+      for (it.seek(shard.prefix()); it.isValid(); it.next()) {
+        byte[] raw = it.value();
+        if (raw[0] != TOMBSTONE) {
+          keys++;
+          bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
+        }
+      }
+      checkIterator(it, shard);
+    }
+    return new ShardStats(keys, bytes);
+  }
+
+  /** Live keys and bytes of a shard. */
+  public record ShardStats(long keys, long bytes) {}
+
+  /** Removes every key of {@code shard}, tombstones included, with one range deletion. */
+  public void drop(ShardRef shard) {
+    try {
+      db.deleteRange(writeOptions, shard.prefix(), shard.prefixEnd());
+    } catch (RocksDBException e) {
+      throw new StorageException("dropping shard " + shard + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      db.syncWal();
+    } catch (RocksDBException e) {
+      // Closing anyway: the log of every acknowledged write is already in the OS page cache.
+    }
+    db.close();
+    writeOptions.close();
+    options.close();
+  }
+
+  private byte[] read(byte[] storeKey) {
+    try {
+      return db.get(storeKey);
+    } catch (RocksDBException e) {
+      throw new StorageException("read failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static void checkIterator(RocksIterator it, ShardRef shard) {
+    try {
+      it.status();
+    } catch (RocksDBException e) {
+      throw new StorageException("reading shard " + shard + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static int stripeOf(byte[] storeKey) {
+    return (int) Long.remainderUnsigned(STRIPE_HASH.hash(storeKey), STRIPES);
+  }
+
+  private static long version(byte[] raw) {
+    long v = 0;
+    for (int i = 1; i < HEADER; i++) {
+      v = (v << 8) | (raw[i] & 0xff);
+    }
+    return v;
+  }
+
+  private static byte[] encode(byte[] valueOrNull, long version) {
+    byte[] value = valueOrNull == null ? new byte[0] : valueOrNull;
+    byte[] out = new byte[HEADER + value.length];
+    out[0] = valueOrNull == null ? TOMBSTONE : LIVE;
+    for (int i = 8; i >= 1; i--) {
+      out[i] = (byte) version;
+      version >>>= 8;
+    }
+    System.arraycopy(value, 0, out, HEADER, value.length);
+    return out;
+  }
+}

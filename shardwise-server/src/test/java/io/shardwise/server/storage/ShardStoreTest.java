@@ -1,0 +1,198 @@
+package io.shardwise.server.storage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The shard store on a real RocksDB in a temporary directory. */
+class ShardStoreTest {
+
+  private static final ShardRef A = new ShardRef(7, 0);
+  private static final ShardRef A_NEXT = new ShardRef(7, 1);
+  private static final ShardRef OTHER_TABLE = new ShardRef(8, 0);
+
+  @TempDir Path dir;
+  private ShardStore store;
+
+  @BeforeEach
+  void open() {
+    store = ShardStore.open(dir.resolve("db"), false);
+  }
+
+  @AfterEach
+  void close() {
+    store.close();
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static String s(byte[] b) {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void versionsStartAtOneAndRiseWithEveryWrite() {
+    assertThat(store.get(A, b("k"))).isNull();
+    assertThat(store.put(A, b("k"), b("v1"))).isEqualTo(1);
+    assertThat(store.put(A, b("k"), b("v2"))).isEqualTo(2);
+    Versioned v = store.get(A, b("k"));
+    assertThat(s(v.value())).isEqualTo("v2");
+    assertThat(v.version()).isEqualTo(2);
+  }
+
+  @Test
+  void aConditionalWriteSucceedsOnlyAtTheExpectedVersion() throws Exception {
+    assertThat(store.putIfVersion(A, b("k"), b("first"), 0)).isEqualTo(1);
+    assertThatThrownBy(() -> store.putIfVersion(A, b("k"), b("again"), 0))
+        .isInstanceOf(VersionMismatchException.class)
+        .hasMessage("expected version 0 but the current version is 1");
+    assertThat(store.putIfVersion(A, b("k"), b("second"), 1)).isEqualTo(2);
+    assertThat(s(store.get(A, b("k")).value())).isEqualTo("second");
+  }
+
+  @Test
+  void versionsSurviveDeletesSoOldVersionsNeverMatchAgain() throws Exception {
+    store.put(A, b("k"), b("v1"));
+    assertThat(store.delete(A, b("k"))).isTrue();
+    assertThat(store.delete(A, b("k"))).isFalse();
+    assertThat(store.get(A, b("k"))).isNull();
+    assertThat(store.putIfVersion(A, b("k"), b("reborn"), 0)).isEqualTo(3);
+    assertThatThrownBy(() -> store.putIfVersion(A, b("k"), b("stale"), 1)).isInstanceOf(VersionMismatchException.class);
+    assertThat(s(store.get(A, b("k")).value())).isEqualTo("reborn");
+  }
+
+  @Test
+  void aBatchIsAppliedEntirelyOrNotAtAll() throws Exception {
+    store.put(A, b("c"), b("old"));
+    List<Mutation> batch =
+        List.of(Mutation.put(A, b("a"), b("1")), Mutation.put(A_NEXT, b("b"), b("2")), new Mutation(A, b("c"), b("new"), 5));
+    assertThatThrownBy(() -> store.apply(batch)).isInstanceOf(VersionMismatchException.class);
+    assertThat(store.get(A, b("a"))).isNull();
+    assertThat(store.get(A_NEXT, b("b"))).isNull();
+    assertThat(s(store.get(A, b("c")).value())).isEqualTo("old");
+
+    long[] versions = store.apply(List.of(Mutation.put(A, b("a"), b("1")), new Mutation(A, b("c"), b("new"), 1), Mutation.delete(A_NEXT, b("zz"))));
+    assertThat(versions).containsExactly(1, 2, 1);
+    assertThatThrownBy(() -> store.apply(List.of(Mutation.put(A, b("x"), b("1")), Mutation.put(A, b("x"), b("2")))))
+        .hasMessage("key 1 of the batch repeats an earlier key");
+  }
+
+  @Test
+  void scansStayInsideTheirShardInKeyOrderAndPageExactly() {
+    for (int i = 0; i < 25; i++) {
+      store.put(A, b(String.format(Locale.ROOT, "k%02d", i)), b("a" + i));
+    }
+    store.put(A_NEXT, b("k00"), b("next shard"));
+    store.put(OTHER_TABLE, b("k00"), b("other table"));
+    store.put(A, new byte[] {(byte) 0xff, (byte) 0xff}, b("top of shard"));
+    store.delete(A, b("k05"));
+
+    List<String> seen = new ArrayList<>();
+    byte[] from = new byte[0];
+    int pages = 0;
+    while (true) {
+      ScanPage page = store.scan(A, from, null, 7);
+      pages++;
+      page.entries().forEach(e -> seen.add(s(e.value())));
+      if (!page.hasMore()) {
+        break;
+      }
+      from = page.resumeFrom();
+    }
+    assertThat(pages).isEqualTo(4);
+    assertThat(seen).hasSize(25).doesNotContain("a5", "next shard", "other table").endsWith("top of shard");
+    assertThat(seen.subList(0, 3)).containsExactly("a0", "a1", "a2");
+
+    ScanPage bounded = store.scan(A, b("k10"), b("k13"), 100);
+    assertThat(bounded.entries()).extracting(e -> s(e.key())).containsExactly("k10", "k11", "k12");
+    assertThat(bounded.hasMore()).isFalse();
+  }
+
+  @Test
+  void droppingAShardRemovesOnlyThatShard() {
+    store.put(A, b("k"), b("1"));
+    store.put(A_NEXT, b("k"), b("2"));
+    store.put(OTHER_TABLE, b("k"), b("3"));
+    store.drop(A);
+    assertThat(store.get(A, b("k"))).isNull();
+    assertThat(store.stats(A)).isEqualTo(new ShardStore.ShardStats(0, 0));
+    assertThat(s(store.get(A_NEXT, b("k")).value())).isEqualTo("2");
+    assertThat(s(store.get(OTHER_TABLE, b("k")).value())).isEqualTo("3");
+  }
+
+  @Test
+  void statsCountLiveKeysAndTheirBytes() {
+    store.put(A, b("ab"), b("xyz"));
+    store.put(A, b("c"), b("q"));
+    store.put(A, b("gone"), b("q"));
+    store.delete(A, b("gone"));
+    assertThat(store.stats(A)).isEqualTo(new ShardStore.ShardStats(2, 2 + 3 + 1 + 1));
+  }
+
+  @Test
+  void reopeningTheDirectoryBringsEveryShardBack() {
+    store.put(A, b("k"), b("kept"));
+    store.put(A_NEXT, b("k"), b("also kept"));
+    store.close();
+    store = ShardStore.open(dir.resolve("db"), false);
+    assertThat(s(store.get(A, b("k")).value())).isEqualTo("kept");
+    assertThat(store.get(A_NEXT, b("k")).version()).isEqualTo(1);
+  }
+
+  @Test
+  void aDirectoryInUseIsRefusedWithItsName() {
+    assertThatThrownBy(() -> ShardStore.open(dir.resolve("db"), false))
+        .isInstanceOf(StorageException.class)
+        .hasMessageContaining("cannot open the shard store in " + dir.resolve("db"));
+  }
+
+  /** Conditional increments from several threads: no lost update, no duplicate success. */
+  @Test
+  void concurrentConditionalWritesAreLinearizable() throws Exception {
+    store.put(A, b("counter"), b("0"));
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    try {
+      List<Future<Integer>> results = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        results.add(pool.submit(() -> {
+          int won = 0;
+          for (int i = 0; i < 300; i++) {
+            Versioned current = store.get(A, b("counter"));
+            int next = Integer.parseInt(s(current.value())) + 1;
+            try {
+              store.putIfVersion(A, b("counter"), b(Integer.toString(next)), current.version());
+              won++;
+            } catch (VersionMismatchException lost) {
+              // another thread won this round
+            }
+          }
+          return won;
+        }));
+      }
+      int won = 0;
+      for (Future<Integer> f : results) {
+        won += f.get(1, TimeUnit.MINUTES);
+      }
+      Versioned end = store.get(A, b("counter"));
+      assertThat(Integer.parseInt(s(end.value()))).isEqualTo(won);
+      assertThat(end.version()).isEqualTo(won + 1);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+}
