@@ -1,0 +1,274 @@
+package io.shardwise.server.coordination;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.StaleDeltaException;
+import io.shardwise.proto.MapCodec;
+import io.shardwise.proto.v1.NodeInfo;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * Everything a Shardwise process keeps in ZooKeeper, through Curator:
+ *
+ * <pre>
+ *   /shardwise/map            the shard map (ShardMapProto); every change is a compare-and-set
+ *                             on the znode's version
+ *   /shardwise/nodes/{id}     one ephemeral znode per live node (NodeInfo: address, labels)
+ *   /shardwise/routers/{id}   one ephemeral znode per live router (NodeInfo)
+ * </pre>
+ *
+ * <p>The whole map is one znode, so a change of any number of shards is one atomic CAS. ZooKeeper
+ * limits a znode to 1 MiB (jute.maxbuffer), which holds tens of thousands of shards; splitting the
+ * map per table, written with a Curator transaction, is the way past that.
+ *
+ * <p>Thread-safe. Close it to end the session (which removes this process's ephemeral znodes).
+ */
+public final class Coordinator implements AutoCloseable {
+
+  public static final String ROOT = "/shardwise";
+  public static final String MAP_PATH = ROOT + "/map";
+  public static final String NODES_PATH = ROOT + "/nodes";
+  public static final String ROUTERS_PATH = ROOT + "/routers";
+
+  private static final int MAX_CAS_ATTEMPTS = 50;
+
+  private final CuratorFramework client;
+  private final CuratorCache nodesCache;
+  private final CuratorCache routersCache;
+  private CuratorCache mapCache;
+  private PersistentNode registration;
+
+  private Coordinator(CuratorFramework client) {
+    this.client = client;
+    this.nodesCache = CuratorCache.build(client, NODES_PATH);
+    this.routersCache = CuratorCache.build(client, ROUTERS_PATH);
+  }
+
+  /**
+   * Connects to {@code connectString} and waits up to {@code timeout} for the session.
+   *
+   * @throws CoordinationException naming the address when ZooKeeper cannot be reached
+   */
+  public static Coordinator connect(String connectString, Duration sessionTimeout, Duration timeout) {
+    CuratorFramework client =
+        CuratorFrameworkFactory.builder()
+            .connectString(connectString)
+            .sessionTimeoutMs((int) sessionTimeout.toMillis())
+            .connectionTimeoutMs((int) Math.min(timeout.toMillis(), 15_000))
+            .retryPolicy(new ExponentialBackoffRetry(100, 10, 2_000))
+            .build();
+    client.start();
+    try {
+      if (!client.blockUntilConnected((int) timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        client.close();
+        throw new CoordinationException("cannot reach ZooKeeper at " + connectString + " within " + timeout.toSeconds() + " s");
+      }
+      Coordinator c = new Coordinator(client);
+      c.nodesCache.start();
+      c.routersCache.start();
+      return c;
+    } catch (InterruptedException e) {
+      client.close();
+      Thread.currentThread().interrupt();
+      throw new CoordinationException("interrupted while connecting to ZooKeeper at " + connectString, e);
+    }
+  }
+
+  /** The stored map and the znode version it was read at ({@code -1}: no map stored yet). */
+  public record StoredMap(ShardMap map, int version) {}
+
+  public StoredMap readMap() {
+    try {
+      Stat stat = new Stat();
+      byte[] data = client.getData().storingStatIn(stat).forPath(MAP_PATH);
+      return new StoredMap(MapCodec.fromBytes(data), stat.getVersion());
+    } catch (KeeperException.NoNodeException e) {
+      return new StoredMap(ShardMap.EMPTY, -1);
+    } catch (Exception e) {
+      throw new CoordinationException("cannot read the shard map: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Changes the map: reads it, asks {@code plan} for a delta (empty: nothing to do), applies it,
+   * and stores the result with a compare-and-set on the znode version. A writer that loses the
+   * race re-reads and plans again, so {@code plan} may run more than once and must not have side
+   * effects.
+   *
+   * @return the stored map after the change (or the current map if {@code plan} had nothing)
+   * @throws IllegalArgumentException if the plan does not fit the map (from {@link ShardMap#apply})
+   */
+  public ShardMap updateMap(Function<ShardMap, Optional<ShardMapDelta>> plan) {
+    for (int attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
+      StoredMap current = readMap();
+      Optional<ShardMapDelta> delta = plan.apply(current.map());
+      if (delta.isEmpty()) {
+        return current.map();
+      }
+      ShardMap next;
+      try {
+        next = current.map().apply(delta.get());
+      } catch (StaleDeltaException e) {
+        continue; // planned against another map: plan again
+      }
+      byte[] data = MapCodec.toProto(next).toByteArray();
+      try {
+        if (current.version() < 0) {
+          client.create().creatingParentsIfNeeded().forPath(MAP_PATH, data);
+        } else {
+          client.setData().withVersion(current.version()).forPath(MAP_PATH, data);
+        }
+        return next;
+      } catch (KeeperException.BadVersionException | KeeperException.NodeExistsException lostTheRace) {
+        // Another writer stored a map first: re-read and re-plan.
+      } catch (Exception e) {
+        throw new CoordinationException("cannot store the shard map: " + e.getMessage(), e);
+      }
+    }
+    throw new CoordinationException("the shard map changed under " + MAX_CAS_ATTEMPTS + " attempts in a row; try again");
+  }
+
+  /**
+   * Calls {@code listener} with the current map, then with every new map, in the order they were
+   * stored. Maps with an epoch not above the last one passed are skipped.
+   */
+  public synchronized void watchMap(Consumer<ShardMap> listener) {
+    if (mapCache != null) {
+      throw new IllegalStateException("the map is already watched");
+    }
+    MapSequencer sequencer = new MapSequencer(listener);
+    mapCache = CuratorCache.build(client, MAP_PATH, CuratorCache.Options.SINGLE_NODE_CACHE);
+    mapCache.listenable().addListener(
+        CuratorCacheListener.builder().forCreatesAndChanges((before, after) -> sequencer.offer(MapCodec.fromBytes(after.getData()))).build());
+    mapCache.start();
+    sequencer.offer(readMap().map());
+  }
+
+  /** Passes maps on in strictly rising epoch order. */
+  private static final class MapSequencer {
+    private final Consumer<ShardMap> listener;
+    private long last = -1;
+
+    MapSequencer(Consumer<ShardMap> listener) {
+      this.listener = listener;
+    }
+
+    synchronized void offer(ShardMap map) {
+      if (map.epoch() > last) {
+        last = map.epoch();
+        listener.accept(map);
+      }
+    }
+  }
+
+  /** Calls {@code listener} on every change of the ZooKeeper connection state. */
+  public void watchConnection(Consumer<ConnectionState> listener) {
+    client.getConnectionStateListenable().addListener((c, state) -> listener.accept(state));
+  }
+
+  /**
+   * Registers this process under {@code /shardwise/nodes/{id}} (or routers) as an ephemeral znode
+   * that Curator re-creates after a session expires, and waits until it exists.
+   *
+   * @throws CoordinationException if another live process already registered this id
+   */
+  public synchronized void register(boolean router, NodeInfo info, Duration timeout) {
+    String path = (router ? ROUTERS_PATH : NODES_PATH) + "/" + info.getId();
+    try {
+      if (client.checkExists().forPath(path) != null) {
+        throw new CoordinationException("a live " + (router ? "router" : "node") + " already uses the id " + info.getId());
+      }
+      registration = new PersistentNode(client, CreateMode.EPHEMERAL, false, path, info.toByteArray());
+      registration.start();
+      if (!registration.waitForInitialCreate(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new CoordinationException("could not register " + path + " within " + timeout.toSeconds() + " s");
+      }
+    } catch (CoordinationException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new CoordinationException("cannot register " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Live nodes by id, from a cache kept current by ZooKeeper watches. */
+  public Map<NodeId, NodeInfo> liveNodes() {
+    return live(nodesCache, NODES_PATH);
+  }
+
+  /** Live routers by id. */
+  public Map<NodeId, NodeInfo> liveRouters() {
+    return live(routersCache, ROUTERS_PATH);
+  }
+
+  /** Live nodes read directly from ZooKeeper (not the cache): for decisions right after a start. */
+  public Map<NodeId, NodeInfo> liveNodesNow() {
+    Map<NodeId, NodeInfo> out = new TreeMap<>();
+    try {
+      if (client.checkExists().forPath(NODES_PATH) == null) {
+        return out;
+      }
+      for (String child : client.getChildren().forPath(NODES_PATH)) {
+        try {
+          out.put(NodeId.of(child), NodeInfo.parseFrom(client.getData().forPath(NODES_PATH + "/" + child)));
+        } catch (KeeperException.NoNodeException gone) {
+          // left between the listing and the read
+        }
+      }
+      return out;
+    } catch (Exception e) {
+      throw new CoordinationException("cannot list live nodes: " + e.getMessage(), e);
+    }
+  }
+
+  private static Map<NodeId, NodeInfo> live(CuratorCache cache, String parent) {
+    Map<NodeId, NodeInfo> out = new TreeMap<>();
+    cache.stream()
+        .filter(d -> d.getPath().startsWith(parent + "/"))
+        .forEach(d -> parse(d).ifPresent(info -> out.put(NodeId.of(info.getId()), info)));
+    return out;
+  }
+
+  private static Optional<NodeInfo> parse(ChildData data) {
+    try {
+      return Optional.of(NodeInfo.parseFrom(data.getData()));
+    } catch (InvalidProtocolBufferException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    try {
+      if (registration != null) {
+        registration.close();
+      }
+    } catch (java.io.IOException e) {
+      // the session ends below anyway, which removes the ephemeral znode
+    }
+    if (mapCache != null) {
+      mapCache.close();
+    }
+    nodesCache.close();
+    routersCache.close();
+    client.close();
+  }
+}
