@@ -128,6 +128,23 @@ public final class Key implements Comparable<Key> {
   }
 
   /**
+   * The smallest encoded key of any partition key at or above {@code partitionKey}: every key whose
+   * partition key is below it encodes below this, every other key at or above. Scan bound for
+   * partition-key ranges.
+   */
+  public static byte[] encodedLowerBound(byte[] partitionKey) {
+    byte[] full = Key.of(partitionKey).encode();
+    return Arrays.copyOf(full, full.length - 2); // the escaped partition key, without its terminator
+  }
+
+  /** Just above every encoded key of {@code partitionKey}, below every key of a later partition. */
+  public static byte[] encodedPartitionEnd(byte[] partitionKey) {
+    byte[] full = Key.of(partitionKey).encode();
+    full[full.length - 1] = TERMINATOR + 1;
+    return full;
+  }
+
+  /**
    * Decodes {@link #encode()}'s output.
    *
    * @throws IllegalArgumentException if {@code encoded} is not such an encoding

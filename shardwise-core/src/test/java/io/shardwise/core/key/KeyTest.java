@@ -56,6 +56,17 @@ class KeyTest {
     assertThat(inside).isFalse();
   }
 
+  @Property(tries = 2000, seed = "20261129")
+  void partitionBoundsSeparatePartitionsExactly(
+      @ForAll("bytes") byte[] bound, @ForAll("bytes") byte[] partition, @ForAll("bytes") byte[] sort) {
+    byte[] encoded = Key.of(partition, sort).encode();
+    boolean below = Arrays.compareUnsigned(partition, bound) < 0;
+    assertThat(Arrays.compareUnsigned(encoded, Key.encodedLowerBound(bound)) < 0).isEqualTo(below);
+    boolean samePartition = Arrays.equals(partition, bound);
+    boolean insideEnd = Arrays.compareUnsigned(encoded, Key.encodedPartitionEnd(bound)) < 0;
+    assertThat(insideEnd).isEqualTo(below || samePartition);
+  }
+
   @Test
   void orderedLongsSortNumerically() {
     long[] values = {Long.MIN_VALUE, -1_000_000, -1, 0, 1, 255, 256, Long.MAX_VALUE};

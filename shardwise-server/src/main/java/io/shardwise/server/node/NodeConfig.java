@@ -1,0 +1,51 @@
+package io.shardwise.server.node;
+
+import io.shardwise.server.rpc.Limits;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+/**
+ * How to run a node.
+ *
+ * @param id the node id, or {@code null} to use the one kept in the data directory (a new one is
+ *     made on first start)
+ * @param dataDir where the node keeps its RocksDB data and its id
+ * @param host the address to listen on and advertise
+ * @param port the data/admin port; 0 lets the OS choose
+ * @param zk ZooKeeper connect string ({@code host:port,host:port})
+ * @param labels free-form labels (zone, region, capacity) advertised in ZooKeeper
+ * @param syncWrites fsync the write-ahead log on every write
+ */
+public record NodeConfig(
+    String id, Path dataDir, String host, int port, String zk, Map<String, String> labels, Limits limits,
+    boolean syncWrites, Duration sessionTimeout) {
+
+  public NodeConfig {
+    labels = Map.copyOf(labels);
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("port must be in [0, 65535], not " + port);
+    }
+  }
+
+  /** Defaults for everything but where to keep data and which ZooKeeper to use. */
+  public static NodeConfig of(Path dataDir, String zk) {
+    return new NodeConfig(null, dataDir, "127.0.0.1", 0, zk, Map.of(), Limits.DEFAULT, false, Duration.ofSeconds(10));
+  }
+
+  public NodeConfig withId(String newId) {
+    return new NodeConfig(newId, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout);
+  }
+
+  public NodeConfig withPort(int newPort) {
+    return new NodeConfig(id, dataDir, host, newPort, zk, labels, limits, syncWrites, sessionTimeout);
+  }
+
+  public NodeConfig withLimits(Limits newLimits) {
+    return new NodeConfig(id, dataDir, host, port, zk, labels, newLimits, syncWrites, sessionTimeout);
+  }
+
+  public NodeConfig withLabels(Map<String, String> newLabels) {
+    return new NodeConfig(id, dataDir, host, port, zk, newLabels, limits, syncWrites, sessionTimeout);
+  }
+}

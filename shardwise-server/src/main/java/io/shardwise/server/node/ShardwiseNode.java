@@ -1,0 +1,184 @@
+package io.shardwise.server.node;
+
+import io.grpc.Server;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.AdminServiceImpl;
+import io.shardwise.server.rpc.AppliedMap;
+import io.shardwise.server.rpc.ClusterContext;
+import io.shardwise.server.rpc.DataServiceImpl;
+import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.TableAdmin;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.curator.framework.state.ConnectionState;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running node: its shards in RocksDB, its place in ZooKeeper, and the data and admin API on one
+ * gRPC port.
+ *
+ * <p>Start order: open the store, connect to ZooKeeper, read and apply the map, listen, register
+ * (only then do others route to it). A node that loses its ZooKeeper session stops accepting writes
+ * (design rule 2) until it has reconnected and re-read the map. Close it to stop: unregister, stop
+ * listening, close the store.
+ */
+public final class ShardwiseNode implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(ShardwiseNode.class);
+
+  private final NodeId id;
+  private final ShardStore store;
+  private final Coordinator coordinator;
+  private final AppliedMap map = new AppliedMap();
+  private final AtomicBoolean writable = new AtomicBoolean(false);
+  private final Peers peers;
+  private Server server;
+  private String address;
+
+  private ShardwiseNode(NodeId id, ShardStore store, Coordinator coordinator, Peers peers) {
+    this.id = id;
+    this.store = store;
+    this.coordinator = coordinator;
+    this.peers = peers;
+  }
+
+  /**
+   * Starts a node.
+   *
+   * @throws IllegalStateException naming the problem: ZooKeeper unreachable, port in use, data
+   *     directory held by another process, id already live
+   */
+  public static ShardwiseNode start(NodeConfig config) {
+    NodeId id = NodeId.of(config.id() != null ? config.id() : storedId(config.dataDir()));
+    ShardStore store = ShardStore.open(config.dataDir().resolve("rocksdb"), config.syncWrites());
+    Coordinator coordinator;
+    try {
+      coordinator = Coordinator.connect(config.zk(), config.sessionTimeout(), Duration.ofSeconds(20));
+    } catch (RuntimeException e) {
+      store.close();
+      throw e;
+    }
+    ShardwiseNode node = new ShardwiseNode(id, store, coordinator, new Peers(config.limits().maxMessageBytes()));
+    try {
+      node.run(config);
+      return node;
+    } catch (RuntimeException e) {
+      node.close();
+      throw e;
+    }
+  }
+
+  private void run(NodeConfig config) {
+    ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, config.limits(), writable::get);
+    TableAdmin tables = new TableAdmin(ctx);
+    coordinator.watchConnection(this::onConnectionChange);
+    coordinator.watchMap(this::onMap);
+    writable.set(true);
+    server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(),
+        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables));
+    address = config.host() + ":" + server.getPort();
+    NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
+    coordinator.register(false, info.build(), Duration.ofSeconds(20));
+    LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
+  }
+
+  /** Fences writes while the session is in doubt; lifts the fence only after re-reading the map. */
+  private void onConnectionChange(ConnectionState state) {
+    if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+      writable.set(false);
+      LOG.warn("node {}: ZooKeeper connection {}; writes fenced", id, state);
+    } else if (state == ConnectionState.RECONNECTED) {
+      try {
+        onMap(coordinator.readMap().map());
+        writable.set(true);
+        LOG.info("node {}: reconnected and re-read the map (epoch {}); writes resumed", id, map.current().epoch());
+      } catch (RuntimeException e) {
+        LOG.warn("node {}: reconnected but could not re-read the map; writes stay fenced: {}", id, e.getMessage());
+      }
+    }
+  }
+
+  /** Applies a newer map: drops the data of tables that are gone. */
+  private void onMap(ShardMap next) {
+    ShardMap previous = map.advance(next);
+    if (previous == null) {
+      return;
+    }
+    for (Table old : previous.tables().values()) {
+      Table now = next.table(old.name()).orElse(null);
+      if (now != null && now.id() == old.id()) {
+        continue;
+      }
+      for (ShardAssignment s : old.shards()) {
+        if (s.owner().equals(id)) {
+          store.drop(new ShardRef(old.id(), s.id().number()));
+        }
+      }
+    }
+  }
+
+  private static String storedId(Path dataDir) {
+    Path file = dataDir.resolve("node-id");
+    try {
+      if (Files.exists(file)) {
+        return Files.readString(file, StandardCharsets.UTF_8).strip();
+      }
+      Files.createDirectories(dataDir);
+      byte[] random = new byte[4];
+      ThreadLocalRandom.current().nextBytes(random);
+      String id = "node-" + HexFormat.of().formatHex(random);
+      Files.writeString(file, id + "\n", StandardCharsets.UTF_8);
+      return id;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read or write the node id in " + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  public NodeId id() {
+    return id;
+  }
+
+  /** {@code host:port} of the data and admin API. */
+  public String address() {
+    return address;
+  }
+
+  public ShardMap map() {
+    return map.current();
+  }
+
+  /** This node's storage, for tests and tools that check where keys live. */
+  public ShardStore store() {
+    return store;
+  }
+
+  public boolean writable() {
+    return writable.get();
+  }
+
+  @Override
+  public void close() {
+    writable.set(false);
+    coordinator.close(); // unregisters first, so nobody routes here while we stop
+    if (server != null) {
+      GrpcServers.stop(server);
+    }
+    peers.close();
+    store.close();
+  }
+}

@@ -1,0 +1,108 @@
+package io.shardwise.server.rpc;
+
+import io.grpc.stub.StreamObserver;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.MapCodec;
+import io.shardwise.proto.v1.AdminServiceGrpc;
+import io.shardwise.proto.v1.ClusterStatusRequest;
+import io.shardwise.proto.v1.ClusterStatusResponse;
+import io.shardwise.proto.v1.GetShardMapRequest;
+import io.shardwise.proto.v1.GetShardMapResponse;
+import io.shardwise.proto.v1.HealthRequest;
+import io.shardwise.proto.v1.HealthResponse;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import java.util.Map;
+
+/** The admin API: the shard map for clients, cluster status, per-node shard stats, health. */
+public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBase {
+
+  private final ClusterContext ctx;
+  private final TableAdmin tables;
+
+  public AdminServiceImpl(ClusterContext ctx, TableAdmin tables) {
+    this.ctx = ctx;
+    this.tables = tables;
+  }
+
+  @Override
+  public void getShardMap(GetShardMapRequest request, StreamObserver<GetShardMapResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      GetShardMapResponse.Builder b = GetShardMapResponse.newBuilder().setMap(MapCodec.toProto(ctx.map().current()));
+      ctx.coordinator().liveNodes().values().forEach(n -> b.addNodes(n.toBuilder().setUp(true)));
+      return b.build();
+    });
+  }
+
+  @Override
+  public void nodeStats(NodeStatsRequest request, StreamObserver<NodeStatsResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      NodeStatsResponse.Builder b = NodeStatsResponse.newBuilder();
+      if (ctx.isRouter()) {
+        return b.build();
+      }
+      b.setNode(ctx.self().value());
+      ShardMap map = ctx.map().current();
+      for (Table t : map.tables().values()) {
+        for (int position = 0; position < t.shards().size(); position++) {
+          ShardAssignment s = t.shards().get(position);
+          if (s.owner().equals(ctx.self())) {
+            ShardStore.ShardStats stats = ctx.store().stats(new ShardRef(t.id(), s.id().number()));
+            b.addShards(ShardInfo.newBuilder().setTable(t.name()).setNumber(s.id().number()).setPosition(position)
+                .setOwner(s.owner().value()).setEpoch(s.epoch()).setKeys(stats.keys()).setBytes(stats.bytes()));
+          }
+        }
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void clusterStatus(ClusterStatusRequest request, StreamObserver<ClusterStatusResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      ShardMap map = ctx.map().current();
+      Map<String, ShardInfo> stats = tables.shardStats();
+      ClusterStatusResponse.Builder b = ClusterStatusResponse.newBuilder().setMapEpoch(map.epoch());
+      Map<NodeId, NodeInfo> live = ctx.coordinator().liveNodes();
+      java.util.Set<NodeId> all = new java.util.TreeSet<>(live.keySet());
+      map.tables().values().forEach(t -> t.shards().forEach(s -> all.add(s.owner())));
+      for (NodeId id : all) {
+        NodeInfo.Builder n = live.containsKey(id) ? live.get(id).toBuilder().setUp(true) : NodeInfo.newBuilder().setId(id.value()).setUp(false);
+        long shards = 0;
+        long keys = 0;
+        long bytes = 0;
+        for (ShardAssignment s : map.shardsOf(id)) {
+          shards++;
+          ShardInfo stat = stats.get(s.id().table() + "/" + s.id().number());
+          if (stat != null) {
+            keys += stat.getKeys();
+            bytes += stat.getBytes();
+          }
+        }
+        b.addNodes(n.setShards((int) shards).setKeys(keys).setBytes(bytes));
+      }
+      map.tables().values().forEach(t -> b.addTables(TableAdmin.info(t, map.epoch(), stats)));
+      return b.build();
+    });
+  }
+
+  @Override
+  public void health(HealthRequest request, StreamObserver<HealthResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      boolean serving = ctx.isRouter() || ctx.writable().getAsBoolean();
+      return HealthResponse.newBuilder()
+          .setServing(serving)
+          .setNode(ctx.isRouter() ? "router" : ctx.self().value())
+          .setMapEpoch(ctx.map().current().epoch())
+          .setDetail(serving ? "serving" : "fenced: waiting to re-read the shard map after losing the ZooKeeper session")
+          .build();
+    });
+  }
+}

@@ -1,0 +1,28 @@
+package io.shardwise.server.rpc;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.storage.ShardStore;
+import java.util.function.BooleanSupplier;
+
+/**
+ * What a request handler works with: who this process is (a node, or a router that owns nothing),
+ * the map it has applied, ZooKeeper, its peers, and for a node its store and whether it may write.
+ *
+ * @param self this node's id, or {@code null} in a router
+ * @param store this node's shards, or {@code null} in a router
+ * @param writable false while the node is fenced (lost its ZooKeeper session)
+ */
+public record ClusterContext(
+    NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, Limits limits, BooleanSupplier writable) {
+
+  public boolean isRouter() {
+    return self == null;
+  }
+
+  /** The data address of a live node, or {@code null} if it is not live. */
+  public String addressOf(NodeId node) {
+    var info = coordinator.liveNodes().get(node);
+    return info == null ? null : info.getAddress();
+  }
+}

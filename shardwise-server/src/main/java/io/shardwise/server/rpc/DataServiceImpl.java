@@ -1,0 +1,559 @@
+package io.shardwise.server.rpc;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.key.KeyRange;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.Route;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.ShardSpan;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.v1.BatchGetRequest;
+import io.shardwise.proto.v1.BatchGetResponse;
+import io.shardwise.proto.v1.BatchPutRequest;
+import io.shardwise.proto.v1.BatchPutResponse;
+import io.shardwise.proto.v1.CreateTableRequest;
+import io.shardwise.proto.v1.DataServiceGrpc;
+import io.shardwise.proto.v1.DeleteRequest;
+import io.shardwise.proto.v1.DeleteResponse;
+import io.shardwise.proto.v1.DescribeTableRequest;
+import io.shardwise.proto.v1.DropTableRequest;
+import io.shardwise.proto.v1.DropTableResponse;
+import io.shardwise.proto.v1.ErrorInfo;
+import io.shardwise.proto.v1.GetRequest;
+import io.shardwise.proto.v1.GetResponse;
+import io.shardwise.proto.v1.KeyValue;
+import io.shardwise.proto.v1.ListTablesRequest;
+import io.shardwise.proto.v1.ListTablesResponse;
+import io.shardwise.proto.v1.PutRequest;
+import io.shardwise.proto.v1.PutResponse;
+import io.shardwise.proto.v1.RequestHeader;
+import io.shardwise.proto.v1.ResponseHeader;
+import io.shardwise.proto.v1.ScanRequest;
+import io.shardwise.proto.v1.ScanResponse;
+import io.shardwise.proto.v1.ShardScanRequest;
+import io.shardwise.proto.v1.ShardScanResponse;
+import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ScanPage;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.StoredEntry;
+import io.shardwise.server.storage.VersionMismatchException;
+import io.shardwise.server.storage.Versioned;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The data API of a node or a router. Every request is routed by {@link ShardMap#route}: served
+ * from this node's store when it owns the key's shard; otherwise forwarded to the owner (one hop)
+ * when the request allows it or this is a router, else refused with WRONG_SHARD. A forward that
+ * meets a newer map downstream waits for this process's map to catch up and routes again, at most
+ * {@value #ATTEMPTS} times.
+ */
+public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
+
+  private static final int ATTEMPTS = 3;
+  private static final Duration CATCH_UP = Duration.ofSeconds(2);
+  private static final int DEFAULT_SCAN_LIMIT = 100;
+
+  private final ClusterContext ctx;
+  private final TableAdmin tables;
+
+  public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
+    this.ctx = ctx;
+    this.tables = tables;
+  }
+
+  // ------------------------------------------------------------------ tables
+
+  @Override
+  public void createTable(CreateTableRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.create(request));
+  }
+
+  @Override
+  public void listTables(ListTablesRequest request, StreamObserver<ListTablesResponse> out) {
+    respond(out, tables::list);
+  }
+
+  @Override
+  public void describeTable(DescribeTableRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.describe(request.getName(), request.getWithStats()));
+  }
+
+  @Override
+  public void dropTable(DropTableRequest request, StreamObserver<DropTableResponse> out) {
+    respond(out, () -> tables.drop(request.getName()));
+  }
+
+  // ------------------------------------------------------------------ single keys
+
+  @Override
+  public void put(PutRequest request, StreamObserver<PutResponse> out) {
+    respond(out, () -> {
+      Key key = key(request.getKey());
+      ctx.limits().checkValue(request.getValue().size());
+      return keyed(request.getHeader(), request.getTable(), key, true,
+          (map, shard) -> {
+            byte[] value = request.getValue().toByteArray();
+            long version;
+            try {
+              version = request.getConditional()
+                  ? ctx.store().putIfVersion(shard, key.encode(), value, request.getExpectedVersion())
+                  : ctx.store().put(shard, key.encode(), value);
+            } catch (VersionMismatchException e) {
+              throw Errors.versionMismatch(e.getMessage(), e.actual());
+            }
+            return PutResponse.newBuilder().setHeader(header(map, 1)).setVersion(version).build();
+          },
+          (stub, header) -> stub.put(request.toBuilder().setHeader(header).build()));
+    });
+  }
+
+  @Override
+  public void get(GetRequest request, StreamObserver<GetResponse> out) {
+    respond(out, () -> {
+      Key key = key(request.getKey());
+      return keyed(request.getHeader(), request.getTable(), key, false,
+          (map, shard) -> found(map, ctx.store().get(shard, key.encode())),
+          (stub, header) -> stub.get(request.toBuilder().setHeader(header).build()));
+    });
+  }
+
+  @Override
+  public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
+    respond(out, () -> {
+      Key key = key(request.getKey());
+      return keyed(request.getHeader(), request.getTable(), key, true,
+          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1)).setDeleted(ctx.store().delete(shard, key.encode())).build(),
+          (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
+    });
+  }
+
+  private static GetResponse found(ShardMap map, Versioned v) {
+    GetResponse.Builder b = GetResponse.newBuilder().setHeader(header(map, 1));
+    if (v != null) {
+      b.setFound(true).setValue(ByteString.copyFrom(v.value())).setVersion(v.version());
+    }
+    return b.build();
+  }
+
+  // ------------------------------------------------------------------ batches
+
+  @Override
+  public void batchPut(BatchPutRequest request, StreamObserver<BatchPutResponse> out) {
+    respond(out, () -> {
+      long bytes = 0;
+      List<Key> keys = new ArrayList<>();
+      for (KeyValue kv : request.getEntriesList()) {
+        keys.add(key(kv.getKey()));
+        ctx.limits().checkValue(kv.getValue().size());
+        bytes += kv.getKey().getPartitionKey().size() + kv.getKey().getSortKey().size() + kv.getValue().size();
+      }
+      ctx.limits().checkBatch(keys.size(), bytes);
+      long[] versions = new long[keys.size()];
+      int touched = batch(request.getHeader(), request.getTable(), keys, true,
+          (map, table, indexes) -> {
+            List<Mutation> mutations = new ArrayList<>();
+            for (int i : indexes) {
+              ShardRef shard = ref(table, table.shardFor(keys.get(i).partitionKey()));
+              mutations.add(Mutation.put(shard, keys.get(i).encode(), request.getEntries(i).getValue().toByteArray()));
+            }
+            long[] written;
+            try {
+              written = ctx.store().apply(mutations);
+            } catch (VersionMismatchException e) {
+              throw new AssertionError("unconditional writes cannot mismatch", e);
+            } catch (IllegalArgumentException e) {
+              throw Errors.invalid(e.getMessage());
+            }
+            for (int j = 0; j < indexes.size(); j++) {
+              versions[indexes.get(j)] = written[j];
+            }
+          },
+          (stub, header, indexes) -> {
+            BatchPutRequest.Builder sub = BatchPutRequest.newBuilder().setHeader(header).setTable(request.getTable());
+            indexes.forEach(i -> sub.addEntries(request.getEntries(i)));
+            BatchPutResponse r = stub.batchPut(sub.build());
+            for (int j = 0; j < indexes.size(); j++) {
+              versions[indexes.get(j)] = r.getVersions(j);
+            }
+          });
+      BatchPutResponse.Builder b = BatchPutResponse.newBuilder().setHeader(header(ctx.map().current(), touched));
+      for (long v : versions) {
+        b.addVersions(v);
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void batchGet(BatchGetRequest request, StreamObserver<BatchGetResponse> out) {
+    respond(out, () -> {
+      List<Key> keys = new ArrayList<>();
+      long bytes = 0;
+      for (io.shardwise.proto.v1.Key k : request.getKeysList()) {
+        keys.add(key(k));
+        bytes += k.getPartitionKey().size() + k.getSortKey().size();
+      }
+      ctx.limits().checkBatch(keys.size(), bytes);
+      GetResponse[] results = new GetResponse[keys.size()];
+      int touched = batch(request.getHeader(), request.getTable(), keys, false,
+          (map, table, indexes) -> {
+            for (int i : indexes) {
+              ShardRef shard = ref(table, table.shardFor(keys.get(i).partitionKey()));
+              results[i] = found(map, ctx.store().get(shard, keys.get(i).encode()));
+            }
+          },
+          (stub, header, indexes) -> {
+            BatchGetRequest.Builder sub = BatchGetRequest.newBuilder().setHeader(header).setTable(request.getTable());
+            indexes.forEach(i -> sub.addKeys(request.getKeys(i)));
+            BatchGetResponse r = stub.batchGet(sub.build());
+            for (int j = 0; j < indexes.size(); j++) {
+              results[indexes.get(j)] = r.getResults(j);
+            }
+          });
+      return BatchGetResponse.newBuilder().setHeader(header(ctx.map().current(), touched)).addAllResults(List.of(results)).build();
+    });
+  }
+
+  // ------------------------------------------------------------------ scans
+
+  @Override
+  public void scan(ScanRequest request, StreamObserver<ScanResponse> out) {
+    respond(out, () -> {
+      int limit = request.getLimit() == 0 ? DEFAULT_SCAN_LIMIT : request.getLimit();
+      if (limit > ctx.limits().maxScanLimit()) {
+        throw Errors.limit("scan limit is " + limit + " rows; the limit is " + ctx.limits().maxScanLimit());
+      }
+      ShardMap map = mapFor(request.getHeader());
+      Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      if (request.hasPartition()) {
+        return scanPartition(request, limit);
+      }
+      ShardSpan span;
+      byte[] from;
+      byte[] to;
+      if (request.hasPartitionRange()) {
+        if (table.layout().strategy() != Strategy.RANGE) {
+          throw Errors.invalid("a partition-key range scan needs a range table; " + table.name() + " is " + table.layout().strategy()
+              + " (scan one partition, or all)");
+        }
+        byte[] a = request.getPartitionRange().getFrom().toByteArray();
+        byte[] b = request.getPartitionRange().getHasTo() ? request.getPartitionRange().getTo().toByteArray() : null;
+        if (b != null && java.util.Arrays.compareUnsigned(a, b) >= 0) {
+          throw Errors.invalid("partition range end must be above its start");
+        }
+        span = table.layout().shardsFor(KeyRange.of(a, b));
+        from = Key.encodedLowerBound(a);
+        to = b == null ? null : Key.encodedLowerBound(b);
+      } else if (request.getAll()) {
+        span = new ShardSpan(0, table.shards().size() - 1);
+        from = new byte[0];
+        to = null;
+      } else {
+        throw Errors.invalid("a scan needs a scope: partition, partition_range or all");
+      }
+      return scanShards(request.getHeader(), table, span, from, to, limit, request.getPageToken());
+    });
+  }
+
+  private ScanResponse scanPartition(ScanRequest request, int limit) {
+    byte[] pk = request.getPartition().getPartitionKey().toByteArray();
+    Key start = key(io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(request.getPartition().getPartitionKey())
+        .setSortKey(request.getPartition().getSortFrom()).build());
+    byte[] from = request.getPageToken().isEmpty() ? start.encode() : request.getPageToken().toByteArray();
+    byte[] to = request.getPartition().getSortTo().isEmpty()
+        ? Key.encodedPartitionEnd(pk)
+        : Key.of(pk, request.getPartition().getSortTo().toByteArray()).encode();
+    return keyed(request.getHeader(), request.getTable(), start, false,
+        (map, shard) -> {
+          ScanPage page = ctx.store().scan(shard, from, to, limit);
+          ScanResponse.Builder b = ScanResponse.newBuilder().setHeader(header(map, 1));
+          page.entries().forEach(e -> b.addRows(row(e)));
+          if (page.hasMore()) {
+            b.setNextPageToken(ByteString.copyFrom(page.resumeFrom()));
+          }
+          return b.build();
+        },
+        (stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
+  }
+
+  /** Reads shards of {@code span} in position order from the page token on, up to {@code limit} rows. */
+  private ScanResponse scanShards(RequestHeader h, Table table, ShardSpan span, byte[] from, byte[] to, int limit, ByteString token) {
+    int position = span.first();
+    byte[] resume = from;
+    if (!token.isEmpty()) {
+      ByteBuffer t = token.asReadOnlyByteBuffer();
+      position = t.getInt();
+      resume = new byte[t.remaining()];
+      t.get(resume);
+      if (position < span.first() || position > span.last()) {
+        throw Errors.invalid("page token does not belong to this scan");
+      }
+    }
+    ScanResponse.Builder out = ScanResponse.newBuilder();
+    int touched = 0;
+    for (; position <= span.last(); position++, resume = from) {
+      int want = limit - out.getRowsCount();
+      ShardScanResponse page = shardScan(h, table, position, resume, to, want);
+      touched++;
+      out.addAllRows(page.getRowsList());
+      if (page.getHasMore()) {
+        ByteBuffer t = ByteBuffer.allocate(4 + page.getResumeFrom().size()).putInt(position);
+        t.put(page.getResumeFrom().asReadOnlyByteBuffer());
+        out.setNextPageToken(ByteString.copyFrom(t.array()));
+        break;
+      }
+      if (out.getRowsCount() == limit && position < span.last()) {
+        out.setNextPageToken(ByteString.copyFrom(ByteBuffer.allocate(4).putInt(position + 1).array()));
+        break;
+      }
+    }
+    return out.setHeader(header(ctx.map().current(), touched)).build();
+  }
+
+  /** One shard's page, from this node's store or from its owner. */
+  private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit) {
+    ShardScanRequest.Builder request = ShardScanRequest.newBuilder().setHeader(h).setTable(table.name()).setPosition(position)
+        .setFrom(ByteString.copyFrom(from)).setLimit(limit);
+    if (to != null) {
+      request.setTo(ByteString.copyFrom(to)).setHasTo(true);
+    }
+    ShardAssignment shard = table.shards().get(position);
+    if (!ctx.isRouter() && shard.owner().equals(ctx.self())) {
+      return localShardScan(ctx.map().current(), table, position, request.build());
+    }
+    String address = liveAddress(shard.owner());
+    return ctx.peers().data(address).shardScan(request.setHeader(forwardHeader(ctx.map().current())).build());
+  }
+
+  @Override
+  public void shardScan(ShardScanRequest request, StreamObserver<ShardScanResponse> out) {
+    respond(out, () -> {
+      ShardMap map = mapFor(request.getHeader());
+      Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      if (request.getPosition() >= table.shards().size()) {
+        throw Errors.invalid("table " + table.name() + " has no shard at position " + request.getPosition());
+      }
+      ShardAssignment shard = table.shards().get(request.getPosition());
+      if (ctx.isRouter() || !shard.owner().equals(ctx.self())) {
+        throw Errors.wrongShard(map.epoch(), shard.id().toString(), shard.owner().value(), nullToEmpty(ctx.addressOf(shard.owner())));
+      }
+      return localShardScan(map, table, request.getPosition(), request);
+    });
+  }
+
+  private ShardScanResponse localShardScan(ShardMap map, Table table, int position, ShardScanRequest request) {
+    int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
+    ScanPage page = ctx.store().scan(ref(table, table.shards().get(position)), request.getFrom().toByteArray(),
+        request.getHasTo() ? request.getTo().toByteArray() : null, limit);
+    ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1));
+    page.entries().forEach(e -> b.addRows(row(e)));
+    if (page.hasMore()) {
+      b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));
+    }
+    return b.build();
+  }
+
+  private static KeyValue row(StoredEntry e) {
+    Key k = Key.decode(e.key());
+    return KeyValue.newBuilder()
+        .setKey(io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(ByteString.copyFrom(k.partitionKey())).setSortKey(ByteString.copyFrom(k.sortKey())))
+        .setValue(ByteString.copyFrom(e.value()))
+        .setVersion(e.version())
+        .build();
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  /** Serves a request for one key here, or forwards it to the owner. */
+  interface Local<R> {
+    R serve(ShardMap map, ShardRef shard);
+  }
+
+  interface Remote<R> {
+    R call(DataServiceGrpc.DataServiceBlockingStub owner, RequestHeader header);
+  }
+
+  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, Local<R> local, Remote<R> remote) {
+    ShardMap map = mapFor(h);
+    StatusRuntimeException last = null;
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+      Route route = route(map, tableName, key.partitionKey(), h.getMapEpoch());
+      if (route instanceof Route.Serve) {
+        if (write && !ctx.writable().getAsBoolean()) {
+          throw Errors.notServing(ctx.self().value(), map.epoch());
+        }
+        Table table = map.table(tableName).orElseThrow();
+        return local.serve(map, ref(table, ((Route.Serve) route).shard()));
+      }
+      if (route instanceof Route.NoSuchTable) {
+        throw Errors.noSuchTable(tableName, map.epoch());
+      }
+      if (route instanceof Route.MapBehind) {
+        throw Errors.mapBehind(map.epoch(), h.getMapEpoch());
+      }
+      Route.WrongShard wrong = (Route.WrongShard) route;
+      String address = nullToEmpty(ctx.addressOf(wrong.ownerHint()));
+      if (!mayForward(h)) {
+        throw Errors.wrongShard(map.epoch(), wrong.shard().toString(), wrong.ownerHint().value(), address);
+      }
+      try {
+        return remote.call(ctx.peers().data(liveAddress(wrong.ownerHint())), forwardHeader(map));
+      } catch (StatusRuntimeException e) {
+        last = e;
+        map = catchUpAfter(e, map);
+      }
+    }
+    throw last;
+  }
+
+  interface LocalBatch {
+    void serve(ShardMap map, Table table, List<Integer> indexes);
+  }
+
+  interface RemoteBatch {
+    void call(DataServiceGrpc.DataServiceBlockingStub owner, RequestHeader header, List<Integer> indexes);
+  }
+
+  /** Groups keys by owner, serves this node's group atomically, forwards the rest; returns shards touched. */
+  private int batch(RequestHeader h, String tableName, List<Key> keys, boolean write, LocalBatch local, RemoteBatch remote) {
+    ShardMap map = mapFor(h);
+    List<Integer> pending = new ArrayList<>();
+    for (int i = 0; i < keys.size(); i++) {
+      pending.add(i);
+    }
+    java.util.Set<Long> shards = new java.util.TreeSet<>();
+    StatusRuntimeException last = null;
+    for (int attempt = 0; attempt < ATTEMPTS && !pending.isEmpty(); attempt++) {
+      ShardMap current = map;
+      Table table = current.table(tableName).orElseThrow(() -> Errors.noSuchTable(tableName, current.epoch()));
+      Map<NodeId, List<Integer>> byOwner = new LinkedHashMap<>();
+      for (int i : pending) {
+        ShardAssignment shard = table.shardFor(keys.get(i).partitionKey());
+        shards.add(shard.id().number());
+        byOwner.computeIfAbsent(shard.owner(), o -> new ArrayList<>()).add(i);
+      }
+      for (NodeId owner : byOwner.keySet()) {
+        if (!owner.equals(ctx.self()) && !mayForward(h)) {
+          ShardAssignment shard = table.shardFor(keys.get(byOwner.get(owner).get(0)).partitionKey());
+          throw Errors.wrongShard(current.epoch(), shard.id().toString(), owner.value(), nullToEmpty(ctx.addressOf(owner)));
+        }
+      }
+      List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
+      if (mine != null) {
+        if (write && !ctx.writable().getAsBoolean()) {
+          throw Errors.notServing(ctx.self().value(), current.epoch());
+        }
+        local.serve(current, table, mine);
+      }
+      List<Integer> retry = new ArrayList<>();
+      for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
+        try {
+          remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
+        } catch (StatusRuntimeException e) {
+          last = e;
+          map = catchUpAfter(e, map);
+          retry.addAll(group.getValue());
+        }
+      }
+      pending = retry;
+    }
+    if (!pending.isEmpty()) {
+      throw last;
+    }
+    return shards.size();
+  }
+
+  private Route route(ShardMap map, String table, byte[] partitionKey, long requestEpoch) {
+    if (!ctx.isRouter()) {
+      return map.route(ctx.self(), table, partitionKey, requestEpoch);
+    }
+    Table t = map.table(table).orElse(null);
+    if (t == null) {
+      return new Route.NoSuchTable(map.epoch(), table);
+    }
+    ShardAssignment shard = t.shardFor(partitionKey);
+    return new Route.WrongShard(map.epoch(), shard.id(), shard.owner());
+  }
+
+  private boolean mayForward(RequestHeader h) {
+    return ctx.isRouter() || h.getForward();
+  }
+
+  /** This process's map, after waiting briefly for it to reach the caller's epoch. */
+  private ShardMap mapFor(RequestHeader h) {
+    ShardMap map = ctx.map().current();
+    return h.getMapEpoch() > map.epoch() ? ctx.map().await(h.getMapEpoch(), CATCH_UP) : map;
+  }
+
+  /** After a forward was refused: wait for a newer map if the refusal says one exists, else rethrow. */
+  private ShardMap catchUpAfter(StatusRuntimeException e, ShardMap map) {
+    ErrorInfo.Code code = Errors.code(e);
+    if (code != ErrorInfo.Code.WRONG_SHARD && code != ErrorInfo.Code.MAP_BEHIND) {
+      throw e;
+    }
+    long seen = Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L);
+    return ctx.map().await(Math.max(map.epoch() + 1, seen), CATCH_UP);
+  }
+
+  private String liveAddress(NodeId node) {
+    String address = ctx.addressOf(node);
+    if (address == null) {
+      throw Status.UNAVAILABLE.withDescription("the owner " + node + " is not live").asRuntimeException();
+    }
+    return address;
+  }
+
+  private static RequestHeader forwardHeader(ShardMap map) {
+    return RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(false).build();
+  }
+
+  static ResponseHeader header(ShardMap map, int shardsTouched) {
+    return ResponseHeader.newBuilder().setMapEpoch(map.epoch()).setShardsTouched(shardsTouched).build();
+  }
+
+  private static ShardRef ref(Table table, ShardAssignment shard) {
+    return new ShardRef(table.id(), shard.id().number());
+  }
+
+  private Key key(io.shardwise.proto.v1.Key k) {
+    ctx.limits().checkKey(k.getPartitionKey().size(), k.getSortKey().size());
+    return Key.of(k.getPartitionKey().toByteArray(), k.getSortKey().toByteArray());
+  }
+
+  private static String nullToEmpty(String s) {
+    return s == null ? "" : s;
+  }
+
+  /** Runs a handler and maps its outcome to the stream: a value, or a status naming the problem. */
+  static <R> void respond(StreamObserver<R> out, Supplier<R> handler) {
+    R result;
+    try {
+      result = handler.get();
+    } catch (StatusRuntimeException e) {
+      out.onError(e);
+      return;
+    } catch (IllegalArgumentException e) {
+      out.onError(Errors.invalid(e.getMessage()));
+      return;
+    } catch (RuntimeException e) {
+      out.onError(Status.INTERNAL.withDescription(e.toString()).withCause(e).asRuntimeException());
+      return;
+    }
+    out.onNext(result);
+    out.onCompleted();
+  }
+}

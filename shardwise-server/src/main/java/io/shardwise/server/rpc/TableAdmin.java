@@ -1,0 +1,171 @@
+package io.shardwise.server.rpc;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Status;
+import io.shardwise.core.key.KeyRange;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.map.Tables;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.MapCodec;
+import io.shardwise.proto.v1.CreateTableRequest;
+import io.shardwise.proto.v1.DropTableResponse;
+import io.shardwise.proto.v1.ListTablesResponse;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.proto.v1.TableInfo;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Creating, describing and dropping tables: every change is one compare-and-set of the map in
+ * ZooKeeper, and the answer waits until this process has applied the new map, so a caller that
+ * writes right after creating a table finds it.
+ */
+public final class TableAdmin {
+
+  /** The most shards one table may have. */
+  public static final int MAX_SHARDS = 65_536;
+  private static final Duration APPLY_WAIT = Duration.ofSeconds(10);
+
+  private final ClusterContext ctx;
+
+  public TableAdmin(ClusterContext ctx) {
+    this.ctx = ctx;
+  }
+
+  TableInfo create(CreateTableRequest request) {
+    String name = Tables.checkName(request.getName());
+    PartitionerSpec spec = MapCodec.fromProto(request.getSpec());
+    List<NodeId> live = new ArrayList<>(ctx.coordinator().liveNodesNow().keySet());
+    if (live.isEmpty()) {
+      throw Status.FAILED_PRECONDITION.withDescription("no live nodes to place table " + name + " on").asRuntimeException();
+    }
+    int shards = request.getSpec().getShards() > 0 ? request.getSpec().getShards() : live.size();
+    if (shards > MAX_SHARDS) {
+      throw Errors.invalid("a table may have at most " + MAX_SHARDS + " shards, not " + shards);
+    }
+    KeySample sample = sample(spec, request);
+    if (spec.needsSample() && shards > 1 && sample.size() == 0) {
+      throw Errors.invalid("a range table of " + shards + " shards needs split_points or sample_keys to pre-split from (or shards = 1)");
+    }
+    ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.size(), sample);
+    List<NodeId> owners = new ArrayList<>();
+    for (int owner : initial.owners()) {
+      owners.add(live.get(owner));
+    }
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      if (map.table(name).isPresent()) {
+        throw Status.ALREADY_EXISTS.withDescription("table " + name + " already exists").asRuntimeException();
+      }
+      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners).build());
+    });
+    ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
+    Table table = (applied.epoch() >= stored.epoch() ? applied : stored).table(name).orElseThrow();
+    return info(table, Math.max(applied.epoch(), stored.epoch()), Map.of());
+  }
+
+  private static KeySample sample(PartitionerSpec spec, CreateTableRequest request) {
+    if (spec.strategy() != Strategy.RANGE || request.getSpec().getSampleKeysCount() == 0) {
+      return KeySample.empty();
+    }
+    KeySample.Builder b = KeySample.builder(request.getSpec().getSampleKeysCount(), spec.seed(), spec.hash());
+    request.getSpec().getSampleKeysList().forEach(k -> b.add(k.toByteArray()));
+    return b.build();
+  }
+
+  ListTablesResponse list() {
+    ShardMap map = ctx.map().current();
+    ListTablesResponse.Builder b = ListTablesResponse.newBuilder().setMapEpoch(map.epoch());
+    map.tables().values().forEach(t -> b.addTables(info(t, map.epoch(), Map.of())));
+    return b.build();
+  }
+
+  TableInfo describe(String name, boolean withStats) {
+    ShardMap map = ctx.map().current();
+    Table table = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
+    return info(table, map.epoch(), withStats ? shardStats() : Map.of());
+  }
+
+  DropTableResponse drop(String name) {
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      if (map.table(name).isEmpty()) {
+        throw Errors.noSuchTable(name, map.epoch());
+      }
+      return Optional.of(ShardMapDelta.on(map).dropTable(name).build());
+    });
+    ctx.map().await(stored.epoch(), APPLY_WAIT);
+    return DropTableResponse.newBuilder().setMapEpoch(stored.epoch()).build();
+  }
+
+  /** Keys and bytes of every shard, asked of every live node; shards of unreachable nodes are left out. */
+  Map<String, ShardInfo> shardStats() {
+    Map<String, ShardInfo> out = new HashMap<>();
+    for (NodeInfo node : ctx.coordinator().liveNodes().values()) {
+      try {
+        NodeStatsResponse stats = ctx.peers().admin(node.getAddress()).withDeadlineAfter(5, java.util.concurrent.TimeUnit.SECONDS)
+            .nodeStats(NodeStatsRequest.getDefaultInstance());
+        stats.getShardsList().forEach(s -> out.put(s.getTable() + "/" + s.getNumber(), s));
+      } catch (RuntimeException unreachable) {
+        // reported as missing stats; cluster status marks the node
+      }
+    }
+    return out;
+  }
+
+  /** A table as the API describes it; {@code stats} by "table/number" (may be empty). */
+  static TableInfo info(Table table, long mapEpoch, Map<String, ShardInfo> stats) {
+    TableInfo.Builder b = TableInfo.newBuilder()
+        .setName(table.name())
+        .setId(table.id())
+        .setSpec(MapCodec.toProto(table.spec()))
+        .setMapEpoch(mapEpoch);
+    long[] hashValues = table.layout().hashValues();
+    for (int position = 0; position < table.shards().size(); position++) {
+      ShardAssignment s = table.shards().get(position);
+      ShardInfo.Builder shard = ShardInfo.newBuilder()
+          .setTable(table.name())
+          .setNumber(s.id().number())
+          .setPosition(position)
+          .setOwner(s.owner().value())
+          .setEpoch(s.epoch());
+      Strategy strategy = table.layout().strategy();
+      if (strategy == Strategy.RANGE) {
+        KeyRange range = rangeOf(table, position);
+        shard.setStart(ByteString.copyFrom(range.start()));
+        if (range.end() != null) {
+          shard.setEnd(ByteString.copyFrom(range.end())).setHasEnd(true);
+        }
+      } else if (strategy == Strategy.HASHRANGE) {
+        shard.setHashFirst(hashValues[position]);
+        shard.setHashLast(position + 1 < hashValues.length ? hashValues[position + 1] - 1 : table.layout().hashFunction().maxValue());
+      } else if (strategy == Strategy.RING || strategy == Strategy.TOKENS) {
+        shard.setHashLast(hashValues[position]);
+      }
+      ShardInfo stat = stats.get(table.name() + "/" + s.id().number());
+      if (stat != null) {
+        shard.setKeys(stat.getKeys()).setBytes(stat.getBytes());
+      }
+      b.addShards(shard);
+    }
+    return b.build();
+  }
+
+  private static KeyRange rangeOf(Table table, int position) {
+    List<byte[]> splits = table.layout().splitPoints();
+    return KeyRange.of(position == 0 ? new byte[0] : splits.get(position - 1), position < splits.size() ? splits.get(position) : null);
+  }
+}
