@@ -1,0 +1,439 @@
+package io.shardwise.client;
+
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.MapCodec;
+import io.shardwise.proto.v1.AdminServiceGrpc;
+import io.shardwise.proto.v1.BatchGetRequest;
+import io.shardwise.proto.v1.BatchGetResponse;
+import io.shardwise.proto.v1.BatchPutRequest;
+import io.shardwise.proto.v1.BatchPutResponse;
+import io.shardwise.proto.v1.ClusterStatusRequest;
+import io.shardwise.proto.v1.ClusterStatusResponse;
+import io.shardwise.proto.v1.CreateTableRequest;
+import io.shardwise.proto.v1.DataServiceGrpc;
+import io.shardwise.proto.v1.DeleteRequest;
+import io.shardwise.proto.v1.DescribeTableRequest;
+import io.shardwise.proto.v1.DropTableRequest;
+import io.shardwise.proto.v1.ErrorInfo;
+import io.shardwise.proto.v1.GetRequest;
+import io.shardwise.proto.v1.GetResponse;
+import io.shardwise.proto.v1.GetShardMapRequest;
+import io.shardwise.proto.v1.GetShardMapResponse;
+import io.shardwise.proto.v1.KeyValue;
+import io.shardwise.proto.v1.ListTablesRequest;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.proto.v1.PutRequest;
+import io.shardwise.proto.v1.RequestHeader;
+import io.shardwise.proto.v1.ScanRequest;
+import io.shardwise.proto.v1.ScanResponse;
+import io.shardwise.proto.v1.TableInfo;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * The Java client of a Shardwise cluster.
+ *
+ * <p>In {@link Routing#CLIENT} mode it keeps a versioned copy of the shard map (from any seed
+ * node's admin API), sends each request straight to the owner of its key's shard with the map's
+ * epoch, and refreshes the map when an owner answers WRONG_SHARD (at most once per
+ * {@code minRefreshInterval}) and every {@code refreshInterval}. In {@link Routing#ROUTER} and
+ * {@link Routing#NODE} modes it sends every request to the seeds, which route. Every mode retries a
+ * refused request a bounded number of times with exponential backoff.
+ *
+ * <p>Thread-safe; share one instance. Close it to release its channels.
+ */
+public final class ShardwiseClient implements AutoCloseable {
+
+  private final Routing routing;
+  private final List<String> seeds;
+  private final int maxAttempts;
+  private final Duration minRefreshInterval;
+  private final int maxMessageBytes;
+  private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private final ScheduledExecutorService refresher;
+  private volatile ShardMap map = ShardMap.EMPTY;
+  private volatile Map<NodeId, String> addresses = Map.of();
+  private volatile long lastRefreshNanos;
+  private volatile int nextSeed;
+
+  private ShardwiseClient(Builder b) {
+    this.routing = b.routing;
+    this.seeds = List.copyOf(b.seeds);
+    this.maxAttempts = b.maxAttempts;
+    this.minRefreshInterval = b.minRefreshInterval;
+    this.maxMessageBytes = b.maxMessageBytes;
+    if (routing == Routing.CLIENT) {
+      refreshMap();
+      this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "shardwise-map-refresh");
+        t.setDaemon(true);
+        return t;
+      });
+      long every = b.refreshInterval.toMillis();
+      refresher.scheduleWithFixedDelay(this::refreshQuietly, every, every, TimeUnit.MILLISECONDS);
+    } else {
+      this.refresher = null;
+    }
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Configures a client; {@link #seeds} is required. */
+  public static final class Builder {
+    private Routing routing = Routing.CLIENT;
+    private List<String> seeds = List.of();
+    private int maxAttempts = 6;
+    private Duration refreshInterval = Duration.ofSeconds(30);
+    private Duration minRefreshInterval = Duration.ofMillis(50);
+    private int maxMessageBytes = 32 * 1024 * 1024;
+
+    /** Node addresses ({@code host:port}); for {@link Routing#ROUTER}, router addresses. */
+    public Builder seeds(List<String> addresses) {
+      if (addresses.isEmpty()) {
+        throw new IllegalArgumentException("at least one seed address is needed");
+      }
+      this.seeds = List.copyOf(addresses);
+      return this;
+    }
+
+    public Builder routing(Routing routing) {
+      this.routing = routing;
+      return this;
+    }
+
+    /** Attempts per request, including the first (default 6). */
+    public Builder maxAttempts(int attempts) {
+      if (attempts < 1) {
+        throw new IllegalArgumentException("max attempts must be at least 1, not " + attempts);
+      }
+      this.maxAttempts = attempts;
+      return this;
+    }
+
+    /** How often the map is refreshed without a reason (default 30 s). */
+    public Builder refreshInterval(Duration interval) {
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("refresh interval must be positive, not " + interval);
+      }
+      this.refreshInterval = interval;
+      return this;
+    }
+
+    public ShardwiseClient build() {
+      if (seeds.isEmpty()) {
+        throw new IllegalArgumentException("seeds were not set");
+      }
+      return new ShardwiseClient(this);
+    }
+  }
+
+  // ------------------------------------------------------------------ map
+
+  /** The epoch of the map this client routes by (0 in router and node modes). */
+  public long mapEpoch() {
+    return map.epoch();
+  }
+
+  /** Fetches the current map from the first seed that answers. */
+  public synchronized void refreshMap() {
+    StatusRuntimeException last = null;
+    for (int i = 0; i < seeds.size(); i++) {
+      String seed = seeds.get((nextSeed + i) % seeds.size());
+      try {
+        GetShardMapResponse r = AdminServiceGrpc.newBlockingStub(channel(seed)).withDeadlineAfter(10, TimeUnit.SECONDS)
+            .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build());
+        ShardMap fetched = MapCodec.fromProto(r.getMap());
+        Map<NodeId, String> live = new HashMap<>();
+        for (NodeInfo n : r.getNodesList()) {
+          live.put(NodeId.of(n.getId()), n.getAddress());
+        }
+        if (fetched.epoch() >= map.epoch()) {
+          map = fetched;
+          addresses = Map.copyOf(live);
+        }
+        lastRefreshNanos = System.nanoTime();
+        return;
+      } catch (StatusRuntimeException e) {
+        last = e;
+        nextSeed = (nextSeed + 1) % seeds.size();
+      }
+    }
+    throw new ShardwiseException(Status.Code.UNAVAILABLE, "no seed answered (" + String.join(", ", seeds) + "): "
+        + (last == null ? "" : last.getStatus().getDescription()));
+  }
+
+  private void refreshQuietly() {
+    try {
+      refreshMap();
+    } catch (RuntimeException e) {
+      // the next request or the next period tries again
+    }
+  }
+
+  /** Refreshes unless the map was refreshed within the minimum interval. */
+  private void refreshRateLimited() {
+    if (System.nanoTime() - lastRefreshNanos >= minRefreshInterval.toNanos()) {
+      refreshMap();
+    }
+  }
+
+  // ------------------------------------------------------------------ data
+
+  public Optional<Versioned> get(String table, Key key) {
+    GetResponse r = call(table, key, (stub, header) -> stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()));
+    return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
+  }
+
+  /** Writes {@code value}; returns its new version. */
+  public long put(String table, Key key, byte[] value) {
+    return call(table, key, (stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
+        .setValue(ByteString.copyFrom(value)).build())).getVersion();
+  }
+
+  /**
+   * Writes {@code value} only if the key is at {@code expectedVersion} (0: only if absent).
+   *
+   * @throws VersionMismatchException with the current version; nothing was written
+   */
+  public long putIfVersion(String table, Key key, byte[] value, long expectedVersion) {
+    return call(table, key, (stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
+        .setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build())).getVersion();
+  }
+
+  /** Deletes {@code key}; true if it existed. */
+  public boolean delete(String table, Key key) {
+    return call(table, key, (stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()))
+        .getDeleted();
+  }
+
+  /**
+   * Writes several keys, possibly of several shards: one request per owner in client mode. Each
+   * owner applies its part atomically; a batch spanning owners is not atomic across them.
+   *
+   * @return the new version of each entry, in order
+   */
+  public long[] batchPut(String table, List<Map.Entry<Key, byte[]>> entries) {
+    long[] versions = new long[entries.size()];
+    Map<String, List<Integer>> groups = groupByTarget(table, entries.size(), i -> entries.get(i).getKey());
+    for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
+      BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), (stub, header) -> {
+        BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header).setTable(table);
+        g.getValue().forEach(i -> b.addEntries(KeyValue.newBuilder().setKey(proto(entries.get(i).getKey())).setValue(ByteString.copyFrom(entries.get(i).getValue()))));
+        return stub.batchPut(b.build());
+      });
+      for (int j = 0; j < g.getValue().size(); j++) {
+        versions[g.getValue().get(j)] = r.getVersions(j);
+      }
+    }
+    return versions;
+  }
+
+  /** Reads several keys; an empty result for each absent key, in order. */
+  public List<Optional<Versioned>> batchGet(String table, List<Key> keys) {
+    List<Optional<Versioned>> out = new ArrayList<>(java.util.Collections.nCopies(keys.size(), Optional.<Versioned>empty()));
+    Map<String, List<Integer>> groups = groupByTarget(table, keys.size(), keys::get);
+    for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
+      BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), (stub, header) -> {
+        BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);
+        g.getValue().forEach(i -> b.addKeys(proto(keys.get(i))));
+        return stub.batchGet(b.build());
+      });
+      for (int j = 0; j < g.getValue().size(); j++) {
+        GetResponse one = r.getResults(j);
+        if (one.getFound()) {
+          out.set(g.getValue().get(j), Optional.of(new Versioned(one.getValue().toByteArray(), one.getVersion())));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * One page of a scan. Single-partition scans go to the partition's owner; scans over several
+   * shards are coordinated by a node (or the router), which reads the shards in order.
+   */
+  public ScanResponse scan(ScanRequest request) {
+    if (request.hasPartition()) {
+      Key key = Key.of(request.getPartition().getPartitionKey().toByteArray());
+      return call(request.getTable(), key, (stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
+    }
+    return withRetries(request.getTable(), null, null, (stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
+  }
+
+  // ------------------------------------------------------------------ tables and cluster
+
+  public TableInfo createTable(String name, PartitioningSpec spec) {
+    TableInfo info = onSeed(stub -> stub.createTable(CreateTableRequest.newBuilder().setName(name).setSpec(spec).build()));
+    awaitEpoch(info.getMapEpoch());
+    return info;
+  }
+
+  public List<TableInfo> listTables() {
+    return onSeed(stub -> stub.listTables(ListTablesRequest.getDefaultInstance())).getTablesList();
+  }
+
+  public TableInfo describeTable(String name, boolean withStats) {
+    return onSeed(stub -> stub.describeTable(DescribeTableRequest.newBuilder().setName(name).setWithStats(withStats).build()));
+  }
+
+  public void dropTable(String name) {
+    long epoch = onSeed(stub -> stub.dropTable(DropTableRequest.newBuilder().setName(name).build())).getMapEpoch();
+    awaitEpoch(epoch);
+  }
+
+  public ClusterStatusResponse clusterStatus() {
+    try {
+      return AdminServiceGrpc.newBlockingStub(channel(seeds.get(0))).withDeadlineAfter(30, TimeUnit.SECONDS)
+          .clusterStatus(ClusterStatusRequest.getDefaultInstance());
+    } catch (StatusRuntimeException e) {
+      throw new ShardwiseException(e);
+    }
+  }
+
+  private void awaitEpoch(long epoch) {
+    if (routing == Routing.CLIENT && map.epoch() < epoch) {
+      refreshMap();
+    }
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  interface Call<R> {
+    R apply(DataServiceGrpc.DataServiceBlockingStub stub, RequestHeader header);
+  }
+
+  private <R> R call(String table, Key key, Call<R> call) {
+    return withRetries(table, key, null, call);
+  }
+
+  /**
+   * Sends a request to its target (the key's owner in client mode, else a seed), retrying on
+   * WRONG_SHARD (after refreshing the map), MAP_BEHIND, NOT_SERVING and UNAVAILABLE, with backoff.
+   */
+  private <R> R withRetries(String table, Key key, String fixedTarget, Call<R> call) {
+    StatusRuntimeException last = null;
+    for (int attempt = 0; attempt < maxAttempts; attempt++) {
+      String target = fixedTarget != null && attempt == 0 ? fixedTarget : target(table, key);
+      RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(routing == Routing.NODE).build();
+      try {
+        return call.apply(DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
+      } catch (StatusRuntimeException e) {
+        last = e;
+        ErrorInfo.Code code = Errors.code(e);
+        if (code == ErrorInfo.Code.VERSION_MISMATCH) {
+          throw new VersionMismatchException(e, Errors.info(e).map(ErrorInfo::getCurrentVersion).orElse(0L));
+        }
+        boolean retriable = code == ErrorInfo.Code.WRONG_SHARD || code == ErrorInfo.Code.MAP_BEHIND || code == ErrorInfo.Code.NOT_SERVING
+            || e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+        if (!retriable) {
+          throw new ShardwiseException(e);
+        }
+        if (routing == Routing.CLIENT && (code == ErrorInfo.Code.WRONG_SHARD || e.getStatus().getCode() == Status.Code.UNAVAILABLE)) {
+          refreshQuietlyRateLimited();
+        } else if (routing != Routing.CLIENT) {
+          nextSeed = (nextSeed + 1) % seeds.size();
+        }
+        sleep(Math.min(500, 10L << attempt));
+      }
+    }
+    throw new ShardwiseException(last);
+  }
+
+  private void refreshQuietlyRateLimited() {
+    try {
+      refreshRateLimited();
+    } catch (RuntimeException e) {
+      // retried with the map we have
+    }
+  }
+
+  /** The address a request for {@code key} goes to. */
+  private String target(String table, Key key) {
+    if (routing != Routing.CLIENT || key == null) {
+      return seeds.get(Math.floorMod(nextSeed, seeds.size()));
+    }
+    ShardMap current = map;
+    Table t = current.table(table).orElse(null);
+    if (t == null) {
+      refreshRateLimited();
+      t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
+    }
+    NodeId owner = t.shardFor(key.partitionKey()).owner();
+    String address = addresses.get(owner);
+    if (address == null) {
+      throw new ShardwiseException(Status.Code.UNAVAILABLE, "the owner " + owner + " of this key is not live");
+    }
+    return address;
+  }
+
+  private Map<String, List<Integer>> groupByTarget(String table, int count, Function<Integer, Key> keyAt) {
+    Map<String, List<Integer>> groups = new LinkedHashMap<>();
+    for (int i = 0; i < count; i++) {
+      groups.computeIfAbsent(target(table, keyAt.apply(i)), a -> new ArrayList<>()).add(i);
+    }
+    return groups;
+  }
+
+  private <R> R onSeed(Function<DataServiceGrpc.DataServiceBlockingStub, R> call) {
+    try {
+      return call.apply(DataServiceGrpc.newBlockingStub(channel(seeds.get(Math.floorMod(nextSeed, seeds.size())))).withDeadlineAfter(60, TimeUnit.SECONDS));
+    } catch (StatusRuntimeException e) {
+      throw new ShardwiseException(e);
+    }
+  }
+
+  private ManagedChannel channel(String address) {
+    return channels.computeIfAbsent(address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().maxInboundMessageSize(maxMessageBytes).build());
+  }
+
+  private static io.shardwise.proto.v1.Key proto(Key key) {
+    return io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(ByteString.copyFrom(key.partitionKey())).setSortKey(ByteString.copyFrom(key.sortKey())).build();
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ShardwiseException(Status.Code.CANCELLED, "interrupted");
+    }
+  }
+
+  @Override
+  public void close() {
+    if (refresher != null) {
+      refresher.shutdownNow();
+    }
+    channels.values().forEach(ManagedChannel::shutdownNow);
+    for (ManagedChannel c : channels.values()) {
+      try {
+        c.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

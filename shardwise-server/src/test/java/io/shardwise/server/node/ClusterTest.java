@@ -1,0 +1,310 @@
+package io.shardwise.server.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.ShardwiseException;
+import io.shardwise.client.VersionMismatchException;
+import io.shardwise.client.Versioned;
+import io.shardwise.core.key.ByteStrings;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.v1.DataServiceGrpc;
+import io.shardwise.proto.v1.ErrorInfo;
+import io.shardwise.proto.v1.PartitionRange;
+import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.proto.v1.PutRequest;
+import io.shardwise.proto.v1.RequestHeader;
+import io.shardwise.proto.v1.ScanRequest;
+import io.shardwise.proto.v1.ScanResponse;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Limits;
+import io.shardwise.server.storage.ShardRef;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three nodes, a router and clients in every routing mode, on real RocksDB, a real embedded
+ * ZooKeeper and real gRPC on loopback. Each test uses its own tables.
+ */
+@Tag("integration")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ClusterTest {
+
+  /** Small batch-bytes limit so the test can cross it cheaply; the other limits are the defaults. */
+  private static final Limits LIMITS = new Limits(8 * 1024, 4 * 1024 * 1024, 1000, 2L * 1024 * 1024, 1000);
+
+  private TestCluster cluster;
+
+  @BeforeAll
+  void start(@TempDir Path dir) {
+    cluster = new TestCluster(dir, 3, LIMITS);
+  }
+
+  @AfterAll
+  void stop() {
+    cluster.close();
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static PartitioningSpec rangeSpec(String... splits) {
+    PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy("range");
+    for (String s : splits) {
+      b.addSplitPoints(ByteString.copyFromUtf8(s));
+    }
+    return b.build();
+  }
+
+  private static List<String> names(int n) {
+    List<String> out = new ArrayList<>();
+    String letters = "abcdefghijklmnopqrstuvwxyz";
+    for (int i = 0; i < n; i++) {
+      out.add(letters.charAt(i % 26) + String.format(Locale.ROOT, "-user-%04d", i));
+    }
+    return out;
+  }
+
+  @Test
+  void everyRoutingModeGivesTheSameAnswers() {
+    ShardwiseClient direct = cluster.client(Routing.CLIENT);
+    direct.createTable("modes_range", rangeSpec("g", "n", "t"));
+    direct.createTable("modes_hash", PartitioningSpec.newBuilder().setStrategy("ring").setVnodes(16).build());
+    Map<Routing, ShardwiseClient> clients = Map.of(Routing.CLIENT, direct, Routing.ROUTER, cluster.client(Routing.ROUTER), Routing.NODE, cluster.client(Routing.NODE));
+
+    for (String table : List.of("modes_range", "modes_hash")) {
+      List<String> keys = names(150);
+      for (int i = 0; i < keys.size(); i++) {
+        Routing writer = Routing.values()[i % 3];
+        clients.get(writer).put(table, Key.of(keys.get(i)), b("v-" + keys.get(i)));
+      }
+      for (Routing reader : Routing.values()) {
+        for (String k : keys) {
+          Optional<Versioned> v = clients.get(reader).get(table, Key.of(k));
+          assertThat(v).as("%s read %s of %s", reader, k, table).isPresent();
+          assertThat(new String(v.get().value(), StandardCharsets.UTF_8)).isEqualTo("v-" + k);
+        }
+        assertThat(clients.get(reader).get(table, Key.of("absent"))).isEmpty();
+      }
+    }
+  }
+
+  @Test
+  void aKeyIsStoredOnlyOnItsOwner() {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("owners", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(64).build());
+    List<String> keys = names(200);
+    for (String k : keys) {
+      client.put("owners", Key.of(k), b(k));
+    }
+    ShardMap map = cluster.nodes.get(0).map();
+    Table table = map.table("owners").orElseThrow();
+    for (String k : keys) {
+      ShardAssignment shard = table.shardFor(b(k));
+      ShardRef ref = new ShardRef(table.id(), shard.id().number());
+      for (ShardwiseNode node : cluster.nodes) {
+        boolean stored = node.store().get(ref, Key.of(k).encode()) != null;
+        assertThat(stored).as("%s on %s (owner %s)", k, node.id(), shard.owner()).isEqualTo(node.id().equals(shard.owner()));
+      }
+    }
+  }
+
+  @Test
+  void rangeScansTouchOnlyTheOverlappingShards() {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("scans", rangeSpec("g", "n", "t"));
+    List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+    for (String k : names(104)) {
+      batch.add(new AbstractMap.SimpleEntry<>(Key.of(k), b(k)));
+    }
+    client.batchPut("scans", batch);
+
+    ScanResponse one = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(1000)
+        .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8("h")).setTo(ByteString.copyFromUtf8("m")).setHasTo(true)).build());
+    assertThat(one.getHeader().getShardsTouched()).isEqualTo(1);
+    assertThat(one.getRowsList()).hasSize(4 * 5).allMatch(r -> r.getKey().getPartitionKey().toStringUtf8().compareTo("h") >= 0
+        && r.getKey().getPartitionKey().toStringUtf8().compareTo("m") < 0);
+
+    ScanResponse two = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(1000)
+        .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8("k")).setTo(ByteString.copyFromUtf8("p")).setHasTo(true)).build());
+    assertThat(two.getHeader().getShardsTouched()).isEqualTo(2);
+
+    // Paging over everything returns every row once, in key order.
+    List<String> all = new ArrayList<>();
+    ByteString token = ByteString.EMPTY;
+    int touched = 0;
+    do {
+      ScanResponse page = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(30).setAll(true).setPageToken(token).build());
+      page.getRowsList().forEach(r -> all.add(r.getKey().getPartitionKey().toStringUtf8()));
+      touched += page.getHeader().getShardsTouched();
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    assertThat(all).hasSize(104).isSorted().doesNotHaveDuplicates();
+    assertThat(touched).isGreaterThanOrEqualTo(4);
+  }
+
+  @Test
+  void aSortKeyScanStaysInOnePartitionInOrder() {
+    ShardwiseClient client = cluster.client(Routing.ROUTER);
+    client.createTable("timeline", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(6).build());
+    for (long t = 0; t < 50; t++) {
+      client.put("timeline", Key.of("user-1", t * 10), b("event-" + t));
+      client.put("timeline", Key.of("user-2", t), b("other"));
+    }
+    ScanResponse page = client.scan(ScanRequest.newBuilder().setTable("timeline").setLimit(1000)
+        .setPartition(io.shardwise.proto.v1.Partition.newBuilder().setPartitionKey(ByteString.copyFromUtf8("user-1"))
+            .setSortFrom(ByteString.copyFrom(Key.orderedLong(100))).setSortTo(ByteString.copyFrom(Key.orderedLong(200)))).build());
+    assertThat(page.getHeader().getShardsTouched()).isEqualTo(1);
+    assertThat(page.getRowsList()).extracting(r -> r.getValue().toStringUtf8())
+        .containsExactly("event-10", "event-11", "event-12", "event-13", "event-14", "event-15", "event-16", "event-17", "event-18", "event-19");
+  }
+
+  @Test
+  void conditionalPutsCompareVersions() {
+    ShardwiseClient client = cluster.client(Routing.NODE);
+    client.createTable("cas", PartitioningSpec.newBuilder().setStrategy("mod").build());
+    long v1 = client.putIfVersion("cas", Key.of("k"), b("one"), 0);
+    assertThat(v1).isEqualTo(1);
+    assertThatThrownBy(() -> client.putIfVersion("cas", Key.of("k"), b("again"), 0))
+        .isInstanceOfSatisfying(VersionMismatchException.class, e -> assertThat(e.currentVersion()).isEqualTo(1));
+    assertThat(client.putIfVersion("cas", Key.of("k"), b("two"), 1)).isEqualTo(2);
+    assertThat(client.delete("cas", Key.of("k"))).isTrue();
+    assertThat(client.get("cas", Key.of("k"))).isEmpty();
+  }
+
+  @Test
+  void aStaleEpochGetsWrongShardAndTheClientRecoversByItself() throws Exception {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("stale", PartitioningSpec.newBuilder().setStrategy("mod").setShards(3).build());
+    byte[] pk = b("moving-key");
+    ShardAssignment before = cluster.nodes.get(0).map().table("stale").orElseThrow().shardFor(pk);
+    NodeId newOwner = cluster.nodes.stream().map(ShardwiseNode::id).filter(n -> !n.equals(before.owner())).findFirst().orElseThrow();
+
+    // Reassign the (empty) shard in ZooKeeper; the client's cached map still names the old owner.
+    try (Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      ShardMap moved = admin.updateMap(map -> Optional.of(ShardMapDelta.on(map).moveShard(before.id(), before.owner(), newOwner).build()));
+      cluster.nodes.forEach(n -> org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> n.map().epoch() >= moved.epoch()));
+    }
+
+    // The old owner refuses, naming the new one and its epoch.
+    ManagedChannel channel = NettyChannelBuilder.forTarget(cluster.node(before.owner().value()).address()).usePlaintext().build();
+    try {
+      PutRequest put = PutRequest.newBuilder().setHeader(RequestHeader.newBuilder().setMapEpoch(client.mapEpoch())).setTable("stale")
+          .setKey(io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(ByteString.copyFrom(pk))).setValue(ByteString.copyFromUtf8("x")).build();
+      assertThatThrownBy(() -> DataServiceGrpc.newBlockingStub(channel).put(put))
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+            ErrorInfo info = Errors.info(e).orElseThrow();
+            assertThat(info.getCode()).isEqualTo(ErrorInfo.Code.WRONG_SHARD);
+            assertThat(info.getOwnerNode()).isEqualTo(newOwner.value());
+            assertThat(info.getMapEpoch()).isGreaterThan(client.mapEpoch());
+          });
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    long staleEpoch = client.mapEpoch();
+    client.put("stale", Key.of(pk), b("landed"));
+    assertThat(client.mapEpoch()).isGreaterThan(staleEpoch);
+    Table table = cluster.node(newOwner.value()).map().table("stale").orElseThrow();
+    ShardRef ref = new ShardRef(table.id(), before.id().number());
+    assertThat(cluster.node(newOwner.value()).store().get(ref, Key.of(pk).encode())).isNotNull();
+    assertThat(cluster.node(before.owner().value()).store().get(ref, Key.of(pk).encode())).isNull();
+  }
+
+  @Test
+  void aRestartedNodeServesItsDataAgain() {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("durable", PartitioningSpec.newBuilder().setStrategy("jump").build());
+    List<String> keys = names(60);
+    keys.forEach(k -> client.put("durable", Key.of(k), b(k)));
+
+    ShardwiseNode n2 = cluster.node("n2");
+    cluster.nodes.remove(n2);
+    n2.close();
+    ShardwiseNode again = cluster.startNode(2);
+    cluster.nodes.add(again);
+    client.refreshMap();
+    for (String k : keys) {
+      assertThat(client.get("durable", Key.of(k))).as(k).isPresent();
+    }
+  }
+
+  @Test
+  void limitsAcceptJustUnderAndRejectJustOverWritingNothing() {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("limits", PartitioningSpec.newBuilder().setStrategy("mod").build());
+
+    byte[] pk = new byte[8 * 1024];
+    java.util.Arrays.fill(pk, (byte) 'k');
+    client.put("limits", Key.of(pk), b("ok"));
+    byte[] tooLong = java.util.Arrays.copyOf(pk, pk.length + 1);
+    assertThatThrownBy(() -> client.put("limits", Key.of(tooLong), b("no")))
+        .isInstanceOf(ShardwiseException.class).hasMessageContaining("key is 8193 bytes; the limit is 8192 bytes");
+    assertThat(client.get("limits", Key.of(java.util.Arrays.copyOf(tooLong, 100)))).isEmpty();
+
+    client.put("limits", Key.of("big"), new byte[4 * 1024 * 1024]);
+    assertThatThrownBy(() -> client.put("limits", Key.of("bigger"), new byte[4 * 1024 * 1024 + 1]))
+        .hasMessageContaining("value is 4194305 bytes; the limit is 4194304 bytes");
+    assertThat(client.get("limits", Key.of("bigger"))).isEmpty();
+
+    List<Map.Entry<Key, byte[]>> thousand = new ArrayList<>();
+    for (int i = 0; i < 1001; i++) {
+      thousand.add(new AbstractMap.SimpleEntry<>(Key.of("batch-" + i), b("v")));
+    }
+    ShardwiseClient viaRouter = cluster.client(Routing.ROUTER);
+    assertThatThrownBy(() -> viaRouter.batchPut("limits", thousand)).hasMessageContaining("batch has 1001 keys; the limit is 1000 keys");
+    assertThat(viaRouter.get("limits", Key.of("batch-0"))).isEmpty();
+    viaRouter.batchPut("limits", thousand.subList(0, 1000));
+    assertThat(viaRouter.get("limits", Key.of("batch-999"))).isPresent();
+
+    List<Map.Entry<Key, byte[]>> heavy = List.of(
+        new AbstractMap.SimpleEntry<>(Key.of("h1"), new byte[1024 * 1024]),
+        new AbstractMap.SimpleEntry<>(Key.of("h2"), new byte[1024 * 1024]));
+    assertThatThrownBy(() -> viaRouter.batchPut("limits", heavy)).hasMessageContaining("the limit is 2097152 bytes");
+    assertThat(viaRouter.get("limits", Key.of("h1"))).isEmpty();
+  }
+
+  @Test
+  void badRequestsGetClearStatuses() {
+    ShardwiseClient client = cluster.client(Routing.ROUTER);
+    assertThatThrownBy(() -> client.get("no_such_table", Key.of("k"))).hasMessage("NOT_FOUND: no table named 'no_such_table'");
+    assertThatThrownBy(() -> client.createTable("bad", PartitioningSpec.newBuilder().setStrategy("zigzag").build()))
+        .hasMessageContaining("INVALID_ARGUMENT: unknown strategy 'zigzag'");
+    assertThatThrownBy(() -> client.createTable("9bad", PartitioningSpec.newBuilder().setStrategy("mod").build()))
+        .hasMessageContaining("must start with a letter");
+    assertThatThrownBy(() -> client.createTable("r", rangeSpec("m", "f"))).hasMessageContaining("split points are not sorted");
+    assertThatThrownBy(() -> client.createTable("r2", PartitioningSpec.newBuilder().setStrategy("range").setShards(3).build()))
+        .hasMessageContaining("needs split_points or sample_keys");
+    client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build());
+    assertThatThrownBy(() -> client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build()))
+        .hasMessageContaining("ALREADY_EXISTS: table dup already exists");
+    assertThatThrownBy(() -> client.put("dup", Key.of(new byte[0]), b("v"))).hasMessageContaining("the partition key is empty");
+  }
+}

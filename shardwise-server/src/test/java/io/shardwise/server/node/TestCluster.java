@@ -1,0 +1,58 @@
+package io.shardwise.server.node;
+
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.server.coordination.EmbeddedZooKeeper;
+import io.shardwise.server.rpc.Limits;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/** An embedded ZooKeeper, nodes n1..nN and a router, all on loopback ports chosen by the OS. */
+final class TestCluster implements AutoCloseable {
+
+  final Path dir;
+  final EmbeddedZooKeeper zk;
+  final List<ShardwiseNode> nodes = new ArrayList<>();
+  final ShardwiseRouter router;
+  private final Limits limits;
+  private final List<ShardwiseClient> clients = new ArrayList<>();
+
+  TestCluster(Path dir, int nodeCount, Limits limits) {
+    this.dir = dir;
+    this.limits = limits;
+    this.zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
+    for (int i = 1; i <= nodeCount; i++) {
+      nodes.add(startNode(i));
+    }
+    this.router = ShardwiseRouter.start("router-1", "127.0.0.1", 0, zk.connectString(), limits);
+  }
+
+  ShardwiseNode startNode(int i) {
+    return ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i).withLimits(limits));
+  }
+
+  ShardwiseNode node(String id) {
+    return nodes.stream().filter(n -> n.id().value().equals(id)).findFirst().orElseThrow();
+  }
+
+  ShardwiseClient client(Routing routing) {
+    List<String> seeds = new ArrayList<>();
+    if (routing == Routing.ROUTER) {
+      seeds.add(router.address());
+    } else {
+      nodes.forEach(n -> seeds.add(n.address()));
+    }
+    ShardwiseClient c = ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+    clients.add(c);
+    return c;
+  }
+
+  @Override
+  public void close() {
+    clients.forEach(ShardwiseClient::close);
+    router.close();
+    nodes.forEach(ShardwiseNode::close);
+    zk.close();
+  }
+}
