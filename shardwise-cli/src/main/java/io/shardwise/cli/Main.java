@@ -12,7 +12,16 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "A sharded key-value store that shows every sharding decision before it is made.",
-    subcommands = {SimulateCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {
+      SimulateCommand.class,
+      DevCommand.class,
+      NodeCommand.class,
+      RouterCommand.class,
+      TableCommand.class,
+      KvCommand.class,
+      ClusterCommand.class,
+      CommandLine.HelpCommand.class
+    })
 public final class Main implements Runnable {
 
   public static final int EXIT_OK = 0;

@@ -73,7 +73,7 @@ public final class Coordinator implements AutoCloseable {
         CuratorFrameworkFactory.builder()
             .connectString(connectString)
             .sessionTimeoutMs((int) sessionTimeout.toMillis())
-            .connectionTimeoutMs((int) Math.min(timeout.toMillis(), 15_000))
+            .connectionTimeoutMs((int) Math.min(timeout.toMillis(), sessionTimeout.toMillis()))
             .retryPolicy(new ExponentialBackoffRetry(100, 10, 2_000))
             .build();
     client.start();
@@ -221,21 +221,30 @@ public final class Coordinator implements AutoCloseable {
 
   /** Live nodes read directly from ZooKeeper (not the cache): for decisions right after a start. */
   public Map<NodeId, NodeInfo> liveNodesNow() {
+    return liveNow(NODES_PATH);
+  }
+
+  /** Live routers read directly from ZooKeeper. */
+  public Map<NodeId, NodeInfo> liveRoutersNow() {
+    return liveNow(ROUTERS_PATH);
+  }
+
+  private Map<NodeId, NodeInfo> liveNow(String parent) {
     Map<NodeId, NodeInfo> out = new TreeMap<>();
     try {
-      if (client.checkExists().forPath(NODES_PATH) == null) {
+      if (client.checkExists().forPath(parent) == null) {
         return out;
       }
-      for (String child : client.getChildren().forPath(NODES_PATH)) {
+      for (String child : client.getChildren().forPath(parent)) {
         try {
-          out.put(NodeId.of(child), NodeInfo.parseFrom(client.getData().forPath(NODES_PATH + "/" + child)));
+          out.put(NodeId.of(child), NodeInfo.parseFrom(client.getData().forPath(parent + "/" + child)));
         } catch (KeeperException.NoNodeException gone) {
           // left between the listing and the read
         }
       }
       return out;
     } catch (Exception e) {
-      throw new CoordinationException("cannot list live nodes: " + e.getMessage(), e);
+      throw new CoordinationException("cannot list " + parent + ": " + e.getMessage(), e);
     }
   }
 

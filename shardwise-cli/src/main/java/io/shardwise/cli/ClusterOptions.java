@@ -1,0 +1,75 @@
+package io.shardwise.cli;
+
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.server.coordination.CoordinationException;
+import io.shardwise.server.coordination.Coordinator;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/**
+ * How a command finds the cluster: ZooKeeper ({@code --zk}, else {@code SHARDWISE_ZK}, else the dev
+ * cluster's {@code 127.0.0.1:2181}) lists the live nodes and routers, and {@code --via} picks the
+ * routing mode.
+ */
+final class ClusterOptions {
+
+  static final String DEFAULT_ZK = "127.0.0.1:2181";
+
+  @Option(names = "--zk", paramLabel = "HOSTS", description = "ZooKeeper connect string. Default: $SHARDWISE_ZK or " + DEFAULT_ZK + ".")
+  String zk;
+
+  @Option(names = "--via", paramLabel = "MODE", description = "Routing: client (shard-aware, default), router, or node.", defaultValue = "client")
+  String via;
+
+  String zk() {
+    return zkOrDefault(zk);
+  }
+
+  static String zkOrDefault(String given) {
+    if (given != null && !given.isBlank()) {
+      return given;
+    }
+    String env = System.getenv("SHARDWISE_ZK");
+    return env == null || env.isBlank() ? DEFAULT_ZK : env;
+  }
+
+  Routing routing() {
+    switch (via) {
+      case "client":
+        return Routing.CLIENT;
+      case "router":
+        return Routing.ROUTER;
+      case "node":
+        return Routing.NODE;
+      default:
+        throw new IllegalArgumentException("--via must be client, router or node, not '" + via + "'");
+    }
+  }
+
+  /**
+   * A client for the cluster, found through ZooKeeper.
+   *
+   * @throws IllegalStateException naming the address when ZooKeeper or the cluster cannot be reached
+   */
+  ShardwiseClient connect() {
+    Routing routing = routing();
+    List<String> seeds = new ArrayList<>();
+    try (Coordinator zkClient = Coordinator.connect(zk(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      Map<NodeId, NodeInfo> targets = routing == Routing.ROUTER ? zkClient.liveRoutersNow() : zkClient.liveNodesNow();
+      targets.values().forEach(n -> seeds.add(n.getAddress()));
+    } catch (CoordinationException e) {
+      throw new IllegalStateException(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
+    }
+    if (seeds.isEmpty()) {
+      throw new IllegalStateException("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at " + zk()
+          + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"));
+    }
+    return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+  }
+}

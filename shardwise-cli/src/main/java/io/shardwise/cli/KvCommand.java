@@ -1,0 +1,199 @@
+package io.shardwise.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.ByteString;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.Versioned;
+import io.shardwise.core.key.ByteStrings;
+import io.shardwise.core.key.Key;
+import io.shardwise.proto.v1.KeyValue;
+import io.shardwise.proto.v1.Partition;
+import io.shardwise.proto.v1.PartitionRange;
+import io.shardwise.proto.v1.ScanRequest;
+import io.shardwise.proto.v1.ScanResponse;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise kv put|get|del|scan}: keys and values as UTF-8 text. */
+@Command(name = "kv", mixinStandardHelpOptions = true, description = "Read and write keys (UTF-8 text).",
+    subcommands = {KvCommand.Put.class, KvCommand.Get.class, KvCommand.Del.class, KvCommand.Scan.class})
+final class KvCommand {
+
+  static final class Common {
+    @Mixin ClusterOptions cluster;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+  }
+
+  static Key key(String partition, String sort) {
+    return sort == null ? Key.of(partition) : Key.of(partition, sort);
+  }
+
+  @Command(name = "put", mixinStandardHelpOptions = true, description = "Write a value.")
+  static final class Put implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+    @Parameters(index = "1", paramLabel = "KEY", description = "Partition key.") String key;
+    @Parameters(index = "2", paramLabel = "VALUE") String value;
+
+    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+
+    @Option(names = "--if-version", paramLabel = "V", description = "Only if the key is at version V (0: only if absent).")
+    Long ifVersion;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+        long version = ifVersion == null ? client.put(table, key(key, sortKey), bytes) : client.putIfVersion(table, key(key, sortKey), bytes, ifVersion);
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.output == OutputFormat.json) {
+          Output.json(out, Output.object().put("key", key).put("version", version));
+        } else {
+          out.println("ok, version " + version);
+        }
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "get", mixinStandardHelpOptions = true, description = "Read a value; exit code 1 if the key is absent.")
+  static final class Get implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+    @Parameters(index = "1", paramLabel = "KEY") String key;
+    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        Optional<Versioned> v = client.get(table, key(key, sortKey));
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.output == OutputFormat.json) {
+          ObjectNode o = Output.object().put("key", key).put("found", v.isPresent());
+          v.ifPresent(x -> o.put("value", new String(x.value(), StandardCharsets.UTF_8)).put("version", x.version()));
+          Output.json(out, o);
+        } else if (v.isPresent()) {
+          out.println(new String(v.get().value(), StandardCharsets.UTF_8));
+        } else {
+          spec.commandLine().getErr().println("shardwise kv get: no key '" + key + "' in table " + table);
+        }
+        return v.isPresent() ? Main.EXIT_OK : Main.EXIT_FAILURE;
+      }
+    }
+  }
+
+  @Command(name = "del", mixinStandardHelpOptions = true, description = "Delete a key.")
+  static final class Del implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+    @Parameters(index = "1", paramLabel = "KEY") String key;
+    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        boolean deleted = client.delete(table, key(key, sortKey));
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.output == OutputFormat.json) {
+          Output.json(out, Output.object().put("key", key).put("deleted", deleted));
+        } else {
+          out.println(deleted ? "deleted" : "no such key");
+        }
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "scan", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Scan one partition (--partition, with --sort-from/--sort-to), a partition-key range of a range table",
+          "(--from/--to), or everything (--all). Prints how many shards the scan touched."})
+  static final class Scan implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+    @Option(names = "--partition", paramLabel = "PK") String partition;
+    @Option(names = "--sort-from", paramLabel = "SK") String sortFrom;
+    @Option(names = "--sort-to", paramLabel = "SK") String sortTo;
+    @Option(names = "--from", paramLabel = "PK") String from;
+    @Option(names = "--to", paramLabel = "PK") String to;
+    @Option(names = "--all") boolean all;
+    @Option(names = "--limit", paramLabel = "N", defaultValue = "100", description = "Rows per page (max 1000). Default: ${DEFAULT-VALUE}.") int limit;
+    @Option(names = "--page-token", paramLabel = "TOKEN", description = "Continue from a previous page.") String pageToken;
+
+    @Override
+    public Integer call() {
+      ScanRequest.Builder r = ScanRequest.newBuilder().setTable(table).setLimit(limit);
+      int scopes = (partition != null ? 1 : 0) + (from != null || to != null ? 1 : 0) + (all ? 1 : 0);
+      if (scopes != 1) {
+        throw new IllegalArgumentException("give exactly one of --partition, --from/--to, --all");
+      }
+      if (partition != null) {
+        Partition.Builder p = Partition.newBuilder().setPartitionKey(ByteString.copyFromUtf8(partition));
+        if (sortFrom != null) {
+          p.setSortFrom(ByteString.copyFromUtf8(sortFrom));
+        }
+        if (sortTo != null) {
+          p.setSortTo(ByteString.copyFromUtf8(sortTo));
+        }
+        r.setPartition(p);
+      } else if (all) {
+        r.setAll(true);
+      } else {
+        PartitionRange.Builder p = PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8(from == null ? "" : from));
+        if (to != null) {
+          p.setTo(ByteString.copyFromUtf8(to)).setHasTo(true);
+        }
+        r.setPartitionRange(p);
+      }
+      if (pageToken != null) {
+        r.setPageToken(ByteString.copyFrom(Base64.getUrlDecoder().decode(pageToken)));
+      }
+      try (ShardwiseClient client = common.cluster.connect()) {
+        ScanResponse page = client.scan(r.build());
+        String next = page.getNextPageToken().isEmpty() ? null : Base64.getUrlEncoder().withoutPadding().encodeToString(page.getNextPageToken().toByteArray());
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.output == OutputFormat.json) {
+          ObjectNode o = Output.object().put("shardsTouched", page.getHeader().getShardsTouched());
+          ArrayNode rows = o.putArray("rows");
+          for (KeyValue kv : page.getRowsList()) {
+            rows.addObject().put("key", ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()))
+                .put("sortKey", ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()))
+                .put("value", kv.getValue().toStringUtf8()).put("version", kv.getVersion());
+          }
+          if (next != null) {
+            o.put("nextPageToken", next);
+          }
+          Output.json(out, o);
+        } else {
+          List<List<String>> rows = new ArrayList<>();
+          for (KeyValue kv : page.getRowsList()) {
+            rows.add(List.of(ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()),
+                ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()), kv.getValue().toStringUtf8(), Long.toString(kv.getVersion())));
+          }
+          Output.table(out, List.of("KEY", "SORT KEY", "VALUE", "VERSION"), rows);
+          out.println();
+          out.println(page.getRowsCount() + " rows, " + page.getHeader().getShardsTouched() + " shards touched"
+              + (next == null ? "" : "; more with --page-token " + next));
+        }
+      }
+      return Main.EXIT_OK;
+    }
+  }
+}

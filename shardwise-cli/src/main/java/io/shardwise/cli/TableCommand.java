@@ -1,0 +1,208 @@
+package io.shardwise.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.ByteString;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.core.key.ByteStrings;
+import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.proto.v1.TableInfo;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise table create|list|describe|drop}. */
+@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe and drop tables.",
+    subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class})
+final class TableCommand {
+
+  static final class Common {
+    @Mixin ClusterOptions cluster;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+  }
+
+  @Command(name = "create", mixinStandardHelpOptions = true, sortOptions = false, description = "Create a table with a partitioning strategy.")
+  static final class Create implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME", description = "Table name: a letter, then letters, digits, _ or -.")
+    String name;
+
+    @Option(names = "--strategy", required = true, paramLabel = "S", description = "range, mod, ring, slots, hashrange, tokens, jump or rendezvous.")
+    String strategy;
+
+    @Option(names = "--shards", paramLabel = "N", description = "Shard count (mod, jump, rendezvous, hashrange, range). Default: one per node.")
+    int shards;
+
+    @Option(names = "--hash", paramLabel = "NAME", description = "Hash function. Default: murmur3-128.")
+    String hash;
+
+    @Option(names = "--vnodes", paramLabel = "V", description = "ring: virtual nodes per node.")
+    int vnodes;
+
+    @Option(names = "--vnode-name", paramLabel = "TEMPLATE", description = "ring: virtual-node name template.")
+    String vnodeName;
+
+    @Option(names = "--slots", paramLabel = "K", description = "slots: slot count.")
+    int slots;
+
+    @Option(names = "--tokens", paramLabel = "T", description = "tokens: tokens per node.")
+    int tokens;
+
+    @Option(names = "--seed", paramLabel = "X", description = "tokens: seed.")
+    long seed;
+
+    @Option(names = "--split-points", split = ",", paramLabel = "K1,K2,...", description = "range: split points.")
+    List<String> splitPoints = new ArrayList<>();
+
+    @Option(names = "--sample-keys-file", paramLabel = "FILE", description = "range: pre-split --shards ways from these keys (one per line).")
+    Path sampleKeys;
+
+    @Override
+    public Integer call() {
+      PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy(strategy).setShards(shards).setVnodes(vnodes).setSlots(slots)
+          .setTokens(tokens).setSeed(seed);
+      if (hash != null) {
+        b.setHash(hash);
+      }
+      if (vnodeName != null) {
+        b.setVnodeTemplate(vnodeName);
+      }
+      splitPoints.forEach(p -> b.addSplitPoints(ByteString.copyFromUtf8(p)));
+      if (sampleKeys != null) {
+        try {
+          Files.readAllLines(sampleKeys, StandardCharsets.UTF_8).stream().filter(l -> !l.isEmpty())
+              .forEach(l -> b.addSampleKeys(ByteString.copyFromUtf8(l)));
+        } catch (IOException e) {
+          throw new IllegalArgumentException("cannot read sample keys file '" + sampleKeys + "': " + e.getMessage());
+        }
+      }
+      try (ShardwiseClient client = common.cluster.connect()) {
+        TableInfo info = client.createTable(name, b.build());
+        print(spec.commandLine().getOut(), common.output, info);
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "List tables.")
+  static final class ListTables implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        List<TableInfo> tables = client.listTables();
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.output == OutputFormat.json) {
+          ArrayNode array = Output.JSON.createArrayNode();
+          tables.forEach(t -> array.add(json(t)));
+          Output.json(out, Output.object().set("tables", array));
+        } else {
+          List<List<String>> rows = new ArrayList<>();
+          tables.forEach(t -> rows.add(List.of(t.getName(), t.getSpec().getStrategy(), t.getSpec().getHash(), Integer.toString(t.getShardsCount()))));
+          Output.table(out, List.of("TABLE", "STRATEGY", "HASH", "SHARDS"), rows);
+        }
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "describe", mixinStandardHelpOptions = true, description = "Show a table's shards, owners and epochs.")
+  static final class Describe implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Option(names = "--stats", description = "Also count keys and bytes per shard (reads every shard).")
+    boolean stats;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats));
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "drop", mixinStandardHelpOptions = true, description = "Drop a table and all its data.")
+  static final class Drop implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        client.dropTable(name);
+        spec.commandLine().getOut().println("dropped " + name);
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  static ObjectNode json(TableInfo t) {
+    ObjectNode o = Output.object().put("name", t.getName()).put("id", t.getId()).put("strategy", t.getSpec().getStrategy())
+        .put("hash", t.getSpec().getHash()).put("epoch", t.getMapEpoch());
+    ArrayNode shards = o.putArray("shards");
+    for (ShardInfo s : t.getShardsList()) {
+      ObjectNode n = shards.addObject().put("shard", t.getName() + "/" + s.getNumber()).put("position", s.getPosition())
+          .put("owner", s.getOwner()).put("epoch", s.getEpoch()).put("keys", s.getKeys()).put("bytes", s.getBytes());
+      String range = range(t, s);
+      if (!range.isEmpty()) {
+        n.put("range", range);
+      }
+    }
+    return o;
+  }
+
+  static String range(TableInfo t, ShardInfo s) {
+    switch (t.getSpec().getStrategy()) {
+      case "range":
+        return "[" + ByteStrings.toDisplay(s.getStart().toByteArray()) + ", " + (s.getHasEnd() ? ByteStrings.toDisplay(s.getEnd().toByteArray()) : "∞") + ")";
+      case "hashrange":
+        return "[" + Long.toUnsignedString(s.getHashFirst()) + ", " + Long.toUnsignedString(s.getHashLast()) + "]";
+      case "ring":
+      case "tokens":
+        return "arc to " + Long.toUnsignedString(s.getHashLast());
+      default:
+        return "";
+    }
+  }
+
+  static void print(PrintWriter out, OutputFormat format, TableInfo t) {
+    if (format == OutputFormat.json) {
+      Output.json(out, json(t));
+      return;
+    }
+    out.printf("table %s (id %d): %s, hash %s, %d shards, map epoch %d%n%n", t.getName(), t.getId(), t.getSpec().getStrategy(),
+        t.getSpec().getHash(), t.getShardsCount(), t.getMapEpoch());
+    List<List<String>> rows = new ArrayList<>();
+    for (ShardInfo s : t.getShardsList()) {
+      rows.add(List.of(t.getName() + "/" + s.getNumber(), s.getOwner(), Long.toString(s.getEpoch()), Long.toString(s.getKeys()),
+          Long.toString(s.getBytes()), range(t, s)));
+    }
+    Output.table(out, List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
+  }
+}
