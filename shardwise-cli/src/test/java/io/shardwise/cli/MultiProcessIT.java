@@ -1,0 +1,135 @@
+package io.shardwise.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.shardwise.server.coordination.EmbeddedZooKeeper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Nodes and a router as separate JVMs, started with the real {@code shardwise node} and
+ * {@code shardwise router} commands against one ZooKeeper, and driven by the CLI in further
+ * processes, as an operator would.
+ */
+@Tag("integration")
+class MultiProcessIT {
+
+  private static final Path JAR = Path.of(System.getProperty("shardwise.jar", "target/shardwise.jar"));
+
+  @TempDir Path dir;
+  private EmbeddedZooKeeper zk;
+  private final List<Process> servers = new ArrayList<>();
+
+  record Result(int exit, String out, String err) {}
+
+  private List<String> java(String... args) {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", JAR.toString()));
+    command.addAll(List.of(args));
+    return command;
+  }
+
+  /** Starts a long-running command and waits until it prints its "serving on" line. */
+  private Process startServer(String name, String... args) throws Exception {
+    Path log = dir.resolve(name + ".log");
+    Process p = new ProcessBuilder(java(args)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    servers.add(p);
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (Files.exists(log) && Files.readString(log, StandardCharsets.UTF_8).contains("serving on")) {
+        return p;
+      }
+      assertThat(p.isAlive()).as("%s exited early: %s", name, Files.exists(log) ? Files.readString(log) : "").isTrue();
+      Thread.sleep(100);
+    }
+    throw new AssertionError(name + " did not start: " + Files.readString(log));
+  }
+
+  private Result cli(String... args) throws IOException, InterruptedException {
+    Path out = Files.createTempFile(dir, "out", ".txt");
+    Path err = Files.createTempFile(dir, "err", ".txt");
+    List<String> command = new ArrayList<>(List.of(args));
+    command.addAll(List.of("--zk", zk.connectString()));
+    Process p = new ProcessBuilder(java(command.toArray(new String[0]))).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
+    return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+  }
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    for (Process p : servers) {
+      p.destroy(); // SIGTERM: the shutdown hook closes the node
+    }
+    for (Process p : servers) {
+      if (!p.waitFor(20, TimeUnit.SECONDS)) {
+        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      }
+    }
+    if (zk != null) {
+      zk.close();
+    }
+  }
+
+  @Test
+  void separateNodeProcessesServeTheCliInEveryRoutingMode() throws Exception {
+    zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
+    for (int i = 1; i <= 3; i++) {
+      startServer("n" + i, "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n" + i).toString(), "--id", "n" + i);
+    }
+    startServer("router", "router", "--zk", zk.connectString());
+
+    Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
+    assertThat(created.exit()).as(created.err()).isZero();
+    assertThat(created.out()).contains("table orders (id 1): hashrange");
+
+    String[] modes = {"client", "router", "node"};
+    for (int i = 0; i < 9; i++) {
+      Result put = cli("kv", "put", "orders", "order-" + i, "amount=" + i, "--via", modes[i % 3]);
+      assertThat(put.exit()).as(put.err()).isZero();
+    }
+    for (String mode : modes) {
+      Result get = cli("kv", "get", "orders", "order-4", "--via", mode);
+      assertThat(get.exit()).as(get.err()).isZero();
+      assertThat(get.out().strip()).isEqualTo("amount=4");
+    }
+    Result missing = cli("kv", "get", "orders", "order-99");
+    assertThat(missing.exit()).isEqualTo(1);
+    assertThat(missing.err()).contains("no key 'order-99' in table orders");
+
+    Result status = cli("cluster", "status", "--output", "json");
+    assertThat(status.exit()).as(status.err()).isZero();
+    JsonNode json = new ObjectMapper().readTree(status.out());
+    assertThat(json.get("epoch").asLong()).isEqualTo(1);
+    assertThat(json.get("nodes")).hasSize(3).allMatch(n -> n.get("up").asBoolean());
+    long keys = 0;
+    for (JsonNode n : json.get("nodes")) {
+      keys += n.get("keys").asLong();
+    }
+    assertThat(keys).isEqualTo(9);
+    assertThat(json.get("shards")).hasSize(6);
+  }
+
+  @Test
+  void anUnreachableClusterIsAClearError() throws Exception {
+    zk = null;
+    Path out = Files.createTempFile(dir, "out", ".txt");
+    Path err = Files.createTempFile(dir, "err", ".txt");
+    Process p = new ProcessBuilder(java("kv", "get", "t", "k", "--zk", "127.0.0.1:1")).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    assertThat(p.waitFor(1, TimeUnit.MINUTES)).isTrue();
+    assertThat(p.exitValue()).isEqualTo(1);
+    String stderr = Files.readString(err, StandardCharsets.UTF_8);
+    assertThat(stderr.strip()).isEqualTo(
+        "shardwise kv get: cannot reach ZooKeeper at 127.0.0.1:1 within 5 s (is a cluster running? start one with: ./shardwise dev)");
+  }
+}
