@@ -189,7 +189,8 @@ final class KvCommand {
           }
           Output.table(out, List.of("KEY", "SORT KEY", "VALUE", "VERSION"), rows);
           out.println();
-          out.println(page.getRowsCount() + " rows, " + page.getHeader().getShardsTouched() + " shards touched"
+          int touched = page.getHeader().getShardsTouched();
+          out.println(page.getRowsCount() + " rows, " + touched + (touched == 1 ? " shard" : " shards") + " touched"
               + (next == null ? "" : "; more with --page-token " + next));
         }
       }
