@@ -8,7 +8,13 @@ import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 
-/** Starting and stopping the gRPC servers of nodes and routers. */
+/**
+ * Starting and stopping the gRPC servers of nodes and routers.
+ *
+ * <p>Handlers run on gRPC's default (unbounded, cached) executor on purpose: a forwarding handler
+ * blocks on the call it forwards, so a bounded pool can deadlock when two nodes forward to each
+ * other with every thread waiting. A bounded pool needs asynchronous forwarding first.
+ */
 final class GrpcServers {
 
   private GrpcServers() {}
