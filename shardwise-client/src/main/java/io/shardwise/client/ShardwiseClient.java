@@ -202,12 +202,17 @@ public final class ShardwiseClient implements AutoCloseable {
   // ------------------------------------------------------------------ data
 
   public Optional<Versioned> get(String table, Key key) {
-    GetResponse r = call(table, key, (stub, header) -> stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()));
+    GetResponse r = call(table, key, (stub, header) -> routing == Routing.CLIENT
+        ? batcher(TARGET.get(), table).get(header, proto(key))
+        : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()));
     return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
   }
 
   /** Writes {@code value}; returns its new version. */
   public long put(String table, Key key, byte[] value) {
+    if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
+      return call(table, key, (stub, header) -> batcher(TARGET.get(), table).put(header, proto(key), ByteString.copyFrom(value)));
+    }
     return call(table, key, (stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
         .setValue(ByteString.copyFrom(value)).build())).getVersion();
   }
@@ -324,6 +329,16 @@ public final class ShardwiseClient implements AutoCloseable {
     R apply(DataServiceGrpc.DataServiceBlockingStub stub, RequestHeader header);
   }
 
+  /** Concurrent single-key requests to one owner leave together (client mode only). */
+  private final Map<String, OwnerBatcher> batchers = new ConcurrentHashMap<>();
+
+  private OwnerBatcher batcher(String target, String table) {
+    return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table));
+  }
+
+  /** The target a call is about to use; set by withRetries for batched calls. */
+  private static final ThreadLocal<String> TARGET = new ThreadLocal<>();
+
   private <R> R call(String table, Key key, Call<R> call) {
     return withRetries(table, key, null, call);
   }
@@ -338,6 +353,7 @@ public final class ShardwiseClient implements AutoCloseable {
       String target = fixedTarget != null && attempt == 0 ? fixedTarget : target(table, key);
       RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(routing == Routing.NODE).build();
       try {
+        TARGET.set(target);
         return call.apply(DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
       } catch (StatusRuntimeException e) {
         last = e;
