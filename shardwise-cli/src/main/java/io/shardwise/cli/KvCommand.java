@@ -38,19 +38,23 @@ final class KvCommand {
     OutputFormat output;
   }
 
-  static Key key(String partition, String sort) {
-    return sort == null ? Key.of(partition) : Key.of(partition, sort);
+  /** TABLE KEY [--sort-key SK]: which row a put, get or del is about. */
+  static final class Row {
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+    @Parameters(index = "1", paramLabel = "KEY", description = "Partition key.") String key;
+    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+
+    Key key() {
+      return sortKey == null ? Key.of(key) : Key.of(key, sortKey);
+    }
   }
 
   @Command(name = "put", mixinStandardHelpOptions = true, description = "Write a value.")
   static final class Put implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
-    @Parameters(index = "0", paramLabel = "TABLE") String table;
-    @Parameters(index = "1", paramLabel = "KEY", description = "Partition key.") String key;
+    @Mixin Row row;
     @Parameters(index = "2", paramLabel = "VALUE") String value;
-
-    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
 
     @Option(names = "--if-version", paramLabel = "V", description = "Only if the key is at version V (0: only if absent).")
     Long ifVersion;
@@ -59,10 +63,10 @@ final class KvCommand {
     public Integer call() {
       try (ShardwiseClient client = common.cluster.connect()) {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
-        long version = ifVersion == null ? client.put(table, key(key, sortKey), bytes) : client.putIfVersion(table, key(key, sortKey), bytes, ifVersion);
+        long version = ifVersion == null ? client.put(row.table, row.key(), bytes) : client.putIfVersion(row.table, row.key(), bytes, ifVersion);
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
-          Output.json(out, Output.object().put("key", key).put("version", version));
+          Output.json(out, Output.object().put("key", row.key).put("version", version));
         } else {
           out.println("ok, version " + version);
         }
@@ -75,23 +79,21 @@ final class KvCommand {
   static final class Get implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
-    @Parameters(index = "0", paramLabel = "TABLE") String table;
-    @Parameters(index = "1", paramLabel = "KEY") String key;
-    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+    @Mixin Row row;
 
     @Override
     public Integer call() {
       try (ShardwiseClient client = common.cluster.connect()) {
-        Optional<Versioned> v = client.get(table, key(key, sortKey));
+        Optional<Versioned> v = client.get(row.table, row.key());
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
-          ObjectNode o = Output.object().put("key", key).put("found", v.isPresent());
+          ObjectNode o = Output.object().put("key", row.key).put("found", v.isPresent());
           v.ifPresent(x -> o.put("value", new String(x.value(), StandardCharsets.UTF_8)).put("version", x.version()));
           Output.json(out, o);
         } else if (v.isPresent()) {
           out.println(new String(v.get().value(), StandardCharsets.UTF_8));
         } else {
-          spec.commandLine().getErr().println("shardwise kv get: no key '" + key + "' in table " + table);
+          spec.commandLine().getErr().println("shardwise kv get: no key '" + row.key + "' in table " + row.table);
         }
         return v.isPresent() ? Main.EXIT_OK : Main.EXIT_FAILURE;
       }
@@ -102,17 +104,15 @@ final class KvCommand {
   static final class Del implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
-    @Parameters(index = "0", paramLabel = "TABLE") String table;
-    @Parameters(index = "1", paramLabel = "KEY") String key;
-    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+    @Mixin Row row;
 
     @Override
     public Integer call() {
       try (ShardwiseClient client = common.cluster.connect()) {
-        boolean deleted = client.delete(table, key(key, sortKey));
+        boolean deleted = client.delete(row.table, row.key());
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
-          Output.json(out, Output.object().put("key", key).put("deleted", deleted));
+          Output.json(out, Output.object().put("key", row.key).put("deleted", deleted));
         } else {
           out.println(deleted ? "deleted" : "no such key");
         }

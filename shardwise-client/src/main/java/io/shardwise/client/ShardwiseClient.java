@@ -4,11 +4,11 @@ import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
+import io.shardwise.proto.Channels;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.AdminServiceGrpc;
@@ -421,7 +421,7 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private ManagedChannel channel(String address) {
-    return channels.computeIfAbsent(address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().maxInboundMessageSize(maxMessageBytes).build());
+    return channels.computeIfAbsent(address, a -> Channels.open(a, maxMessageBytes));
   }
 
   private static io.shardwise.proto.v1.Key proto(Key key) {
@@ -442,14 +442,6 @@ public final class ShardwiseClient implements AutoCloseable {
     if (refresher != null) {
       refresher.shutdownNow();
     }
-    channels.values().forEach(ManagedChannel::shutdownNow);
-    for (ManagedChannel c : channels.values()) {
-      try {
-        c.awaitTermination(5, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
+    Channels.closeAll(channels.values());
   }
 }

@@ -236,6 +236,18 @@ public final class ShardLayout {
     }
   }
 
+  /**
+   * The partition keys of the shard at {@code position} of a {@code range} layout.
+   *
+   * @throws IllegalStateException for any other strategy
+   */
+  public io.shardwise.core.key.KeyRange keyRangeOf(int position) {
+    if (strategy != Strategy.RANGE) {
+      throw new IllegalStateException("only range layouts have key ranges; this one is " + strategy);
+    }
+    return ((RangePartitioner) byKey).rangeOf(position);
+  }
+
   /** For a {@code range} layout, only the shards that overlap {@code range}, in key order. */
   public ShardSpan shardsFor(io.shardwise.core.key.KeyRange range) {
     if (strategy != Strategy.RANGE) {

@@ -1,12 +1,11 @@
 package io.shardwise.server.rpc;
 
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.shardwise.proto.Channels;
 import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.DataServiceGrpc;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.TimeUnit;
 
 /** One gRPC channel per peer address, opened on first use and kept. Thread-safe. */
 public final class Peers implements AutoCloseable {
@@ -19,8 +18,7 @@ public final class Peers implements AutoCloseable {
   }
 
   public ManagedChannel channel(String address) {
-    return channels.computeIfAbsent(
-        address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().maxInboundMessageSize(maxMessageBytes).build());
+    return channels.computeIfAbsent(address, a -> Channels.open(a, maxMessageBytes));
   }
 
   public DataServiceGrpc.DataServiceBlockingStub data(String address) {
@@ -33,14 +31,6 @@ public final class Peers implements AutoCloseable {
 
   @Override
   public void close() {
-    channels.values().forEach(ManagedChannel::shutdownNow);
-    for (ManagedChannel c : channels.values()) {
-      try {
-        c.awaitTermination(5, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
+    Channels.closeAll(channels.values());
   }
 }

@@ -144,7 +144,7 @@ public final class TableAdmin {
           .setEpoch(s.epoch());
       Strategy strategy = table.layout().strategy();
       if (strategy == Strategy.RANGE) {
-        KeyRange range = rangeOf(table, position);
+        KeyRange range = table.layout().keyRangeOf(position);
         shard.setStart(ByteString.copyFrom(range.start()));
         if (range.end() != null) {
           shard.setEnd(ByteString.copyFrom(range.end())).setHasEnd(true);
@@ -162,10 +162,5 @@ public final class TableAdmin {
       b.addShards(shard);
     }
     return b.build();
-  }
-
-  private static KeyRange rangeOf(Table table, int position) {
-    List<byte[]> splits = table.layout().splitPoints();
-    return KeyRange.of(position == 0 ? new byte[0] : splits.get(position - 1), position < splits.size() ? splits.get(position) : null);
   }
 }
