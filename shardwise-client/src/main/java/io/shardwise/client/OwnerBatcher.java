@@ -58,19 +58,31 @@ final class OwnerBatcher {
     }
   }
 
-  OwnerBatcher(ManagedChannel channel, String table) {
+  private final java.util.concurrent.Executor resendExecutor;
+
+  OwnerBatcher(ManagedChannel channel, String table, java.util.concurrent.Executor resendExecutor) {
+    this.resendExecutor = resendExecutor;
     this.stub = DataServiceGrpc.newFutureStub(channel);
     this.alone = DataServiceGrpc.newBlockingStub(channel);
     this.table = table;
   }
 
   GetResponse get(RequestHeader header, Key key) {
-    return (GetResponse) submit(new Pending(key, null, header, new CompletableFuture<>()));
+    return (GetResponse) await(getAsync(header, key));
   }
 
   /** Returns the new version. */
   long put(RequestHeader header, Key key, ByteString value) {
-    return (Long) submit(new Pending(key, value, header, new CompletableFuture<>()));
+    return (Long) await(putAsync(header, key, value));
+  }
+
+  CompletableFuture<Object> getAsync(RequestHeader header, Key key) {
+    return submit(new Pending(key, null, header, new CompletableFuture<>()));
+  }
+
+  /** Completes with the new version. */
+  CompletableFuture<Object> putAsync(RequestHeader header, Key key, ByteString value) {
+    return submit(new Pending(key, value, header, new CompletableFuture<>()));
   }
 
   /** Marks a request whose batch of several failed: it is sent again alone. */
@@ -82,17 +94,39 @@ final class OwnerBatcher {
     }
   }
 
-  private Object submit(Pending p) {
+  /**
+   * Queues a request and completes with its own answer: from its batch, or, when a batch of
+   * several failed, from sending it again alone (on {@code resendExecutor}, never on a Netty
+   * thread).
+   */
+  private CompletableFuture<Object> submit(Pending p) {
     synchronized (this) {
       queue.add(p);
     }
     drain();
-    try {
-      return p.done().get(60, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof SendAlone) {
-        return sendAlone(p);
+    CompletableFuture<Object> out = new CompletableFuture<>();
+    p.done().whenComplete((value, error) -> {
+      if (error == null) {
+        out.complete(value);
+      } else if (error instanceof SendAlone) {
+        CompletableFuture.runAsync(() -> {
+          try {
+            out.complete(sendAlone(p));
+          } catch (RuntimeException e) {
+            out.completeExceptionally(e);
+          }
+        }, resendExecutor);
+      } else {
+        out.completeExceptionally(error);
       }
+    });
+    return out;
+  }
+
+  private static Object await(CompletableFuture<Object> future) {
+    try {
+      return future.get(60, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
       if (e.getCause() instanceof StatusRuntimeException) {
         throw (StatusRuntimeException) e.getCause();
       }

@@ -44,6 +44,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -208,6 +209,64 @@ public final class ShardwiseClient implements AutoCloseable {
     return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
   }
 
+  /**
+   * {@link #get} without blocking the caller: in client mode the request joins the next batch to
+   * its owner at once; if that attempt fails for a reason a retry can fix (WRONG_SHARD, MAP_BEHIND,
+   * an unavailable node), the request continues as a blocking {@link #get} with all its retries on
+   * a client thread. In router and node modes it is a {@link #get} on a client thread.
+   */
+  public CompletableFuture<Optional<Versioned>> getAsync(String table, Key key) {
+    if (routing != Routing.CLIENT) {
+      return CompletableFuture.supplyAsync(() -> get(table, key), asyncRetries);
+    }
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).getAsync(header, proto(key)), () -> get(table, key), r -> {
+      GetResponse g = (GetResponse) r;
+      return g.getFound() ? Optional.of(new Versioned(g.getValue().toByteArray(), g.getVersion())) : Optional.<Versioned>empty();
+    });
+  }
+
+  /** {@link #put} without blocking the caller; see {@link #getAsync} for how it retries. */
+  public CompletableFuture<Long> putAsync(String table, Key key, byte[] value) {
+    if (routing != Routing.CLIENT || value.length > OwnerBatcher.MAX_BYTES / 4) {
+      return CompletableFuture.supplyAsync(() -> put(table, key, value), asyncRetries);
+    }
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(header, proto(key), ByteString.copyFrom(value)),
+        () -> put(table, key, value), r -> (Long) r);
+  }
+
+  private <T> CompletableFuture<T> firstTryAsync(
+      String table, Key key, java.util.function.BiFunction<String, RequestHeader, CompletableFuture<Object>> attempt,
+      java.util.function.Supplier<T> blockingWithRetries, Function<Object, T> convert) {
+    CompletableFuture<T> out = new CompletableFuture<>();
+    String target;
+    try {
+      target = target(table, key);
+    } catch (RuntimeException e) {
+      return CompletableFuture.supplyAsync(blockingWithRetries, asyncRetries);
+    }
+    RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).build();
+    attempt.apply(target, header).whenComplete((r, error) -> {
+      if (error == null) {
+        out.complete(convert.apply(r));
+        return;
+      }
+      Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+      ErrorInfo.Code code = Errors.code(cause);
+      if (code == ErrorInfo.Code.VERSION_MISMATCH || !(cause instanceof StatusRuntimeException)) {
+        out.completeExceptionally(cause instanceof StatusRuntimeException ? new ShardwiseException((StatusRuntimeException) cause) : cause);
+        return;
+      }
+      CompletableFuture.runAsync(() -> {
+        try {
+          out.complete(blockingWithRetries.get());
+        } catch (RuntimeException e) {
+          out.completeExceptionally(e);
+        }
+      }, asyncRetries);
+    });
+    return out;
+  }
+
   /** Writes {@code value}; returns its new version. */
   public long put(String table, Key key, byte[] value) {
     if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
@@ -332,8 +391,15 @@ public final class ShardwiseClient implements AutoCloseable {
   /** Concurrent single-key requests to one owner leave together (client mode only). */
   private final Map<String, OwnerBatcher> batchers = new ConcurrentHashMap<>();
 
+  /** Runs what an asynchronous call must not run on a Netty thread: re-sends and retries. */
+  private final java.util.concurrent.ExecutorService asyncRetries = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "shardwise-client-retry");
+    t.setDaemon(true);
+    return t;
+  });
+
   private OwnerBatcher batcher(String target, String table) {
-    return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table));
+    return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table, asyncRetries));
   }
 
   /** The target a call is about to use; set by withRetries for batched calls. */
@@ -442,6 +508,7 @@ public final class ShardwiseClient implements AutoCloseable {
     if (refresher != null) {
       refresher.shutdownNow();
     }
+    asyncRetries.shutdownNow();
     Channels.closeAll(channels.values());
   }
 }

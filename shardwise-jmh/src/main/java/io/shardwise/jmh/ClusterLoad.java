@@ -33,7 +33,10 @@ import org.HdrHistogram.Recorder;
  * RocksDB shard store, in the same run. Prints throughput and latency percentiles.
  *
  * <p>Run: {@code java -cp shardwise-jmh/target/benchmarks.jar io.shardwise.jmh.ClusterLoad [records]
- * [threads] [warmupSeconds] [measureSeconds]}. The full harness is {@code shardwise bench}.
+ * [threads] [warmupSeconds] [measureSeconds] [zk]}. With a fifth argument, a ZooKeeper connect
+ * string, it skips RocksDB and the in-process cluster and loads the running cluster found there
+ * (for example {@code ./shardwise dev}) in client mode, from this separate process. The full
+ * harness is {@code shardwise bench}.
  */
 public final class ClusterLoad {
 
@@ -54,6 +57,10 @@ public final class ClusterLoad {
     System.out.printf(Locale.ROOT, "%d records, %d in flight, 100-byte values, warm-up %d s, measured %d s%n%n", records, threads, warmup, measure);
     System.out.printf(Locale.ROOT, "%-18s %10s %9s %9s %9s%n", "target", "ops/s", "p50 ms", "p99 ms", "p99.9 ms");
 
+    if (args.length > 4) {
+      loadRunningCluster(args[4], records, threads, warmup, measure);
+      return;
+    }
     try (ShardStore raw = ShardStore.open(dir.resolve("raw"), false)) {
       ShardRef shard = new ShardRef(1, 0);
       for (int i = 0; i < records; i++) {
@@ -97,6 +104,69 @@ public final class ClusterLoad {
         nodes.forEach(ShardwiseNode::close);
       }
     }
+  }
+
+  private static void loadRunningCluster(String zk, int records, int threads, int warmup, int measure) throws Exception {
+    List<String> addresses = new ArrayList<>();
+    try (io.shardwise.server.coordination.Coordinator c =
+        io.shardwise.server.coordination.Coordinator.connect(zk, java.time.Duration.ofSeconds(10), java.time.Duration.ofSeconds(10))) {
+      c.liveNodesNow().values().forEach(n -> addresses.add(n.getAddress()));
+    }
+    try (ShardwiseClient client = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(addresses).build()) {
+      if (client.listTables().stream().noneMatch(t -> t.getName().equals("load"))) {
+        client.createTable("load", PartitioningSpec.newBuilder().setStrategy("slots").build());
+      }
+      List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < records; i++) {
+        batch.add(new AbstractMap.SimpleEntry<>(key(i), VALUE));
+        if (batch.size() == 1000 || i == records - 1) {
+          client.batchPut("load", batch);
+          batch.clear();
+        }
+      }
+      run("client get", threads, warmup, measure, records, k -> client.get("load", key(k)));
+      run("client put", threads, warmup, measure, records, k -> client.put("load", key(k), VALUE));
+      runAsync("client get async", threads, warmup, measure, records, k -> client.getAsync("load", key(k)));
+      runAsync("client put async", threads, warmup, measure, records, k -> client.putAsync("load", key(k), VALUE));
+    }
+  }
+
+  /** The same closed loop with {@code inFlight} requests kept in flight by one thread, asynchronously. */
+  private static void runAsync(String name, int inFlight, int warmup, int measure, int records,
+      java.util.function.IntFunction<java.util.concurrent.CompletableFuture<?>> op) throws Exception {
+    Recorder recorder = new Recorder(3);
+    java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(inFlight);
+    java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
+    AtomicBoolean measuring = new AtomicBoolean();
+    AtomicBoolean stop = new AtomicBoolean();
+    Thread driver = new Thread(() -> {
+      ThreadLocalRandom random = ThreadLocalRandom.current();
+      while (!stop.get()) {
+        slots.acquireUninterruptibly();
+        long start = System.nanoTime();
+        op.apply(random.nextInt(records)).whenComplete((r, e) -> {
+          if (measuring.get() && e == null) {
+            recorder.recordValue((System.nanoTime() - start) / 1000);
+            done.incrementAndGet();
+          }
+          slots.release();
+        });
+      }
+    });
+    driver.start();
+    Thread.sleep(warmup * 1000L);
+    recorder.reset();
+    measuring.set(true);
+    long begin = System.nanoTime();
+    Thread.sleep(measure * 1000L);
+    measuring.set(false);
+    double seconds = (System.nanoTime() - begin) / 1e9;
+    stop.set(true);
+    driver.join(60_000);
+    slots.acquire(inFlight);
+    var histogram = recorder.getIntervalHistogram();
+    System.out.printf(Locale.ROOT, "%-18s %,10.0f %9.2f %9.2f %9.2f%n", name, done.get() / seconds,
+        histogram.getValueAtPercentile(50) / 1000.0, histogram.getValueAtPercentile(99) / 1000.0, histogram.getValueAtPercentile(99.9) / 1000.0);
   }
 
   private static Key key(int i) {

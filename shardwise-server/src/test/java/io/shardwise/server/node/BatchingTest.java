@@ -98,6 +98,28 @@ class BatchingTest {
   }
 
   @Test
+  void asyncCallsAnswerEachCallerItsOwnRequest() {
+    List<java.util.concurrent.CompletableFuture<Long>> puts = new ArrayList<>();
+    for (int i = 0; i < 2000; i++) {
+      puts.add(client.putAsync("batched", Key.of("async-" + i), b("value " + i)));
+    }
+    puts.forEach(f -> assertThat(f.join()).isEqualTo(1L));
+    List<java.util.concurrent.CompletableFuture<java.util.Optional<io.shardwise.client.Versioned>>> gets = new ArrayList<>();
+    for (int i = 0; i < 2000; i++) {
+      gets.add(client.getAsync("batched", Key.of("async-" + i)));
+    }
+    for (int i = 0; i < 2000; i++) {
+      assertThat(new String(gets.get(i).join().orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("value " + i);
+    }
+    assertThat(client.getAsync("batched", Key.of("async-absent")).join()).isEmpty();
+    byte[] tooLong = new byte[8 * 1024 + 1];
+    assertThat(client.putAsync("batched", Key.of(tooLong), b("x")))
+        .failsWithin(java.time.Duration.ofSeconds(30))
+        .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+        .withMessageContaining("key is 8193 bytes; the limit is 8192 bytes");
+  }
+
+  @Test
   void oneCallersBadRequestFailsOnlyThatCaller() throws Exception {
     byte[] tooLong = new byte[8 * 1024 + 1];
     java.util.Arrays.fill(tooLong, (byte) 'x');
