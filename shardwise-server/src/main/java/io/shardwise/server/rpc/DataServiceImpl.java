@@ -142,11 +142,23 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   private static GetResponse found(ShardMap map, Versioned v) {
-    GetResponse.Builder b = GetResponse.newBuilder().setHeader(header(map, 1));
-    if (v != null) {
-      b.setFound(true).setValue(ByteString.copyFrom(v.value())).setVersion(v.version());
+    return result(v).toBuilder().setHeader(header(map, 1)).build();
+  }
+
+  /** One key's result inside a batch: no header of its own (the batch has one). */
+  private static GetResponse result(Versioned v) {
+    return v == null
+        ? GetResponse.getDefaultInstance()
+        : GetResponse.newBuilder().setFound(true).setValue(ByteString.copyFrom(v.value())).setVersion(v.version()).build();
+  }
+
+  /** Each key's partition key, copied out of its {@link Key} once per request. */
+  private static byte[][] partitionKeys(List<Key> keys) {
+    byte[][] out = new byte[keys.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = keys.get(i).partitionKey();
     }
-    return b.build();
+    return out;
   }
 
   // ------------------------------------------------------------------ batches
@@ -162,12 +174,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += kv.getKey().getPartitionKey().size() + kv.getKey().getSortKey().size() + kv.getValue().size();
       }
       ctx.limits().checkBatch(keys.size(), bytes);
+      byte[][] partitionKeys = partitionKeys(keys);
       long[] versions = new long[keys.size()];
-      int touched = batch(request.getHeader(), request.getTable(), keys, true,
+      int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
           (map, table, indexes) -> {
             List<Mutation> mutations = new ArrayList<>();
             for (int i : indexes) {
-              ShardRef shard = ref(table, table.shardFor(keys.get(i).partitionKey()));
+              ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
               mutations.add(Mutation.put(shard, keys.get(i).encode(), request.getEntries(i).getValue().toByteArray()));
             }
             long[] written;
@@ -208,12 +221,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += k.getPartitionKey().size() + k.getSortKey().size();
       }
       ctx.limits().checkBatch(keys.size(), bytes);
+      byte[][] partitionKeys = partitionKeys(keys);
       GetResponse[] results = new GetResponse[keys.size()];
-      int touched = batch(request.getHeader(), request.getTable(), keys, false,
+      int touched = batch(request.getHeader(), request.getTable(), partitionKeys, false,
           (map, table, indexes) -> {
             for (int i : indexes) {
-              ShardRef shard = ref(table, table.shardFor(keys.get(i).partitionKey()));
-              results[i] = found(map, ctx.store().get(shard, keys.get(i).encode()));
+              ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
+              results[i] = result(ctx.store().get(shard, keys.get(i).encode()));
             }
           },
           (stub, header, indexes) -> {
@@ -429,10 +443,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   /** Groups keys by owner, serves this node's group atomically, forwards the rest; returns shards touched. */
-  private int batch(RequestHeader h, String tableName, List<Key> keys, boolean write, LocalBatch local, RemoteBatch remote) {
+  private int batch(RequestHeader h, String tableName, byte[][] partitionKeys, boolean write, LocalBatch local, RemoteBatch remote) {
     ShardMap map = mapFor(h);
     List<Integer> pending = new ArrayList<>();
-    for (int i = 0; i < keys.size(); i++) {
+    for (int i = 0; i < partitionKeys.length; i++) {
       pending.add(i);
     }
     java.util.Set<Long> shards = new java.util.TreeSet<>();
@@ -442,13 +456,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       Table table = current.table(tableName).orElseThrow(() -> Errors.noSuchTable(tableName, current.epoch()));
       Map<NodeId, List<Integer>> byOwner = new LinkedHashMap<>();
       for (int i : pending) {
-        ShardAssignment shard = table.shardFor(keys.get(i).partitionKey());
+        ShardAssignment shard = table.shardFor(partitionKeys[i]);
         shards.add(shard.id().number());
         byOwner.computeIfAbsent(shard.owner(), o -> new ArrayList<>()).add(i);
       }
       for (NodeId owner : byOwner.keySet()) {
         if (!owner.equals(ctx.self()) && !mayForward(h)) {
-          ShardAssignment shard = table.shardFor(keys.get(byOwner.get(owner).get(0)).partitionKey());
+          ShardAssignment shard = table.shardFor(partitionKeys[byOwner.get(owner).get(0)]);
           throw Errors.wrongShard(current.epoch(), shard.id().toString(), owner.value(), nullToEmpty(ctx.addressOf(owner)));
         }
       }
