@@ -414,10 +414,24 @@ public final class ShardwiseClient implements AutoCloseable {
    * WRONG_SHARD (after refreshing the map), MAP_BEHIND, NOT_SERVING and UNAVAILABLE, with backoff.
    */
   private <R> R withRetries(String table, Key key, String fixedTarget, Call<R> call) {
-    StatusRuntimeException last = null;
+    RuntimeException last = null;
     for (int attempt = 0; attempt < maxAttempts; attempt++) {
-      String target = fixedTarget != null && attempt == 0 ? fixedTarget : target(table, key);
-      RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(routing == Routing.NODE).build();
+      String target;
+      try {
+        target = fixedTarget != null && attempt == 0 ? fixedTarget : target(table, key);
+      } catch (ShardwiseException e) {
+        if (e.code() != Status.Code.UNAVAILABLE) {
+          throw e;
+        }
+        // The owner is not in our list of live nodes: it may have just restarted. Refresh, wait, retry.
+        last = e;
+        refreshQuietlyRateLimited();
+        sleep(Math.min(500, 10L << attempt));
+        continue;
+      }
+      // A batch group retried after a refusal may now span several owners: let the node forward.
+      boolean forward = routing == Routing.NODE || (fixedTarget != null && attempt > 0);
+      RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(forward).build();
       try {
         TARGET.set(target);
         return call.apply(DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
@@ -440,7 +454,7 @@ public final class ShardwiseClient implements AutoCloseable {
         sleep(Math.min(500, 10L << attempt));
       }
     }
-    throw new ShardwiseException(last);
+    throw last instanceof StatusRuntimeException ? new ShardwiseException((StatusRuntimeException) last) : last;
   }
 
   private void refreshQuietlyRateLimited() {

@@ -202,7 +202,9 @@ class ClusterTest {
   @Test
   void aStaleEpochGetsWrongShardAndTheClientRecoversByItself() throws Exception {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("stale", PartitioningSpec.newBuilder().setStrategy("mod").setShards(3).build());
+    // Two shards per node, so a batch grouped for the old owner spans two owners after the move.
+    client.createTable("stale", PartitioningSpec.newBuilder().setStrategy("mod").setShards(6).build());
+    ShardwiseClient staleBatcher = cluster.client(Routing.CLIENT); // also keeps the pre-move map
     byte[] pk = b("moving-key");
     ShardAssignment before = cluster.nodes.get(0).map().table("stale").orElseThrow().shardFor(pk);
     NodeId newOwner = cluster.nodes.stream().map(ShardwiseNode::id).filter(n -> !n.equals(before.owner())).findFirst().orElseThrow();
@@ -228,6 +230,16 @@ class ClusterTest {
     } finally {
       channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     }
+
+    // A stale batch spanning the moved shard and the others lands too, each key on its owner.
+    List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+    batch.add(new AbstractMap.SimpleEntry<>(Key.of("batch-first"), b("1")));
+    batch.add(new AbstractMap.SimpleEntry<>(Key.of(pk), b("from the stale batch")));
+    for (int i = 0; i < 200; i++) { // enough that every shard of the old owner holds some
+      batch.add(new AbstractMap.SimpleEntry<>(Key.of("batch-" + i), b("v")));
+    }
+    staleBatcher.batchPut("stale", batch);
+    assertThat(new String(staleBatcher.get("stale", Key.of(pk)).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("from the stale batch");
 
     long staleEpoch = client.mapEpoch();
     client.put("stale", Key.of(pk), b("landed"));
