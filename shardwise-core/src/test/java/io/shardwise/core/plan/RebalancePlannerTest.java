@@ -1,0 +1,160 @@
+package io.shardwise.core.plan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+class RebalancePlannerTest {
+
+  private static List<NodeId> ids(int from, int count) {
+    List<NodeId> out = new ArrayList<>();
+    for (int i = from; i < from + count; i++) {
+      out.add(NodeId.of("n" + i));
+    }
+    return out;
+  }
+
+  private static ShardMap slotsTable(int slots, List<NodeId> owners) {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.SLOTS).slots(slots).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, slots, owners.size(), KeySample.empty());
+    List<NodeId> each = new ArrayList<>();
+    for (int o : initial.owners()) {
+      each.add(owners.get(o));
+    }
+    return ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), each).build());
+  }
+
+  private static Map<NodeId, Integer> counts(ShardMap map) {
+    Map<NodeId, Integer> out = new HashMap<>();
+    map.table("t").orElseThrow().shards().forEach(s -> out.merge(s.owner(), 1, Integer::sum));
+    return out;
+  }
+
+  /** Nodes 0..before-1 hold the table; then nodes before..before+added-1 join and `drained` of the old ones drain. */
+  @Property(tries = 300, seed = "20261129")
+  void afterThePlanEveryNodeIsWithinOneShardOfItsShareAndOnlyNeededShardsMove(
+      @ForAll @IntRange(min = 1, max = 12) int before, @ForAll @IntRange(min = 0, max = 6) int added,
+      @ForAll @IntRange(min = 0, max = 3) int drained, @ForAll @IntRange(min = 16, max = 512) int slots) {
+    if (drained >= before + added) {
+      return;
+    }
+    ShardMap map = slotsTable(slots, ids(0, before));
+    List<NodeCapacity> nodes = new ArrayList<>();
+    for (NodeId n : ids(0, before + added)) {
+      boolean drain = n.value().compareTo("n") > 0 && Integer.parseInt(n.value().substring(1)) < Math.min(drained, before);
+      nodes.add(new NodeCapacity(n, 1.0, drain));
+    }
+    long eligible = nodes.stream().filter(n -> !n.draining()).count();
+    Map<NodeId, Integer> countsBefore = counts(map);
+
+    Plan plan = RebalancePlanner.plan(map, "t", nodes, Map.of());
+    ShardMap after = plan.moves().isEmpty() ? map : map.apply(plan.toDelta(map));
+    Map<NodeId, Integer> countsAfter = counts(after);
+
+    for (NodeCapacity n : nodes) {
+      int count = countsAfter.getOrDefault(n.node(), 0);
+      if (n.draining()) {
+        assertThat(count).as("draining %s", n.node()).isZero();
+      } else {
+        assertThat(count).as("%s holds %d of %d over %d nodes", n.node(), count, slots, eligible)
+            .isBetween((int) (slots / eligible), (int) ((slots + eligible - 1) / eligible));
+      }
+    }
+    // No move the goal does not need: no node both gives and receives, and givers end at their goal
+    // or above it, never below the fair floor.
+    for (NodeCapacity n : nodes) {
+      boolean gives = plan.moves().stream().anyMatch(m -> m.from().equals(n.node()));
+      boolean receives = plan.moves().stream().anyMatch(m -> m.to().equals(n.node()));
+      assertThat(gives && receives).as("%s both gives and receives", n.node()).isFalse();
+      if (gives && !n.draining()) {
+        assertThat(countsAfter.get(n.node())).isGreaterThanOrEqualTo((int) (slots / eligible));
+        assertThat(countsBefore.get(n.node())).isGreaterThan(countsAfter.get(n.node()));
+      }
+    }
+  }
+
+  @Test
+  void aNewNodeTakesShardsFromEveryExistingNode() {
+    ShardMap map = slotsTable(64, ids(0, 4));
+    Plan plan = RebalancePlanner.plan(map, "t", List.of(NodeCapacity.of("n0"), NodeCapacity.of("n1"), NodeCapacity.of("n2"),
+        NodeCapacity.of("n3"), NodeCapacity.of("n4")), Map.of());
+    // 64 shards over 5 nodes is 12.8 each: the 4 extra stay with existing holders, so 12 move.
+    assertThat(plan.moves()).hasSize(12).allMatch(m -> m.to().equals(NodeId.of("n4")));
+    assertThat(plan.moves().stream().map(Move::from).distinct()).hasSize(4);
+    assertThat(plan.forecast().shardPeakToAverageAfter()).isCloseTo(13 / 12.8, org.assertj.core.data.Offset.offset(1e-9));
+  }
+
+  @Test
+  void weightsSetTheShares() {
+    ShardMap map = slotsTable(90, ids(0, 2));
+    Plan plan = RebalancePlanner.plan(map, "t",
+        List.of(new NodeCapacity(NodeId.of("n0"), 1, false), new NodeCapacity(NodeId.of("n1"), 1, false), new NodeCapacity(NodeId.of("n2"), 4, false)), Map.of());
+    Map<NodeId, Integer> after = counts(map.apply(plan.toDelta(map)));
+    assertThat(after).containsEntry(NodeId.of("n0"), 15).containsEntry(NodeId.of("n1"), 15).containsEntry(NodeId.of("n2"), 60);
+  }
+
+  @Test
+  void smallShardsLeaveFirstAndBytesStayBalanced() {
+    ShardMap map = slotsTable(8, ids(0, 2));
+    Map<ShardId, ShardSize> sizes = new HashMap<>();
+    long[] bytes = {100, 10, 10, 10, 100, 10, 10, 10};
+    for (ShardAssignment s : map.table("t").orElseThrow().shards()) {
+      sizes.put(s.id(), new ShardSize(bytes[(int) s.id().number()], bytes[(int) s.id().number()]));
+    }
+    Plan plan = RebalancePlanner.plan(map, "t", List.of(NodeCapacity.of("n0"), NodeCapacity.of("n1"), NodeCapacity.of("n2"), NodeCapacity.of("n3")), sizes);
+    assertThat(plan.moves()).hasSize(4).allMatch(m -> m.bytes() == 10);
+    assertThat(plan.forecast().movedBytes()).isEqualTo(40);
+    assertThat(plan.forecast().totalBytes()).isEqualTo(260);
+  }
+
+  @Test
+  void aStalePlanIsRefused() {
+    ShardMap map = slotsTable(16, ids(0, 2));
+    Plan plan = RebalancePlanner.plan(map, "t", List.of(NodeCapacity.of("n0"), NodeCapacity.of("n1"), NodeCapacity.of("n2")), Map.of());
+    ShardAssignment first = map.table("t").orElseThrow().shards().get(0);
+    ShardMap moved = map.apply(ShardMapDelta.on(map).moveShard(first.id(), first.owner(), NodeId.of("n2")).build());
+    assertThatThrownBy(() -> plan.toDelta(moved)).hasMessageContaining("was made at map epoch 1; the map is at 2");
+  }
+
+  @Test
+  void modSaysItCannotMoveIncrementallyAndWhatARewriteCosts() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.MOD).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 10, 10, KeySample.empty());
+    List<NodeId> owners = new ArrayList<>();
+    for (int o : initial.owners()) {
+      owners.add(NodeId.of("n" + o));
+    }
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), owners).build());
+    List<NodeCapacity> eleven = new ArrayList<>();
+    ids(0, 11).forEach(n -> eleven.add(new NodeCapacity(n, 1, false)));
+    Plan plan = RebalancePlanner.plan(map, "t", eleven, Map.of());
+    assertThat(plan.moves()).isEmpty();
+    assertThat(plan.note()).contains("cannot move incrementally").contains("a rewrite would move 90.9% of the data").contains("9.1%");
+    assertThat(RebalancePlanner.modMovedFraction(10, 11)).isCloseTo(10.0 / 11, org.assertj.core.data.Offset.offset(1e-12));
+    assertThat(RebalancePlanner.modMovedFraction(4, 8)).isCloseTo(0.5, org.assertj.core.data.Offset.offset(1e-12));
+  }
+
+  @Test
+  void everyNodeDrainingIsAClearError() {
+    ShardMap map = slotsTable(16, ids(0, 1));
+    assertThatThrownBy(() -> RebalancePlanner.plan(map, "t", List.of(new NodeCapacity(NodeId.of("n0"), 1, true)), Map.of()))
+        .hasMessage("no node to place table t on: every live node is draining");
+  }
+}
