@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
       TableCommand.class,
       KvCommand.class,
       ClusterCommand.class,
+      RebalanceCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

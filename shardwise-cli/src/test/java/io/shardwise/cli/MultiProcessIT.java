@@ -118,6 +118,17 @@ class MultiProcessIT {
     }
     assertThat(keys).isEqualTo(9);
     assertThat(json.get("shards")).hasSize(6);
+
+    // The planner's preview: balanced as it is; draining n1 moves exactly n1's two shards.
+    Result plan = cli("rebalance", "plan", "orders", "--output", "json");
+    assertThat(plan.exit()).as(plan.err()).isZero();
+    JsonNode balanced = new ObjectMapper().readTree(plan.out()).get("plans").get(0);
+    assertThat(balanced.get("moves")).isEmpty();
+    assertThat(balanced.get("note").asText()).isEqualTo("already balanced");
+    Result drain = cli("rebalance", "plan", "orders", "--drain", "n1", "--output", "json");
+    assertThat(drain.exit()).as(drain.err()).isZero();
+    JsonNode moves = new ObjectMapper().readTree(drain.out()).get("plans").get(0).get("moves");
+    assertThat(moves).hasSize(2).allMatch(m -> m.get("from").asText().equals("n1") && !m.get("to").asText().equals("n1"));
   }
 
   @Test
