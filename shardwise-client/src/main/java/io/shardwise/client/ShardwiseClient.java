@@ -203,8 +203,8 @@ public final class ShardwiseClient implements AutoCloseable {
   // ------------------------------------------------------------------ data
 
   public Optional<Versioned> get(String table, Key key) {
-    GetResponse r = call(table, key, (stub, header) -> routing == Routing.CLIENT
-        ? batcher(TARGET.get(), table).get(header, proto(key))
+    GetResponse r = call(table, key, (target, stub, header) -> routing == Routing.CLIENT
+        ? batcher(target, table).get(header, proto(key))
         : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()));
     return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
   }
@@ -270,9 +270,9 @@ public final class ShardwiseClient implements AutoCloseable {
   /** Writes {@code value}; returns its new version. */
   public long put(String table, Key key, byte[] value) {
     if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
-      return call(table, key, (stub, header) -> batcher(TARGET.get(), table).put(header, proto(key), ByteString.copyFrom(value)));
+      return call(table, key, (target, stub, header) -> batcher(target, table).put(header, proto(key), ByteString.copyFrom(value)));
     }
-    return call(table, key, (stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
+    return call(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
         .setValue(ByteString.copyFrom(value)).build())).getVersion();
   }
 
@@ -282,13 +282,13 @@ public final class ShardwiseClient implements AutoCloseable {
    * @throws VersionMismatchException with the current version; nothing was written
    */
   public long putIfVersion(String table, Key key, byte[] value, long expectedVersion) {
-    return call(table, key, (stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
+    return call(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
         .setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build())).getVersion();
   }
 
   /** Deletes {@code key}; true if it existed. */
   public boolean delete(String table, Key key) {
-    return call(table, key, (stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()))
+    return call(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()))
         .getDeleted();
   }
 
@@ -302,7 +302,7 @@ public final class ShardwiseClient implements AutoCloseable {
     long[] versions = new long[entries.size()];
     Map<String, List<Integer>> groups = groupByTarget(table, entries.size(), i -> entries.get(i).getKey());
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
-      BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), (stub, header) -> {
+      BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), (target, stub, header) -> {
         BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header).setTable(table);
         g.getValue().forEach(i -> b.addEntries(KeyValue.newBuilder().setKey(proto(entries.get(i).getKey())).setValue(ByteString.copyFrom(entries.get(i).getValue()))));
         return stub.batchPut(b.build());
@@ -319,7 +319,7 @@ public final class ShardwiseClient implements AutoCloseable {
     List<Optional<Versioned>> out = new ArrayList<>(java.util.Collections.nCopies(keys.size(), Optional.<Versioned>empty()));
     Map<String, List<Integer>> groups = groupByTarget(table, keys.size(), keys::get);
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
-      BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), (stub, header) -> {
+      BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), (target, stub, header) -> {
         BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);
         g.getValue().forEach(i -> b.addKeys(proto(keys.get(i))));
         return stub.batchGet(b.build());
@@ -341,9 +341,9 @@ public final class ShardwiseClient implements AutoCloseable {
   public ScanResponse scan(ScanRequest request) {
     if (request.hasPartition()) {
       Key key = Key.of(request.getPartition().getPartitionKey().toByteArray());
-      return call(request.getTable(), key, (stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
+      return call(request.getTable(), key, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
     }
-    return withRetries(request.getTable(), null, null, (stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
+    return withRetries(request.getTable(), null, null, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
   }
 
   // ------------------------------------------------------------------ tables and cluster
@@ -384,8 +384,9 @@ public final class ShardwiseClient implements AutoCloseable {
 
   // ------------------------------------------------------------------ plumbing
 
+  /** One attempt of a request: to {@code target} (host:port), through {@code stub}, with {@code header}. */
   interface Call<R> {
-    R apply(DataServiceGrpc.DataServiceBlockingStub stub, RequestHeader header);
+    R apply(String target, DataServiceGrpc.DataServiceBlockingStub stub, RequestHeader header);
   }
 
   /** Concurrent single-key requests to one owner leave together (client mode only). */
@@ -401,9 +402,6 @@ public final class ShardwiseClient implements AutoCloseable {
   private OwnerBatcher batcher(String target, String table) {
     return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table, asyncRetries));
   }
-
-  /** The target a call is about to use; set by withRetries for batched calls. */
-  private static final ThreadLocal<String> TARGET = new ThreadLocal<>();
 
   private <R> R call(String table, Key key, Call<R> call) {
     return withRetries(table, key, null, call);
@@ -433,8 +431,7 @@ public final class ShardwiseClient implements AutoCloseable {
       boolean forward = routing == Routing.NODE || (fixedTarget != null && attempt > 0);
       RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(forward).build();
       try {
-        TARGET.set(target);
-        return call.apply(DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
+        return call.apply(target, DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
       } catch (StatusRuntimeException e) {
         last = e;
         ErrorInfo.Code code = Errors.code(e);

@@ -83,16 +83,7 @@ public final class ClusterLoad {
             Routing.CLIENT, ShardwiseClient.builder().routing(Routing.CLIENT).seeds(addresses).build(),
             Routing.ROUTER, ShardwiseClient.builder().routing(Routing.ROUTER).seeds(List.of(router.address())).build(),
             Routing.NODE, ShardwiseClient.builder().routing(Routing.NODE).seeds(addresses).build());
-        ShardwiseClient loader = clients.get(Routing.CLIENT);
-        loader.createTable("load", PartitioningSpec.newBuilder().setStrategy("slots").build());
-        List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
-        for (int i = 0; i < records; i++) {
-          batch.add(new AbstractMap.SimpleEntry<>(key(i), VALUE));
-          if (batch.size() == 1000 || i == records - 1) {
-            loader.batchPut("load", batch);
-            batch.clear();
-          }
-        }
+        preload(clients.get(Routing.CLIENT), records);
         for (Routing routing : List.of(Routing.CLIENT, Routing.ROUTER, Routing.NODE)) {
           ShardwiseClient c = clients.get(routing);
           String mode = routing.name().toLowerCase(Locale.ROOT);
@@ -113,17 +104,7 @@ public final class ClusterLoad {
       c.liveNodesNow().values().forEach(n -> addresses.add(n.getAddress()));
     }
     try (ShardwiseClient client = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(addresses).build()) {
-      if (client.listTables().stream().noneMatch(t -> t.getName().equals("load"))) {
-        client.createTable("load", PartitioningSpec.newBuilder().setStrategy("slots").build());
-      }
-      List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
-      for (int i = 0; i < records; i++) {
-        batch.add(new AbstractMap.SimpleEntry<>(key(i), VALUE));
-        if (batch.size() == 1000 || i == records - 1) {
-          client.batchPut("load", batch);
-          batch.clear();
-        }
-      }
+      preload(client, records);
       run("client get", threads, warmup, measure, records, k -> client.get("load", key(k)));
       run("client put", threads, warmup, measure, records, k -> client.put("load", key(k), VALUE));
       runAsync("client get async", threads, warmup, measure, records, k -> client.getAsync("load", key(k)));
@@ -154,19 +135,43 @@ public final class ClusterLoad {
       }
     });
     driver.start();
+    double seconds = measureWindow(recorder, measuring, warmup, measure);
+    stop.set(true);
+    driver.join(60_000);
+    slots.acquire(inFlight);
+    report(name, done.get(), seconds, recorder);
+  }
+
+  /** Waits out the warm-up, then records for {@code measure} seconds; returns the measured seconds. */
+  private static double measureWindow(Recorder recorder, AtomicBoolean measuring, int warmup, int measure) throws InterruptedException {
     Thread.sleep(warmup * 1000L);
     recorder.reset();
     measuring.set(true);
     long begin = System.nanoTime();
     Thread.sleep(measure * 1000L);
     measuring.set(false);
-    double seconds = (System.nanoTime() - begin) / 1e9;
-    stop.set(true);
-    driver.join(60_000);
-    slots.acquire(inFlight);
+    return (System.nanoTime() - begin) / 1e9;
+  }
+
+  private static void report(String name, long operations, double seconds, Recorder recorder) {
     var histogram = recorder.getIntervalHistogram();
-    System.out.printf(Locale.ROOT, "%-18s %,10.0f %9.2f %9.2f %9.2f%n", name, done.get() / seconds,
+    System.out.printf(Locale.ROOT, "%-18s %,10.0f %9.2f %9.2f %9.2f%n", name, operations / seconds,
         histogram.getValueAtPercentile(50) / 1000.0, histogram.getValueAtPercentile(99) / 1000.0, histogram.getValueAtPercentile(99.9) / 1000.0);
+  }
+
+  /** Creates the {@code load} table if needed and writes every record, 1000 per batch. */
+  private static void preload(ShardwiseClient client, int records) {
+    if (client.listTables().stream().noneMatch(t -> t.getName().equals("load"))) {
+      client.createTable("load", PartitioningSpec.newBuilder().setStrategy("slots").build());
+    }
+    List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+    for (int i = 0; i < records; i++) {
+      batch.add(new AbstractMap.SimpleEntry<>(key(i), VALUE));
+      if (batch.size() == 1000 || i == records - 1) {
+        client.batchPut("load", batch);
+        batch.clear();
+      }
+    }
   }
 
   private static Key key(int i) {
@@ -195,24 +200,16 @@ public final class ClusterLoad {
         return null;
       }));
     }
-    Thread.sleep(warmup * 1000L);
-    recorder.reset();
-    measuring.set(true);
-    long begin = System.nanoTime();
-    Thread.sleep(measure * 1000L);
-    measuring.set(false);
-    double seconds = (System.nanoTime() - begin) / 1e9;
+    double seconds = measureWindow(recorder, measuring, warmup, measure);
     stop.set(true);
     for (Future<?> w : workers) {
       w.get(1, TimeUnit.MINUTES);
     }
     pool.shutdown();
-    var histogram = recorder.getIntervalHistogram();
     long total = 0;
     for (long c : counts) {
       total += c;
     }
-    System.out.printf(Locale.ROOT, "%-18s %,10.0f %9.2f %9.2f %9.2f%n", name, total / seconds,
-        histogram.getValueAtPercentile(50) / 1000.0, histogram.getValueAtPercentile(99) / 1000.0, histogram.getValueAtPercentile(99.9) / 1000.0);
+    report(name, total, seconds, recorder);
   }
 }

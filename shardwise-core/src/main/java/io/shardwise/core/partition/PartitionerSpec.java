@@ -140,11 +140,7 @@ public final class PartitionerSpec {
     }
 
     public Builder vnodeTemplate(String template) {
-      if (!template.contains("{v}") || !(template.contains("{node}") || template.contains("{shard}"))) {
-        throw new IllegalArgumentException(
-            "virtual-node name template '" + template + "' must contain {v} and {node} (or {shard})");
-      }
-      this.vnodeTemplate = template;
+      this.vnodeTemplate = RingPartitioner.checkTemplate(template);
       return this;
     }
 

@@ -116,10 +116,7 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
     if (vnodes < 1) {
       throw new IllegalArgumentException("virtual nodes per node must be at least 1, not " + vnodes);
     }
-    if (!template.contains("{v}") || !(template.contains("{node}") || template.contains("{shard}"))) {
-      throw new IllegalArgumentException(
-          "virtual-node name template '" + template + "' must contain {v} and {node} (or {shard})");
-    }
+    checkTemplate(template);
     for (double w : weights) {
       if (!(w > 0) || Double.isInfinite(w)) {
         throw new IllegalArgumentException("node weights must be positive and finite, not " + w);
@@ -136,6 +133,20 @@ public final class RingPartitioner implements HashPartitioner, HashSpaceOwnershi
           return points;
         };
     return new RingPartitioner(Strategy.RING, hash, source, weights.clone());
+  }
+
+  /**
+   * Returns {@code template} if it names both the node ({@code {node}} or {@code {shard}}) and the
+   * virtual-node index ({@code {v}}); without both, points of one node or of all nodes would collide.
+   *
+   * @throws IllegalArgumentException naming the template
+   */
+  public static String checkTemplate(String template) {
+    if (!template.contains("{v}") || !(template.contains("{node}") || template.contains("{shard}"))) {
+      throw new IllegalArgumentException(
+          "virtual-node name template '" + template + "' must contain {v} and {node} (or {shard})");
+    }
+    return template;
   }
 
   /**
