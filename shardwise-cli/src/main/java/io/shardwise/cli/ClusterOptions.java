@@ -39,6 +39,20 @@ final class ClusterOptions {
     return env == null || env.isBlank() ? DEFAULT_ZK : env;
   }
 
+  /**
+   * A ZooKeeper session for an operator command.
+   *
+   * @throws IllegalStateException naming the address when ZooKeeper cannot be reached
+   */
+  static Coordinator coordinator(String zk) {
+    String connect = zkOrDefault(zk);
+    try {
+      return Coordinator.connect(connect, Duration.ofSeconds(10), Duration.ofSeconds(5));
+    } catch (CoordinationException e) {
+      throw new IllegalStateException(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
+    }
+  }
+
   Routing routing() {
     switch (via) {
       case "client":

@@ -20,7 +20,8 @@ import picocli.CommandLine.Model.CommandSpec;
       "Run a node: its shards in RocksDB under --data-dir, registered in ZooKeeper.",
       "With the dev cluster running, `shardwise node --data-dir data/dev/n4` joins it on a free port."
     },
-    footer = {"", "Production: shardwise node --zk zk1:2181,zk2:2181,zk3:2181 --data-dir /var/lib/shardwise --listen 10.0.0.5:7101"})
+    footer = {"", "Production: shardwise node --zk zk1:2181,zk2:2181,zk3:2181 --data-dir /var/lib/shardwise --listen 10.0.0.5:7101"},
+    subcommands = {DrainCommand.class, DrainCommand.Undrain.class})
 final class NodeCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
@@ -28,7 +29,7 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--zk", paramLabel = "HOSTS", description = "ZooKeeper connect string. Default: $SHARDWISE_ZK or 127.0.0.1:2181.")
   String zk;
 
-  @Option(names = "--data-dir", paramLabel = "DIR", required = true, description = "Where the node keeps its data and its id.")
+  @Option(names = "--data-dir", paramLabel = "DIR", description = "Where the node keeps its data and its id. Required.")
   Path dataDir;
 
   @Option(names = "--listen", paramLabel = "HOST:PORT", description = "Address to serve on. Default: a free port on 127.0.0.1.")
@@ -43,13 +44,21 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--sync-writes", description = "fsync the write-ahead log on every write.")
   boolean syncWrites;
 
+  @Option(names = "--drop-grace", paramLabel = "DURATION", defaultValue = "30s",
+      description = "How long to keep the data of a shard that moved away before dropping it. Default: ${DEFAULT-VALUE}.")
+  String dropGrace;
+
   @Override
   public Integer call() {
+    if (dataDir == null) {
+      throw new IllegalArgumentException("--data-dir is required to run a node (e.g. --data-dir data/dev/n4)");
+    }
     String[] hp = listen == null ? new String[] {"127.0.0.1", "0"} : Ports.hostAndPort(listen);
     int port = Integer.parseInt(hp[1]);
     Ports.requireFree(hp[0], port, "--listen");
     NodeConfig base = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels);
-    NodeConfig config = new NodeConfig(base.id(), dataDir, hp[0], port, base.zk(), base.labels(), base.limits(), syncWrites, base.sessionTimeout());
+    NodeConfig config = new NodeConfig(base.id(), dataDir, hp[0], port, base.zk(), base.labels(), base.limits(), syncWrites,
+        base.sessionTimeout(), Durations.parse("--drop-grace", dropGrace), base.balancerTick(), base.moveListener());
     ShardwiseNode node = ShardwiseNode.start(config);
     PrintWriter out = spec.commandLine().getOut();
     out.println("node " + node.id() + " serving on " + node.address() + " (ZooKeeper " + config.zk() + ", data " + dataDir + "); Ctrl-C stops it");

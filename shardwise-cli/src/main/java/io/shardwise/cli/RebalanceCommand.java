@@ -2,146 +2,420 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.grpc.ManagedChannel;
 import io.shardwise.core.map.NodeId;
-import io.shardwise.core.map.ShardId;
-import io.shardwise.core.map.ShardMap;
-import io.shardwise.core.plan.Move;
-import io.shardwise.core.plan.NodeCapacity;
-import io.shardwise.core.plan.Plan;
-import io.shardwise.core.plan.RebalancePlanner;
-import io.shardwise.core.plan.ShardSize;
-import io.shardwise.proto.Channels;
-import io.shardwise.proto.v1.AdminServiceGrpc;
-import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.NodeStatsRequest;
-import io.shardwise.proto.v1.ShardInfo;
-import io.shardwise.server.coordination.CoordinationException;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.proto.v1.MoveRecord;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.server.balance.RebalanceRecords;
+import io.shardwise.server.balance.Rebalancing;
 import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code shardwise rebalance plan}: preview the moves that would balance each table. */
-@Command(name = "rebalance", mixinStandardHelpOptions = true, description = "Rebalancing. Today: a preview of the plan.",
-    subcommands = RebalanceCommand.PlanCommand.class)
+/**
+ * {@code shardwise rebalance plan|approve|apply|reject|status|pause|resume|cancel|mode}: the
+ * operator's side of the balancer. Plans live in ZooKeeper; the balancer (on the node that leads
+ * it) runs approved plans.
+ */
+@Command(name = "rebalance", mixinStandardHelpOptions = true,
+    description = {"Plan, preview, approve and follow shard moves.",
+        "Modes: manual (plans only on request), suggest (default: the balancer proposes, you approve), auto (it applies plans within limits)."},
+    subcommands = {RebalanceCommand.PlanCommand.class, RebalanceCommand.Approve.class, RebalanceCommand.Apply.class,
+        RebalanceCommand.Reject.class, RebalanceCommand.Cancel.class, RebalanceCommand.Status.class, RebalanceCommand.Pause.class,
+        RebalanceCommand.Resume.class, RebalanceCommand.Mode.class})
 final class RebalanceCommand {
 
-  @Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Preview the moves that would give every live node its weighted share of each table's shards",
-          "(weight: the node's capacity=N label, default 1), with bytes moved against the minimum and the balance after.",
-          "A preview: executing moves (copy, catch-up, cutover) is not available yet."})
-  static final class PlanCommand implements Callable<Integer> {
-    @Spec CommandSpec spec;
-
-    @Parameters(arity = "0..1", paramLabel = "TABLE", description = "One table; default: every table.")
-    String table;
-
+  /** {@code --zk}, shared by every subcommand. */
+  static final class Zk {
     @Option(names = "--zk", paramLabel = "HOSTS", description = "ZooKeeper connect string. Default: $SHARDWISE_ZK or 127.0.0.1:2181.")
     String zk;
+  }
 
-    @Option(names = "--drain", paramLabel = "NODE", description = "Plan as if NODE were being drained; repeatable.")
+  @Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Compute the moves that give every live node its weighted share of each table's shards",
+          "(weight: the node's capacity=N label, default 1), with bytes moved against the minimum and the balance after,",
+          "and store the plan as pending: run it with 'shardwise rebalance apply ID'."})
+  static final class PlanCommand implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Option(names = "--drain", paramLabel = "NODE", description = "Plan as if NODE were drained (a what-if; implies --preview); repeatable.")
     List<String> drain = new ArrayList<>();
+
+    @Option(names = "--preview", description = "Print the plan without storing it.")
+    boolean preview;
 
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
     OutputFormat output;
 
     @Override
     public Integer call() {
-      String connect = ClusterOptions.zkOrDefault(zk);
-      ShardMap map;
-      Map<NodeId, NodeInfo> live;
-      try (Coordinator c = Coordinator.connect(connect, Duration.ofSeconds(10), Duration.ofSeconds(5))) {
-        map = c.readMap().map();
-        live = c.liveNodesNow();
-      } catch (CoordinationException e) {
-        throw new IllegalStateException(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
-      }
-      for (String d : drain) {
-        if (!live.containsKey(NodeId.of(d))) {
-          throw new IllegalArgumentException("--drain " + d + ": no live node has that id; live nodes: " + live.keySet());
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk); Peers peers = new Peers(4 << 20)) {
+        Set<NodeId> extra = new TreeSet<>();
+        for (String d : drain) {
+          if (!c.liveNodesNow().containsKey(NodeId.of(d))) {
+            throw new IllegalArgumentException("--drain " + d + ": no live node has that id; live nodes: " + c.liveNodesNow().keySet());
+          }
+          extra.add(NodeId.of(d));
+        }
+        PlanRecord plan = new Rebalancing(c).propose(peers, extra, !preview && extra.isEmpty());
+        PrintWriter out = spec.commandLine().getOut();
+        if (output == OutputFormat.json) {
+          Output.json(out, PlanOutput.json(plan));
+        } else {
+          PlanOutput.print(out, plan);
+          if (plan.getMovesCount() > 0 && !plan.getId().isEmpty()) {
+            out.println("run it with: shardwise rebalance apply " + plan.getId());
+          }
         }
       }
-      List<NodeCapacity> nodes = new ArrayList<>();
-      for (NodeInfo n : live.values()) {
-        double weight = Double.parseDouble(n.getLabelsOrDefault("capacity", "1"));
-        nodes.add(new NodeCapacity(NodeId.of(n.getId()), weight, drain.contains(n.getId())));
+      return Main.EXIT_OK;
+    }
+  }
+
+  /** Approve or apply: the same act. */
+  abstract static class ApproveBase implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(paramLabel = "PLAN-ID", description = "The plan, e.g. p-0000000003.")
+    String id;
+
+    @Override
+    public Integer call() {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        PlanRecord p = new Rebalancing(c).approve(id);
+        spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + p.getMovesCount()
+            + " moves; follow it with: shardwise rebalance status --wait");
       }
-      Map<ShardId, ShardSize> sizes = sizes(live);
-      List<String> tables = table == null ? new ArrayList<>(map.tables().keySet()) : List.of(table);
-      List<Plan> plans = new ArrayList<>();
-      for (String t : tables) {
-        plans.add(RebalancePlanner.plan(map, t, nodes, sizes));
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "approve", mixinStandardHelpOptions = true, description = "Approve a pending plan: the balancer runs it.")
+  static final class Approve extends ApproveBase {}
+
+  @Command(name = "apply", mixinStandardHelpOptions = true, description = "Run a plan made by 'rebalance plan' (same as approve).")
+  static final class Apply extends ApproveBase {}
+
+  @Command(name = "reject", mixinStandardHelpOptions = true, description = "Reject a pending plan.")
+  static final class Reject implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(paramLabel = "PLAN-ID")
+    String id;
+
+    @Override
+    public Integer call() {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        new Rebalancing(c).reject(id);
       }
-      print(spec.commandLine().getOut(), map.epoch(), plans);
+      spec.commandLine().getOut().println("plan " + id + " rejected");
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "cancel", mixinStandardHelpOptions = true,
+      description = {"Cancel a plan (default: the running one). Moves not yet cut over stop and leave their source the owner;",
+          "moves already cut over stay."})
+  static final class Cancel implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "PLAN-ID")
+    String id;
+
+    @Override
+    public Integer call() {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        Rebalancing r = new Rebalancing(c);
+        String target = id != null ? id : r.active().map(PlanRecord::getId)
+            .orElseThrow(() -> new IllegalStateException("no plan is running; name one: shardwise rebalance cancel PLAN-ID"));
+        PlanRecord p = r.cancel(target);
+        spec.commandLine().getOut().println("plan " + target + (p.getState() == PlanRecord.State.CANCELLED ? " cancelled"
+            : " is cancelling: moves in flight stop before their cutover"));
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "status", mixinStandardHelpOptions = true, sortOptions = false,
+      description = "The balancer's mode and the running (or latest) plan with each move's progress.")
+  static final class Status implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "PLAN-ID", description = "Default: the running plan, else the latest.")
+    String id;
+
+    @Option(names = "--wait", description = "Block until the plan finishes; exit 1 if it failed or was cancelled.")
+    boolean await;
+
+    @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "1h", description = "With --wait. Default: ${DEFAULT-VALUE}.")
+    String timeout;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+
+    @Override
+    public Integer call() throws InterruptedException {
+      Duration limit = Durations.parse("--timeout", timeout);
+      PrintWriter out = spec.commandLine().getOut();
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        Rebalancing r = new Rebalancing(c);
+        BalancerSettings settings = r.records().settings();
+        Optional<PlanRecord> plan = find(r);
+        if (await && plan.isPresent()) {
+          long deadline = System.nanoTime() + limit.toNanos();
+          while (!RebalanceRecords.finished(plan.get().getState()) && System.nanoTime() < deadline) {
+            Thread.sleep(250);
+            plan = r.records().plan(plan.get().getId());
+          }
+        }
+        if (output == OutputFormat.json) {
+          ObjectNode root = Output.object();
+          PlanOutput.settings(root.putObject("balancer"), settings);
+          plan.ifPresent(p -> root.set("plan", PlanOutput.json(p)));
+          Output.json(out, root);
+        } else {
+          out.println(PlanOutput.settingsLine(settings));
+          if (plan.isEmpty()) {
+            out.println("no plan yet");
+          } else {
+            PlanOutput.print(out, plan.get());
+          }
+        }
+        if (await && plan.isPresent()) {
+          PlanRecord.State s = plan.get().getState();
+          if (!RebalanceRecords.finished(s)) {
+            spec.commandLine().getErr().println("plan " + plan.get().getId() + " is still " + Rebalancing.describe(s) + " after " + timeout);
+            return Main.EXIT_FAILURE;
+          }
+          return s == PlanRecord.State.DONE ? Main.EXIT_OK : Main.EXIT_FAILURE;
+        }
+      }
       return Main.EXIT_OK;
     }
 
-    private static Map<ShardId, ShardSize> sizes(Map<NodeId, NodeInfo> live) {
-      Map<ShardId, ShardSize> sizes = new HashMap<>();
-      for (NodeInfo n : live.values()) {
-        ManagedChannel channel = Channels.open(n.getAddress(), 4 * 1024 * 1024);
-        try {
-          for (ShardInfo s : AdminServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
-              .nodeStats(NodeStatsRequest.getDefaultInstance()).getShardsList()) {
-            sizes.put(new ShardId(s.getTable(), s.getNumber()), new ShardSize(s.getKeys(), s.getBytes()));
-          }
-        } finally {
-          Channels.closeAll(List.of(channel));
-        }
+    private Optional<PlanRecord> find(Rebalancing r) {
+      if (id != null) {
+        return Optional.of(r.records().plan(id).orElseThrow(() -> new IllegalArgumentException("no plan " + id)));
       }
-      return sizes;
+      Optional<PlanRecord> active = r.active();
+      if (active.isPresent()) {
+        return active;
+      }
+      List<PlanRecord> all = r.records().plans();
+      return all.isEmpty() ? Optional.empty() : Optional.of(all.get(all.size() - 1));
+    }
+  }
+
+  @Command(name = "pause", mixinStandardHelpOptions = true, description = "Start no new moves (moves in flight finish).")
+  static final class Pause implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Override
+    public Integer call() {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(true).build());
+      }
+      spec.commandLine().getOut().println("rebalancing paused: no new moves start (resume with: shardwise rebalance resume)");
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "resume", mixinStandardHelpOptions = true, description = "Let moves start again.")
+  static final class Resume implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Override
+    public Integer call() {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(false).build());
+      }
+      spec.commandLine().getOut().println("rebalancing resumed");
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "mode", mixinStandardHelpOptions = true, sortOptions = false,
+      description = "Show or set the balancer's mode and limits.")
+  static final class Mode implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "MODE", description = "manual, suggest or auto.")
+    String mode;
+
+    @Option(names = "--max-moves-per-node", paramLabel = "K", description = "Concurrent moves a node takes part in.")
+    Integer maxMoves;
+
+    @Option(names = "--bandwidth", paramLabel = "MB/S", description = "Snapshot copy limit per move, MB/s (0: none).")
+    Double bandwidth;
+
+    @Option(names = "--auto-max-fraction", paramLabel = "F", description = "auto: plans moving more than this fraction of the bytes wait for approval.")
+    Double autoMaxFraction;
+
+    @Option(names = "--absent-grace", paramLabel = "DURATION", description = "How long a node may be absent before its shards move (e.g. 10m).")
+    String absentGrace;
+
+    @Override
+    public Integer call() {
+      BalancerSettings.Mode m = mode == null ? null : parseMode(mode);
+      if (maxMoves != null && maxMoves < 1) {
+        throw new IllegalArgumentException("--max-moves-per-node must be at least 1, not " + maxMoves);
+      }
+      if (bandwidth != null && (bandwidth < 0 || bandwidth.isNaN())) {
+        throw new IllegalArgumentException("--bandwidth must be 0 (none) or more MB/s, not " + bandwidth);
+      }
+      if (autoMaxFraction != null && !(autoMaxFraction > 0 && autoMaxFraction <= 1)) {
+        throw new IllegalArgumentException("--auto-max-fraction must be in (0, 1], not " + autoMaxFraction);
+      }
+      Duration grace = absentGrace == null ? null : Durations.parse("--absent-grace", absentGrace);
+      if (grace != null && grace.toSeconds() < 1) {
+        throw new IllegalArgumentException("--absent-grace must be at least 1s");
+      }
+      BalancerSettings after;
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
+        RebalanceRecords records = new RebalanceRecords(c);
+        boolean change = m != null || maxMoves != null || bandwidth != null || autoMaxFraction != null || grace != null;
+        after = !change ? records.settings() : records.updateSettings(s -> {
+          BalancerSettings.Builder b = s.toBuilder();
+          if (m != null) {
+            b.setMode(m);
+          }
+          if (maxMoves != null) {
+            b.setMaxMovesPerNode(maxMoves);
+          }
+          if (bandwidth != null) {
+            b.setBandwidthBytesPerSecond(Math.round(bandwidth * 1_000_000));
+          }
+          if (autoMaxFraction != null) {
+            b.setAutoMaxFraction(autoMaxFraction);
+          }
+          if (grace != null) {
+            b.setAbsentGraceSeconds(grace.toSeconds());
+          }
+          return b.build();
+        });
+      }
+      spec.commandLine().getOut().println(PlanOutput.settingsLine(after));
+      return Main.EXIT_OK;
     }
 
-    private void print(PrintWriter out, long epoch, List<Plan> plans) {
-      if (output == OutputFormat.json) {
-        ObjectNode root = Output.object().put("epoch", epoch).put("preview", true);
-        ArrayNode array = root.putArray("plans");
-        for (Plan p : plans) {
-          ObjectNode o = array.addObject().put("table", p.table()).put("baseEpoch", p.baseEpoch());
-          if (p.note() != null) {
-            o.put("note", p.note());
-          }
-          ArrayNode moves = o.putArray("moves");
-          p.moves().forEach(m -> moves.addObject().put("shard", m.shard().toString()).put("from", m.from().value())
-              .put("to", m.to().value()).put("keys", m.keys()).put("bytes", m.bytes()));
-          Plan.Forecast f = p.forecast();
-          o.putObject("forecast").put("movedKeys", f.movedKeys()).put("movedBytes", f.movedBytes()).put("totalBytes", f.totalBytes())
-              .put("movedFraction", f.movedFraction()).put("minimumFraction", f.minimumFraction())
-              .put("shardPeakToAverageAfter", f.shardPeakToAverageAfter()).put("bytesPeakToAverageAfter", f.bytesPeakToAverageAfter());
+    private static BalancerSettings.Mode parseMode(String text) {
+      switch (text) {
+        case "manual":
+          return BalancerSettings.Mode.MANUAL;
+        case "suggest":
+          return BalancerSettings.Mode.SUGGEST;
+        case "auto":
+          return BalancerSettings.Mode.AUTO;
+        default:
+          throw new IllegalArgumentException("MODE must be manual, suggest or auto, not '" + text + "'");
+      }
+    }
+  }
+
+  /** How plans and settings are printed. */
+  static final class PlanOutput {
+    private PlanOutput() {}
+
+    static String settingsLine(BalancerSettings s) {
+      return String.format(Locale.ROOT, "balancer: mode %s%s, at most %d moves per node, bandwidth %s, auto limit %.0f%% of bytes, absent grace %s",
+          s.getMode().name().toLowerCase(Locale.ROOT), s.getPaused() ? " (paused)" : "", s.getMaxMovesPerNode(),
+          s.getBandwidthBytesPerSecond() == 0 ? "unlimited" : String.format(Locale.ROOT, "%.1f MB/s", s.getBandwidthBytesPerSecond() / 1e6),
+          100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())));
+    }
+
+    static void settings(ObjectNode o, BalancerSettings s) {
+      o.put("mode", s.getMode().name().toLowerCase(Locale.ROOT)).put("paused", s.getPaused()).put("maxMovesPerNode", s.getMaxMovesPerNode())
+          .put("bandwidthBytesPerSecond", s.getBandwidthBytesPerSecond()).put("autoMaxFraction", s.getAutoMaxFraction())
+          .put("absentGraceSeconds", s.getAbsentGraceSeconds());
+    }
+
+    static ObjectNode json(PlanRecord p) {
+      ObjectNode o = Output.object();
+      if (!p.getId().isEmpty()) {
+        o.put("id", p.getId());
+      }
+      o.put("state", Rebalancing.describe(p.getState())).put("baseEpoch", p.getBaseEpoch()).put("reason", p.getReason());
+      if (p.getNeedsApproval()) {
+        o.put("needsApproval", true);
+      }
+      if (!p.getError().isEmpty()) {
+        o.put("error", p.getError());
+      }
+      ArrayNode moves = o.putArray("moves");
+      for (MoveRecord m : p.getMovesList()) {
+        ObjectNode mo = moves.addObject().put("shard", m.getTable() + "/" + m.getNumber()).put("from", m.getFrom()).put("to", m.getTo())
+            .put("keys", m.getKeys()).put("bytes", m.getBytes()).put("state", m.getState().name().toLowerCase(Locale.ROOT))
+            .put("attempts", m.getAttempts());
+        if (m.getSourceAbsent()) {
+          mo.put("sourceAbsent", true);
         }
-        Output.json(out, root);
+        if (m.hasProgress()) {
+          MoveProgress pr = m.getProgress();
+          mo.putObject("progress").put("phase", pr.getPhase().name().toLowerCase(Locale.ROOT)).put("copiedBytes", pr.getCopiedBytes())
+              .put("totalBytes", pr.getTotalBytes()).put("caughtUpKeys", pr.getCaughtUpKeys()).put("pauseMicros", pr.getPauseMicros());
+        }
+        if (!m.getError().isEmpty()) {
+          mo.put("error", m.getError());
+        }
+      }
+      o.putObject("forecast").put("movedBytes", p.getMovedBytes()).put("totalBytes", p.getTotalBytes())
+          .put("movedFraction", p.getMovedFraction()).put("minimumFraction", p.getMinimumFraction())
+          .put("shardPeakToAverageAfter", p.getShardPeakToAverageAfter()).put("bytesPeakToAverageAfter", p.getBytesPeakToAverageAfter());
+      ArrayNode notes = o.putArray("notes");
+      p.getNotesList().forEach(notes::add);
+      return o;
+    }
+
+    static void print(PrintWriter out, PlanRecord p) {
+      out.printf(Locale.ROOT, "plan %s (%s, map epoch %d): %d moves, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f, bytes p/a %.3f%n",
+          p.getId().isEmpty() ? "(not stored)" : p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(), p.getMovesCount(),
+          p.getMovedBytes(), p.getTotalBytes(), 100 * p.getMovedFraction(), 100 * p.getMinimumFraction(), p.getShardPeakToAverageAfter(),
+          p.getBytesPeakToAverageAfter());
+      out.println("  " + p.getReason() + (p.getNeedsApproval() ? " — beyond auto mode's limits: waits for approval" : ""));
+      if (!p.getError().isEmpty()) {
+        out.println("  " + p.getError());
+      }
+      p.getNotesList().forEach(n -> out.println("  " + n));
+      if (p.getMovesCount() == 0) {
         return;
       }
-      out.println("map epoch " + epoch + " (preview: moves are not executed)");
-      for (Plan p : plans) {
-        Plan.Forecast f = p.forecast();
-        out.println();
-        out.printf(Locale.ROOT, "table %s: %d moves, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f, bytes p/a %.3f%n",
-            p.table(), p.moves().size(), f.movedBytes(), f.totalBytes(), 100 * f.movedFraction(), 100 * f.minimumFraction(),
-            f.shardPeakToAverageAfter(), f.bytesPeakToAverageAfter());
-        if (p.note() != null) {
-          out.println("  " + p.note());
+      List<List<String>> rows = new ArrayList<>();
+      for (MoveRecord m : p.getMovesList()) {
+        String progress = "";
+        if (m.hasProgress()) {
+          MoveProgress pr = m.getProgress();
+          progress = pr.getPhase().name().toLowerCase(Locale.ROOT)
+              + (pr.getTotalBytes() > 0 ? String.format(Locale.ROOT, " %.0f%%", 100.0 * pr.getCopiedBytes() / pr.getTotalBytes()) : "")
+              + (pr.getPhase() == MoveProgress.Phase.DONE ? String.format(Locale.ROOT, ", paused %.1f ms", pr.getPauseMicros() / 1000.0) : "");
         }
-        if (!p.moves().isEmpty()) {
-          List<List<String>> rows = new ArrayList<>();
-          for (Move m : p.moves()) {
-            rows.add(List.of(m.shard().toString(), m.from().value(), m.to().value(), Long.toString(m.keys()), Long.toString(m.bytes())));
-          }
-          Output.table(out, List.of("SHARD", "FROM", "TO", "KEYS", "BYTES"), rows);
-        }
+        rows.add(List.of(m.getTable() + "/" + m.getNumber(), m.getFrom() + (m.getSourceAbsent() ? " (absent)" : ""), m.getTo(),
+            Long.toString(m.getKeys()), Long.toString(m.getBytes()), m.getState().name().toLowerCase(Locale.ROOT), progress,
+            m.getError()));
       }
+      Output.table(out, List.of("SHARD", "FROM", "TO", "KEYS", "BYTES", "STATE", "PROGRESS", "ERROR"), rows);
     }
   }
 }

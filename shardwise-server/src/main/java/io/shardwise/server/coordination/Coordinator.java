@@ -8,17 +8,22 @@ import io.shardwise.core.map.StaleDeltaException;
 import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.NodeInfo;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.nodes.PersistentNode;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -34,6 +39,8 @@ import org.apache.zookeeper.data.Stat;
  *                             on the znode's version
  *   /shardwise/nodes/{id}     one ephemeral znode per live node (NodeInfo: address, labels)
  *   /shardwise/routers/{id}   one ephemeral znode per live router (NodeInfo)
+ *   /shardwise/balancer/...   the balancer's settings, leader election, plans and drains
+ *                             (see RebalanceRecords)
  * </pre>
  *
  * <p>The whole map is one znode, so a change of any number of shards is one atomic CAS. ZooKeeper
@@ -262,6 +269,101 @@ public final class Coordinator implements AutoCloseable {
     } catch (InvalidProtocolBufferException e) {
       return Optional.empty();
     }
+  }
+
+  // ------------------------------------------------------------------ small records
+
+  /** A znode's data and version. */
+  public record Record(byte[] data, int version) {}
+
+  /** The data of {@code path}, or empty if it does not exist. */
+  public Optional<Record> read(String path) {
+    try {
+      Stat stat = new Stat();
+      byte[] data = client.getData().storingStatIn(stat).forPath(path);
+      return Optional.of(new Record(data, stat.getVersion()));
+    } catch (KeeperException.NoNodeException e) {
+      return Optional.empty();
+    } catch (Exception e) {
+      throw new CoordinationException("cannot read " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Changes {@code path} with a compare-and-set: {@code change} gets the current data ({@code
+   * null} if absent) and returns the new data; a lost race re-reads and asks again, so {@code
+   * change} must not have side effects. Returns the stored data.
+   */
+  public byte[] update(String path, UnaryOperator<byte[]> change) {
+    for (int attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
+      Optional<Record> current = read(path);
+      byte[] next = change.apply(current.map(Record::data).orElse(null));
+      try {
+        if (current.isEmpty()) {
+          client.create().creatingParentsIfNeeded().forPath(path, next);
+        } else {
+          client.setData().withVersion(current.get().version()).forPath(path, next);
+        }
+        return next;
+      } catch (KeeperException.BadVersionException | KeeperException.NodeExistsException lostTheRace) {
+        // re-read and change again
+      } catch (Exception e) {
+        throw new CoordinationException("cannot write " + path + ": " + e.getMessage(), e);
+      }
+    }
+    throw new CoordinationException(path + " changed under " + MAX_CAS_ATTEMPTS + " attempts in a row; try again");
+  }
+
+  /** Creates {@code prefix + sequence number} with {@code data}; returns the new znode's name. */
+  public String createSequential(String prefix, byte[] data) {
+    try {
+      String path = client.create().creatingParentsIfNeeded().withMode(CreateMode.PERSISTENT_SEQUENTIAL).forPath(prefix, data);
+      return path.substring(path.lastIndexOf('/') + 1);
+    } catch (Exception e) {
+      throw new CoordinationException("cannot create " + prefix + "…: " + e.getMessage(), e);
+    }
+  }
+
+  /** Creates {@code path} (persistent, empty) unless it exists. */
+  public void ensure(String path) {
+    try {
+      client.create().orSetData().creatingParentsIfNeeded().forPath(path, new byte[0]);
+    } catch (Exception e) {
+      throw new CoordinationException("cannot create " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Deletes {@code path} if it exists. */
+  public void delete(String path) {
+    try {
+      client.delete().quietly().forPath(path);
+    } catch (Exception e) {
+      throw new CoordinationException("cannot delete " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The children of {@code path} (none if it does not exist), sorted. */
+  public List<String> children(String path) {
+    try {
+      List<String> out = new ArrayList<>(client.getChildren().forPath(path));
+      Collections.sort(out);
+      return out;
+    } catch (KeeperException.NoNodeException e) {
+      return List.of();
+    } catch (Exception e) {
+      throw new CoordinationException("cannot list " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** A leader latch on {@code path} for this process, started; close it to step down. */
+  public LeaderLatch leaderLatch(String path, String id) {
+    var latch = new LeaderLatch(client, path, id);
+    try {
+      latch.start();
+    } catch (Exception e) {
+      throw new CoordinationException("cannot join the election at " + path + ": " + e.getMessage(), e);
+    }
+    return latch;
   }
 
   @Override

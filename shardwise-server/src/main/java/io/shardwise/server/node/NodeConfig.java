@@ -1,9 +1,11 @@
 package io.shardwise.server.node;
 
+import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.server.rpc.Limits;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * How to run a node.
@@ -19,7 +21,8 @@ import java.util.Map;
  */
 public record NodeConfig(
     String id, Path dataDir, String host, int port, String zk, Map<String, String> labels, Limits limits,
-    boolean syncWrites, Duration sessionTimeout) {
+    boolean syncWrites, Duration sessionTimeout, Duration dropGrace, Duration balancerTick,
+    Consumer<MoveProgress> moveListener) {
 
   public NodeConfig {
     labels = Map.copyOf(labels);
@@ -30,22 +33,41 @@ public record NodeConfig(
 
   /** Defaults for everything but where to keep data and which ZooKeeper to use. */
   public static NodeConfig of(Path dataDir, String zk) {
-    return new NodeConfig(null, dataDir, "127.0.0.1", 0, zk, Map.of(), Limits.DEFAULT, false, Duration.ofSeconds(10));
+    return new NodeConfig(null, dataDir, "127.0.0.1", 0, zk, Map.of(), Limits.DEFAULT, false, Duration.ofSeconds(10),
+        Duration.ofSeconds(30), Duration.ofSeconds(1), p -> {});
   }
 
   public NodeConfig withId(String newId) {
-    return new NodeConfig(newId, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout);
+    return new NodeConfig(newId, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener);
   }
 
   public NodeConfig withPort(int newPort) {
-    return new NodeConfig(id, dataDir, host, newPort, zk, labels, limits, syncWrites, sessionTimeout);
+    return new NodeConfig(id, dataDir, host, newPort, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener);
   }
 
   public NodeConfig withLimits(Limits newLimits) {
-    return new NodeConfig(id, dataDir, host, port, zk, labels, newLimits, syncWrites, sessionTimeout);
+    return new NodeConfig(id, dataDir, host, port, zk, labels, newLimits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener);
+  }
+
+  /** How long a node keeps the data of a shard that moved away before dropping it. */
+  public NodeConfig withDropGrace(Duration newGrace) {
+    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, newGrace, balancerTick, moveListener);
+  }
+
+  /** How often the balancer (on the node that leads it) looks at the cluster. */
+  public NodeConfig withBalancerTick(Duration newTick) {
+    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, newTick, moveListener);
+  }
+
+  /**
+   * Called by this node, as a move's source, with every progress report, on the moving thread
+   * (before the balancer hears of it): for logs and for tests that act at a given phase.
+   */
+  public NodeConfig withMoveListener(Consumer<MoveProgress> listener) {
+    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, listener);
   }
 
   public NodeConfig withLabels(Map<String, String> newLabels) {
-    return new NodeConfig(id, dataDir, host, port, zk, newLabels, limits, syncWrites, sessionTimeout);
+    return new NodeConfig(id, dataDir, host, port, zk, newLabels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener);
   }
 }

@@ -6,7 +6,9 @@ import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.server.balance.Balancer;
 import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.move.MoveServiceImpl;
 import io.shardwise.server.rpc.AdminServiceImpl;
 import io.shardwise.server.rpc.AppliedMap;
 import io.shardwise.server.rpc.ClusterContext;
@@ -22,7 +24,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.state.ConnectionState;
 import org.slf4j.Logger;
@@ -47,6 +53,10 @@ public final class ShardwiseNode implements AutoCloseable {
   private final AppliedMap map = new AppliedMap();
   private final AtomicBoolean writable = new AtomicBoolean(false);
   private final Peers peers;
+  private final ScheduledExecutorService cleaner;
+  private Duration dropGrace = Duration.ofSeconds(30);
+  private MoveServiceImpl moves;
+  private Balancer balancer;
   private Server server;
   private String address;
 
@@ -55,6 +65,11 @@ public final class ShardwiseNode implements AutoCloseable {
     this.store = store;
     this.coordinator = coordinator;
     this.peers = peers;
+    this.cleaner = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "shardwise-cleaner-" + id);
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   /**
@@ -87,13 +102,17 @@ public final class ShardwiseNode implements AutoCloseable {
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, config.limits(), writable::get);
     TableAdmin tables = new TableAdmin(ctx);
     coordinator.watchConnection(this::onConnectionChange);
+    dropGrace = config.dropGrace();
+    moves = new MoveServiceImpl(ctx, config.dataDir().resolve("moves"), this::onMap, config.moveListener());
     coordinator.watchMap(this::onMap);
+    dropForeignShards();
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(),
-        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables));
+        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     coordinator.register(false, info.build(), Duration.ofSeconds(20));
+    balancer = Balancer.start(id, coordinator, peers, config.balancerTick());
     LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
   }
 
@@ -113,7 +132,10 @@ public final class ShardwiseNode implements AutoCloseable {
     }
   }
 
-  /** Applies a newer map: drops the data of tables that are gone. */
+  /**
+   * Applies a newer map: drops the data of tables that are gone at once, and the data of shards
+   * that moved away after a grace period (requests already reading them finish first).
+   */
   private void onMap(ShardMap next) {
     ShardMap previous = map.advance(next);
     if (previous == null) {
@@ -121,15 +143,55 @@ public final class ShardwiseNode implements AutoCloseable {
     }
     for (Table old : previous.tables().values()) {
       Table now = next.table(old.name()).orElse(null);
-      if (now != null && now.id() == old.id()) {
-        continue;
-      }
+      boolean dropped = now == null || now.id() != old.id();
       for (ShardAssignment s : old.shards()) {
-        if (s.owner().equals(id)) {
-          store.drop(new ShardRef(old.id(), s.id().number()));
+        if (!s.owner().equals(id)) {
+          continue;
+        }
+        ShardRef shard = new ShardRef(old.id(), s.id().number());
+        if (dropped) {
+          store.drop(shard);
+        } else if (!now.shards().get((int) s.id().number()).owner().equals(id)) {
+          cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
         }
       }
     }
+  }
+
+  /** Drops a shard's data unless this node owns the shard (again) or is receiving it. */
+  private void dropIfForeign(ShardRef shard) {
+    if (owns(map.current(), shard) || moves.receiving(shard)) {
+      return;
+    }
+    try {
+      store.drop(shard);
+      LOG.info("node {}: dropped its old copy of shard {}", id, shard);
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: could not drop its old copy of shard {}: {}", id, shard, e.getMessage());
+    }
+  }
+
+  /**
+   * At start: drops data of shards this node does not own (copies left by moves that finished or
+   * died while it was down). Nothing is moving into a node that has just started.
+   */
+  private void dropForeignShards() {
+    List<ShardRef> stored = store.storedShards();
+    for (ShardRef shard : stored) {
+      if (!owns(map.current(), shard)) {
+        store.drop(shard);
+        LOG.info("node {}: dropped shard {} it does not own", id, shard);
+      }
+    }
+  }
+
+  private boolean owns(ShardMap m, ShardRef shard) {
+    for (Table t : m.tables().values()) {
+      if (t.id() == shard.tableId()) {
+        return shard.shardNumber() < t.shards().size() && t.shards().get((int) shard.shardNumber()).owner().equals(id);
+      }
+    }
+    return false;
   }
 
   private static String storedId(Path dataDir) {
@@ -174,6 +236,10 @@ public final class ShardwiseNode implements AutoCloseable {
   @Override
   public void close() {
     writable.set(false);
+    if (balancer != null) {
+      balancer.close();
+    }
+    cleaner.shutdownNow();
     coordinator.close(); // unregisters first, so nobody routes here while we stop
     if (server != null) {
       GrpcServers.stop(server);

@@ -42,6 +42,7 @@ import io.shardwise.proto.v1.ShardScanResponse;
 import io.shardwise.proto.v1.TableInfo;
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ScanPage;
+import io.shardwise.server.storage.ShardFrozenException;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.StoredEntry;
 import io.shardwise.server.storage.VersionMismatchException;
@@ -66,6 +67,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private static final int ATTEMPTS = 3;
   private static final Duration CATCH_UP = Duration.ofSeconds(2);
   private static final int DEFAULT_SCAN_LIMIT = 100;
+  /** How long a request waits for a shard paused by a move's cutover before routing again. */
+  private static final Duration PAUSE_WAIT = Duration.ofSeconds(2);
 
   private final ClusterContext ctx;
   private final TableAdmin tables;
@@ -411,7 +414,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           throw Errors.notServing(ctx.self().value(), map.epoch());
         }
         Table table = map.table(tableName).orElseThrow();
-        return local.serve(map, ref(table, ((Route.Serve) route).shard()));
+        try {
+          return local.serve(map, ref(table, ((Route.Serve) route).shard()));
+        } catch (ShardFrozenException e) {
+          last = moving(e);
+          e.log().awaitOpen(PAUSE_WAIT);
+          map = ctx.map().current(); // the shard may belong to another node now
+          continue;
+        }
       }
       if (route instanceof Route.NoSuchTable) {
         throw Errors.noSuchTable(tableName, map.epoch());
@@ -467,13 +477,20 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         }
       }
       List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
+      List<Integer> retry = new ArrayList<>();
       if (mine != null) {
         if (write && !ctx.writable().getAsBoolean()) {
           throw Errors.notServing(ctx.self().value(), current.epoch());
         }
-        local.serve(current, table, mine);
+        try {
+          local.serve(current, table, mine);
+        } catch (ShardFrozenException e) {
+          last = moving(e);
+          e.log().awaitOpen(PAUSE_WAIT);
+          map = ctx.map().current();
+          retry.addAll(mine);
+        }
       }
-      List<Integer> retry = new ArrayList<>();
       for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
         try {
           remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
@@ -501,6 +518,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     ShardAssignment shard = t.shardFor(partitionKey);
     return new Route.WrongShard(map.epoch(), shard.id(), shard.owner());
+  }
+
+  private static StatusRuntimeException moving(ShardFrozenException e) {
+    return Status.UNAVAILABLE.withDescription("shard " + e.log().shard() + " is being cut over to another node; retry")
+        .asRuntimeException();
   }
 
   private boolean mayForward(RequestHeader h) {

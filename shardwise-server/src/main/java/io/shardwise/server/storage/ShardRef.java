@@ -8,6 +8,22 @@ public record ShardRef(long tableId, long shardNumber) {
 
   static final int PREFIX_BYTES = 16;
 
+  /** The shard a stored key belongs to. */
+  static ShardRef ofStoreKey(byte[] storeKey) {
+    if (storeKey.length < PREFIX_BYTES) {
+      throw new IllegalArgumentException("a stored key has at least " + PREFIX_BYTES + " bytes");
+    }
+    return new ShardRef(getLong(storeKey, 0), getLong(storeKey, 8));
+  }
+
+  private static long getLong(byte[] in, int at) {
+    long v = 0;
+    for (int i = 0; i < 8; i++) {
+      v = (v << 8) | (in[at + i] & 0xff);
+    }
+    return v;
+  }
+
   /** The 16-byte prefix of every key of this shard. */
   byte[] prefix() {
     byte[] out = new byte[PREFIX_BYTES];

@@ -9,16 +9,21 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.CompressionType;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
+import org.rocksdb.Snapshot;
+import org.rocksdb.SstFileWriter;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
@@ -39,6 +44,12 @@ import org.rocksdb.WriteOptions;
  * (read the version, write the next); a batch locks all its stripes in ascending order and commits
  * one RocksDB {@link WriteBatch}, so it is applied entirely or not at all.
  *
+ * <p><b>Moving a shard.</b> The source {@link #track tracks} the shard (every later write records
+ * its key in a {@link ChangeLog}), {@link #exportShard exports} a consistent snapshot of it to an
+ * SST file, which the destination {@link #ingest ingests} whole; then the keys written meanwhile
+ * are copied as stored values ({@link #readStored}/{@link #writeStored}), versions and tombstones
+ * included, so the destination continues every key's version sequence exactly.
+ *
  * <p>Thread-safe. Closing releases RocksDB; reopening the directory brings every shard back.
  */
 public final class ShardStore implements AutoCloseable {
@@ -58,6 +69,7 @@ public final class ShardStore implements AutoCloseable {
   private final WriteOptions writeOptions;
   private final RocksDB db;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+  private final ConcurrentHashMap<ShardRef, ChangeLog> logs = new ConcurrentHashMap<>();
 
   private ShardStore(Path directory, Options options, WriteOptions writeOptions, RocksDB db) {
     this.directory = directory;
@@ -104,6 +116,7 @@ public final class ShardStore implements AutoCloseable {
 
   /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
   public Versioned get(ShardRef shard, byte[] key) {
+    checkReadable(shard);
     byte[] raw = read(shard.storeKey(key));
     return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
   }
@@ -129,11 +142,18 @@ public final class ShardStore implements AutoCloseable {
     ReentrantLock lock = stripes[stripeOf(storeKey)];
     lock.lock();
     try {
+      ChangeLog log = logs.isEmpty() ? null : logs.get(shard);
+      if (log != null && log.writesPaused()) {
+        throw new ShardFrozenException(shard, log);
+      }
       byte[] raw = read(storeKey);
       if (raw == null || raw[0] == TOMBSTONE) {
         return false;
       }
       db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
+      if (log != null) {
+        log.record(storeKey);
+      }
       return true;
     } catch (RocksDBException e) {
       throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
@@ -175,6 +195,7 @@ public final class ShardStore implements AutoCloseable {
         stripes[stripe].lock();
         held.add(stripes[stripe]);
       }
+      ChangeLog[] tracked = trackedLogs(batch);
       long[] versions = new long[storeKeys.length];
       try (WriteBatch writes = new WriteBatch()) {
         for (int i = 0; i < storeKeys.length; i++) {
@@ -190,12 +211,211 @@ public final class ShardStore implements AutoCloseable {
         }
         db.write(writeOptions, writes);
       }
+      if (tracked != null) {
+        for (int i = 0; i < storeKeys.length; i++) {
+          if (tracked[i] != null) {
+            tracked[i].record(storeKeys[i]);
+          }
+        }
+      }
       return versions;
     } catch (RocksDBException e) {
       throw new StorageException("batch write failed: " + e.getMessage(), e);
     } finally {
       held.forEach(ReentrantLock::unlock);
     }
+  }
+
+  /** Reads of a shard wait only for the instant of a move's cutover. */
+  private void checkReadable(ShardRef shard) {
+    if (!logs.isEmpty()) {
+      ChangeLog log = logs.get(shard);
+      if (log != null && log.readsPaused()) {
+        throw new ShardFrozenException(shard, log);
+      }
+    }
+  }
+
+  /**
+   * The change log of each mutation's shard (null entries for untracked shards), or {@code null}
+   * when no shard is tracked. Called under the batch's stripe locks.
+   *
+   * @throws ShardFrozenException if a shard of the batch is paused; nothing is written
+   */
+  private ChangeLog[] trackedLogs(List<Mutation> batch) {
+    if (logs.isEmpty()) {
+      return null;
+    }
+    ChangeLog[] out = new ChangeLog[batch.size()];
+    boolean any = false;
+    for (int i = 0; i < out.length; i++) {
+      ChangeLog log = logs.get(batch.get(i).shard());
+      if (log != null && log.writesPaused()) {
+        throw new ShardFrozenException(log.shard(), log);
+      }
+      out[i] = log;
+      any |= log != null;
+    }
+    return any ? out : null;
+  }
+
+  // ------------------------------------------------------------------ moving shards
+
+  /**
+   * Starts recording every key written to {@code shard}. When this returns, every write that
+   * began before is complete (it is in any snapshot taken from now on) and every later write is
+   * in the log.
+   *
+   * @throws IllegalStateException if the shard is already tracked (a move is running)
+   */
+  public ChangeLog track(ShardRef shard) {
+    ChangeLog log = new ChangeLog(shard);
+    if (logs.putIfAbsent(shard, log) != null) {
+      throw new IllegalStateException("shard " + shard + " is already being moved");
+    }
+    awaitWritesInFlight();
+    return log;
+  }
+
+  /**
+   * Pauses writes to the log's shard (and reads too if {@code reads}); when this returns no
+   * write to it is in flight, so after one more {@link ChangeLog#drain} the destination can be
+   * complete.
+   */
+  public void freeze(ChangeLog log, boolean reads) {
+    log.pause(reads);
+    awaitWritesInFlight();
+  }
+
+  /** Stops tracking the log's shard and lets paused requests go on. */
+  public void untrack(ChangeLog log) {
+    logs.remove(log.shard(), log);
+    log.open();
+  }
+
+  /** Takes and releases every lock stripe in order: returns once every write in flight is done. */
+  private void awaitWritesInFlight() {
+    for (ReentrantLock stripe : stripes) {
+      stripe.lock();
+      stripe.unlock();
+    }
+  }
+
+  /** What an export wrote: stored entries (tombstones included), live keys, and bytes. */
+  public record ExportStats(long entries, long liveKeys, long bytes) {}
+
+  /**
+   * Writes {@code shard} as of now (a consistent snapshot) to the SST file {@code file}, stored
+   * values as they are. No file is created for an empty shard ({@code entries == 0}).
+   */
+  public ExportStats exportShard(ShardRef shard, Path file) {
+    Snapshot snapshot = db.getSnapshot();
+    long entries = 0;
+    long live = 0;
+    long bytes = 0;
+    try (Slice bound = new Slice(shard.prefixEnd());
+        ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
+            .setFillCache(false);
+        RocksIterator it = db.newIterator(read);
+        EnvOptions env = new EnvOptions();
+        SstFileWriter writer = new SstFileWriter(env, options)) {
+      it.seek(shard.prefix());
+      if (it.isValid()) {
+        writer.open(file.toString());
+        for (; it.isValid(); it.next()) {
+          byte[] key = it.key();
+          byte[] raw = it.value();
+          writer.put(key, raw);
+          entries++;
+          bytes += key.length + raw.length;
+          if (raw[0] != TOMBSTONE) {
+            live++;
+          }
+        }
+        writer.finish();
+      }
+      checkIterator(it, shard);
+      return new ExportStats(entries, live, bytes);
+    } catch (RocksDBException e) {
+      throw new StorageException("exporting shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      db.releaseSnapshot(snapshot);
+      snapshot.close();
+    }
+  }
+
+  /**
+   * Replaces whatever this store holds of {@code shard} with the SST file {@code file} (made by
+   * {@link #exportShard} on another node), moving the file into the store. {@code file == null}:
+   * the shard is empty.
+   */
+  public void ingest(ShardRef shard, Path file) {
+    drop(shard);
+    if (file == null) {
+      return;
+    }
+    try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+      db.ingestExternalFile(List.of(file.toString()), ingest);
+    } catch (RocksDBException e) {
+      throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** A stored key (prefix included) and its stored value ({@code null}: absent). */
+  public record StoredValue(byte[] storeKey, byte[] stored) {}
+
+  /** The stored values of {@code storeKeys} (from a {@link ChangeLog}), as they are now. */
+  public List<StoredValue> readStored(List<byte[]> storeKeys) {
+    try {
+      List<byte[]> values = db.multiGetAsList(storeKeys);
+      List<StoredValue> out = new ArrayList<>(storeKeys.size());
+      for (int i = 0; i < storeKeys.size(); i++) {
+        out.add(new StoredValue(storeKeys.get(i), values.get(i)));
+      }
+      return out;
+    } catch (RocksDBException e) {
+      throw new StorageException("read failed: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Writes stored values copied from a move's source into {@code shard}, atomically.
+   *
+   * @throws IllegalArgumentException if a key is not in {@code shard}; nothing is written
+   */
+  public void writeStored(ShardRef shard, List<StoredValue> values) {
+    byte[] prefix = shard.prefix();
+    try (WriteBatch writes = new WriteBatch()) {
+      for (StoredValue v : values) {
+        if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+          throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
+        }
+        if (v.stored() == null) {
+          writes.delete(v.storeKey());
+        } else {
+          writes.put(v.storeKey(), v.stored());
+        }
+      }
+      db.write(writeOptions, writes);
+    } catch (RocksDBException e) {
+      throw new StorageException("writing copied values to shard " + shard + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** Every shard this store holds any key of (tombstones count), in key order. */
+  public List<ShardRef> storedShards() {
+    List<ShardRef> out = new ArrayList<>();
+    try (ReadOptions read = new ReadOptions().setTotalOrderSeek(true).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      it.seekToFirst();
+      while (it.isValid()) {
+        ShardRef shard = ShardRef.ofStoreKey(it.key());
+        out.add(shard);
+        it.seek(shard.prefixEnd());
+      }
+      checkIterator(it, null);
+    }
+    return out;
   }
 
   /**
@@ -206,6 +426,7 @@ public final class ShardStore implements AutoCloseable {
     if (limit < 1) {
       throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
     }
+    checkReadable(shard);
     List<StoredEntry> out = new ArrayList<>();
     byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
     try (Slice bound = new Slice(upper);

@@ -5,6 +5,7 @@ import io.shardwise.client.ShardwiseClient;
 import io.shardwise.server.coordination.EmbeddedZooKeeper;
 import io.shardwise.server.rpc.Limits;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -29,7 +30,14 @@ final class TestCluster implements AutoCloseable {
   }
 
   ShardwiseNode startNode(int i) {
-    return ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i).withLimits(limits));
+    return startNode(i, c -> c);
+  }
+
+  /** Starts node {@code n<i>} with a fast balancer tick and a short drop grace, as {@code tweak} adjusts. */
+  ShardwiseNode startNode(int i, java.util.function.UnaryOperator<NodeConfig> tweak) {
+    NodeConfig config = NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i).withLimits(limits)
+        .withBalancerTick(Duration.ofMillis(200)).withDropGrace(Duration.ofSeconds(1));
+    return ShardwiseNode.start(tweak.apply(config));
   }
 
   ShardwiseNode node(String id) {

@@ -1,0 +1,406 @@
+package io.shardwise.server.balance;
+
+import io.grpc.Context;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.proto.v1.MoveRecord;
+import io.shardwise.proto.v1.MoveServiceGrpc;
+import io.shardwise.proto.v1.MoveShardRequest;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The balancer: every node runs one, and one of them, elected through a Curator leader latch,
+ * acts. Each tick the leader
+ *
+ * <ul>
+ *   <li>drives the approved or running plan: starts waiting moves (at most {@code
+ *       max_moves_per_node} per node, none while paused), records their progress in the plan,
+ *       retries a failed move twice, cancels on request, and finishes the plan;
+ *   <li>otherwise, when the cluster changed (map epoch, live nodes, drains, absences), computes a
+ *       new plan: in {@code suggest} mode it waits for approval; in {@code auto} mode it is
+ *       approved at once unless it moves more than {@code auto_max_fraction} of the bytes or moves
+ *       shards off an absent node; in {@code manual} mode nothing is proposed.
+ * </ul>
+ *
+ * <p>The cascading-failure guard: a node's shards move only if an operator drains it or it has
+ * been absent from ZooKeeper for the grace period. Nothing here looks at latency or load, so a
+ * slow node keeps its data. A pending plan made at another map epoch is stale: it is replaced.
+ *
+ * <p>A move runs on its source ({@code MoveService.MoveShard}); the leader only asks and listens.
+ * If the leader dies, the call is cancelled, the source abandons the move (unless it already cut
+ * over), and the next leader finds the move marked as moving, reads the map to see whether it cut
+ * over, and runs it again if not.
+ */
+public final class Balancer implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Balancer.class);
+  private static final int MAX_ATTEMPTS = 3;
+  private static final long PROGRESS_EVERY_MILLIS = 1_000;
+
+  private final NodeId self;
+  private final Coordinator coordinator;
+  private final Peers peers;
+  private final RebalanceRecords records;
+  private final LeaderLatch latch;
+  private final ScheduledExecutorService ticker;
+  private final ExecutorService movers = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "shardwise-move");
+    t.setDaemon(true);
+    return t;
+  });
+  private final Map<String, Context.CancellableContext> inFlight = new ConcurrentHashMap<>();
+  private final Map<NodeId, Long> absentSince = new HashMap<>();
+  private final AtomicLong ticks = new AtomicLong();
+  private String lastFingerprint;
+
+  private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
+    this.self = self;
+    this.coordinator = coordinator;
+    this.peers = peers;
+    this.records = new RebalanceRecords(coordinator);
+    this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
+    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "shardwise-balancer-" + self);
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick) {
+    Balancer b = new Balancer(self, coordinator, peers);
+    b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
+    return b;
+  }
+
+  public boolean isLeader() {
+    return latch.hasLeadership();
+  }
+
+  /** Ticks completed as leader (for tests that wait for the balancer to have looked). */
+  public long ticks() {
+    return ticks.get();
+  }
+
+  private void safeTick() {
+    try {
+      if (!latch.hasLeadership()) {
+        stepDown();
+        return;
+      }
+      tick();
+      ticks.incrementAndGet();
+    } catch (RuntimeException e) {
+      LOG.warn("balancer on {}: {}", self, e.toString());
+    }
+  }
+
+  /** Not the leader (any more): stop driving moves; the new leader picks them up. */
+  private void stepDown() {
+    if (!inFlight.isEmpty()) {
+      inFlight.values().forEach(c -> c.cancel(null));
+      inFlight.clear();
+    }
+    lastFingerprint = null;
+    absentSince.clear();
+  }
+
+  private void tick() {
+    BalancerSettings settings = records.settings();
+    ShardMap map = coordinator.readMap().map();
+    Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
+    long now = System.currentTimeMillis();
+    Set<NodeId> owners = new TreeSet<>();
+    map.tables().values().forEach(t -> t.shards().forEach(s -> owners.add(s.owner())));
+    absentSince.keySet().removeIf(n -> live.containsKey(n) || !owners.contains(n));
+    Set<NodeId> absentInGrace = new TreeSet<>();
+    Set<NodeId> absentPastGrace = new TreeSet<>();
+    for (NodeId owner : owners) {
+      if (!live.containsKey(owner)) {
+        long since = absentSince.computeIfAbsent(owner, n -> now);
+        (now - since >= settings.getAbsentGraceSeconds() * 1_000 ? absentPastGrace : absentInGrace).add(owner);
+      }
+    }
+    List<PlanRecord> plans = records.plans();
+    Optional<PlanRecord> active = plans.stream()
+        .filter(p -> p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING).findFirst();
+    if (active.isPresent()) {
+      drive(active.get(), settings, map, live);
+      return;
+    }
+    List<PlanRecord> pending = plans.stream().filter(p -> p.getState() == PlanRecord.State.PENDING).toList();
+    for (PlanRecord p : pending) {
+      if (p.getBaseEpoch() != map.epoch()) {
+        markStale(p.getId(), "made at map epoch " + p.getBaseEpoch() + "; the map is at " + map.epoch());
+      }
+    }
+    if (settings.getMode() == BalancerSettings.Mode.MANUAL) {
+      return;
+    }
+    Set<NodeId> drains = records.drains();
+    String fingerprint = map.epoch() + " " + live.keySet() + " " + drains + " " + absentInGrace + " " + absentPastGrace;
+    if (fingerprint.equals(lastFingerprint)) {
+      return;
+    }
+    lastFingerprint = fingerprint;
+    PlanRecord desired = PlanMaker.make(map, live, drains, absentInGrace, PlanMaker.sizes(peers, live), reason(live, drains, absentPastGrace));
+    for (PlanRecord p : pending) {
+      if (p.getBaseEpoch() == map.epoch()) {
+        if (sameMoves(p, desired)) {
+          return; // still the right plan: keep waiting for its approval
+        }
+        markStale(p.getId(), "the cluster changed; replaced by a new plan");
+      }
+    }
+    if (desired.getMovesCount() == 0) {
+      return;
+    }
+    boolean sourceAbsent = desired.getMovesList().stream().anyMatch(MoveRecord::getSourceAbsent);
+    boolean auto = settings.getMode() == BalancerSettings.Mode.AUTO;
+    boolean withinLimits = desired.getMovedFraction() <= settings.getAutoMaxFraction() && !sourceAbsent;
+    PlanRecord.State state = auto && withinLimits ? PlanRecord.State.APPROVED : PlanRecord.State.PENDING;
+    PlanRecord created = records.create(desired.toBuilder().setState(state).setNeedsApproval(auto && !withinLimits).build());
+    LOG.info("balancer: plan {} ({} moves, {} bytes, {}): {}", created.getId(), created.getMovesCount(), created.getMovedBytes(),
+        Rebalancing.describe(state), created.getReason());
+  }
+
+  private static String reason(Map<NodeId, NodeInfo> live, Set<NodeId> drains, Set<NodeId> absentPastGrace) {
+    StringBuilder b = new StringBuilder("balancer: live nodes ").append(live.keySet());
+    if (!drains.isEmpty()) {
+      b.append(", draining ").append(drains);
+    }
+    if (!absentPastGrace.isEmpty()) {
+      b.append(", absent past the grace period ").append(absentPastGrace);
+    }
+    return b.toString();
+  }
+
+  private static boolean sameMoves(PlanRecord a, PlanRecord b) {
+    if (a.getMovesCount() != b.getMovesCount()) {
+      return false;
+    }
+    for (int i = 0; i < a.getMovesCount(); i++) {
+      MoveRecord x = a.getMoves(i);
+      MoveRecord y = b.getMoves(i);
+      if (!x.getTable().equals(y.getTable()) || x.getNumber() != y.getNumber() || !x.getFrom().equals(y.getFrom())
+          || !x.getTo().equals(y.getTo())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private void markStale(String id, String why) {
+    records.update(id, p -> p.getState() == PlanRecord.State.PENDING
+        ? p.toBuilder().setState(PlanRecord.State.STALE).setError(why).setFinishedMillis(System.currentTimeMillis()).build()
+        : p);
+  }
+
+  // ------------------------------------------------------------------ running a plan
+
+  private void drive(PlanRecord plan, BalancerSettings settings, ShardMap map, Map<NodeId, NodeInfo> live) {
+    String id = plan.getId();
+    if (plan.getState() == PlanRecord.State.APPROVED) {
+      plan = records.update(id, p -> p.getState() == PlanRecord.State.APPROVED ? p.toBuilder().setState(PlanRecord.State.RUNNING).build() : p);
+      LOG.info("balancer: running plan {} ({} moves)", id, plan.getMovesCount());
+    }
+    if (plan.getCancelRequested()) {
+      inFlight.forEach((key, c) -> {
+        if (key.startsWith(id + "/")) {
+          c.cancel(null);
+        }
+      });
+      plan = records.update(id, p -> {
+        PlanRecord.Builder b = p.toBuilder();
+        b.getMovesBuilderList().stream().filter(m -> m.getState() == MoveRecord.State.WAITING)
+            .forEach(m -> m.setState(MoveRecord.State.CANCELLED));
+        return b.build();
+      });
+    }
+    // Moves marked as moving that no thread of ours drives: a previous leader started them.
+    for (int i = 0; i < plan.getMovesCount(); i++) {
+      MoveRecord m = plan.getMoves(i);
+      if (m.getState() == MoveRecord.State.MOVING && !inFlight.containsKey(key(id, i))) {
+        boolean cutOver = ownerOf(map, m).map(o -> o.equals(NodeId.of(m.getTo()))).orElse(false);
+        int index = i;
+        plan = records.update(id, p -> withMove(p, index, p.getMoves(index).toBuilder()
+            .setState(cutOver ? MoveRecord.State.DONE : MoveRecord.State.WAITING)));
+      }
+    }
+    if (!plan.getCancelRequested() && !settings.getPaused()) {
+      Map<String, Integer> busy = new TreeMap<>();
+      for (int i = 0; i < plan.getMovesCount(); i++) {
+        if (plan.getMoves(i).getState() == MoveRecord.State.MOVING) {
+          busy.merge(plan.getMoves(i).getFrom(), 1, Integer::sum);
+          busy.merge(plan.getMoves(i).getTo(), 1, Integer::sum);
+        }
+      }
+      for (int i = 0; i < plan.getMovesCount(); i++) {
+        MoveRecord m = plan.getMoves(i);
+        if (m.getState() != MoveRecord.State.WAITING || busy.getOrDefault(m.getFrom(), 0) >= settings.getMaxMovesPerNode()
+            || busy.getOrDefault(m.getTo(), 0) >= settings.getMaxMovesPerNode()) {
+          continue;
+        }
+        busy.merge(m.getFrom(), 1, Integer::sum);
+        busy.merge(m.getTo(), 1, Integer::sum);
+        start(id, i, settings, live);
+      }
+      plan = records.plan(id).orElseThrow();
+    }
+    boolean allFinished = plan.getMovesList().stream().allMatch(m -> m.getState() == MoveRecord.State.DONE
+        || m.getState() == MoveRecord.State.FAILED || m.getState() == MoveRecord.State.CANCELLED);
+    if (allFinished && inFlight.keySet().stream().noneMatch(k -> k.startsWith(id + "/"))) {
+      finish(id);
+    }
+  }
+
+  private void finish(String id) {
+    PlanRecord done = records.update(id, p -> {
+      long failed = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.FAILED).count();
+      long cancelled = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.CANCELLED).count();
+      PlanRecord.Builder b = p.toBuilder().setFinishedMillis(System.currentTimeMillis());
+      if (failed > 0) {
+        b.setState(PlanRecord.State.FAILED).setError(failed + " of " + p.getMovesCount() + " moves failed");
+      } else if (cancelled > 0 || p.getCancelRequested()) {
+        b.setState(PlanRecord.State.CANCELLED);
+      } else {
+        b.setState(PlanRecord.State.DONE);
+      }
+      return b.build();
+    });
+    LOG.info("balancer: plan {} {}", id, Rebalancing.describe(done.getState()));
+  }
+
+  private static String key(String planId, int index) {
+    return planId + "/" + index;
+  }
+
+  private static PlanRecord withMove(PlanRecord p, int index, MoveRecord.Builder move) {
+    return p.toBuilder().setMoves(index, move).build();
+  }
+
+  private static Optional<NodeId> ownerOf(ShardMap map, MoveRecord m) {
+    Table t = map.table(m.getTable()).orElse(null);
+    if (t == null || t.id() != m.getTableId() || m.getNumber() >= t.shards().size()) {
+      return Optional.empty();
+    }
+    return Optional.of(t.shards().get((int) m.getNumber()).owner());
+  }
+
+  private void start(String planId, int index, BalancerSettings settings, Map<NodeId, NodeInfo> live) {
+    PlanRecord plan = records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder()
+        .setState(MoveRecord.State.MOVING).setAttempts(p.getMoves(index).getAttempts() + 1).clearError()));
+    MoveRecord move = plan.getMoves(index);
+    Context.CancellableContext context = Context.current().withCancellation();
+    inFlight.put(key(planId, index), context);
+    NodeInfo source = live.get(NodeId.of(move.getFrom()));
+    movers.execute(() -> {
+      try {
+        if (move.getSourceAbsent()) {
+          reassign(move);
+        } else if (source == null) {
+          throw new IllegalStateException("the source " + move.getFrom() + " is not live");
+        } else {
+          context.run(() -> runMove(planId, index, move, source, settings));
+        }
+        records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder().setState(MoveRecord.State.DONE)));
+      } catch (RuntimeException e) {
+        failed(planId, index, move, e);
+      } finally {
+        inFlight.remove(key(planId, index));
+        context.cancel(null);
+      }
+    });
+  }
+
+  private void runMove(String planId, int index, MoveRecord move, NodeInfo source, BalancerSettings settings) {
+    MoveShardRequest request = MoveShardRequest.newBuilder().setMoveId(planId + "-" + index + "-" + move.getAttempts())
+        .setTable(move.getTable()).setTableId(move.getTableId()).setNumber(move.getNumber()).setTo(move.getTo())
+        .setShardEpoch(move.getShardEpoch()).setBandwidthBytesPerSecond(settings.getBandwidthBytesPerSecond()).build();
+    Iterator<MoveProgress> progress = MoveServiceGrpc.newBlockingStub(peers.channel(source.getAddress())).moveShard(request);
+    long lastWrite = 0;
+    MoveProgress.Phase lastPhase = MoveProgress.Phase.PHASE_UNSPECIFIED;
+    while (progress.hasNext()) {
+      MoveProgress p = progress.next();
+      long now = System.currentTimeMillis();
+      if (p.getPhase() != lastPhase || now - lastWrite >= PROGRESS_EVERY_MILLIS) {
+        records.update(planId, r -> withMove(r, index, r.getMoves(index).toBuilder().setProgress(p)));
+        lastWrite = now;
+        lastPhase = p.getPhase();
+      }
+    }
+  }
+
+  /** The source is gone for good: give its shard to the destination without data (there is no replica to copy). */
+  private void reassign(MoveRecord move) {
+    coordinator.updateMap(map -> {
+      Optional<NodeId> owner = ownerOf(map, move);
+      if (owner.isEmpty() || !owner.get().equals(NodeId.of(move.getFrom()))) {
+        throw new IllegalStateException("shard " + move.getTable() + "/" + move.getNumber() + " no longer belongs to " + move.getFrom());
+      }
+      if (coordinator.liveNodesNow().containsKey(owner.get())) {
+        throw new IllegalStateException(move.getFrom() + " came back; its shards are not reassigned");
+      }
+      Table t = map.table(move.getTable()).orElseThrow();
+      ShardAssignment s = t.shards().get((int) move.getNumber());
+      return Optional.of(ShardMapDelta.on(map).moveShard(new ShardId(t.name(), s.id().number()), s.owner(), NodeId.of(move.getTo())).build());
+    });
+  }
+
+  private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
+    boolean cutOver = ownerOf(coordinator.readMap().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
+    PlanRecord after = records.update(planId, p -> {
+      MoveRecord.Builder m = p.getMoves(index).toBuilder();
+      if (cutOver) {
+        m.setState(MoveRecord.State.DONE); // the source cut over, then the answer was lost
+      } else if (p.getCancelRequested()) {
+        m.setState(MoveRecord.State.CANCELLED).setError(String.valueOf(e.getMessage()));
+      } else {
+        m.setState(m.getAttempts() >= MAX_ATTEMPTS ? MoveRecord.State.FAILED : MoveRecord.State.WAITING)
+            .setError(String.valueOf(e.getMessage()));
+      }
+      return withMove(p, index, m);
+    });
+    LOG.info("balancer: move {}/{} of plan {} (attempt {}): {} -> {}", move.getTable(), move.getNumber(), planId, move.getAttempts(),
+        e.getMessage(), Rebalancing.describe(after.getState()) + "/" + after.getMoves(index).getState());
+  }
+
+  @Override
+  public void close() {
+    ticker.shutdownNow();
+    inFlight.values().forEach(c -> c.cancel(null));
+    movers.shutdownNow();
+    try {
+      latch.close();
+    } catch (IOException | IllegalStateException e) {
+      // the session ends with the node anyway, which ends the leadership
+    }
+  }
+}

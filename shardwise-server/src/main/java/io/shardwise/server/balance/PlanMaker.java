@@ -1,0 +1,130 @@
+package io.shardwise.server.balance;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.plan.Move;
+import io.shardwise.core.plan.NodeCapacity;
+import io.shardwise.core.plan.Plan;
+import io.shardwise.core.plan.RebalancePlanner;
+import io.shardwise.core.plan.ShardSize;
+import io.shardwise.proto.v1.AdminServiceGrpc;
+import io.shardwise.proto.v1.MoveRecord;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.server.rpc.Peers;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Turns the cluster as it is into a plan record: runs the core's {@link RebalancePlanner} for each
+ * table over the live nodes (weight: the {@code capacity} label), with the operator's drains and
+ * the nodes absent past their grace period, and adds up the forecast.
+ *
+ * <p>Liveness comes only from ZooKeeper: a node that answers slowly, or not at all, to the size
+ * request is still live and keeps its shards (its shards just count as empty for the forecast). A
+ * node absent for less than its grace period freezes planning of every table it holds shards of,
+ * so a restart never triggers moves.
+ */
+public final class PlanMaker {
+
+  private static final Duration STATS_DEADLINE = Duration.ofSeconds(10);
+
+  private PlanMaker() {}
+
+  /**
+   * The plan for the cluster now.
+   *
+   * @param absentInGrace owners absent from ZooKeeper for less than their grace period
+   */
+  public static PlanRecord make(ShardMap map, Map<NodeId, NodeInfo> live, Set<NodeId> drains, Set<NodeId> absentInGrace,
+      Map<ShardId, ShardSize> sizes, String reason) {
+    List<NodeCapacity> nodes = new ArrayList<>();
+    for (NodeInfo n : live.values()) {
+      nodes.add(new NodeCapacity(NodeId.of(n.getId()), weight(n), drains.contains(NodeId.of(n.getId()))));
+    }
+    PlanRecord.Builder record = PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setReason(reason)
+        .setCreatedMillis(System.currentTimeMillis());
+    long movedBytes = 0;
+    long totalBytes = 0;
+    double minimumBytes = 0;
+    double shardsAfter = 1;
+    double bytesAfter = 1;
+    if (nodes.stream().allMatch(NodeCapacity::draining)) {
+      record.addNotes("no plan: no live node to place shards on (live: " + live.keySet() + ", draining: " + drains + ")");
+      return record.build();
+    }
+    for (Table table : map.tables().values()) {
+      List<NodeId> waitingFor = new ArrayList<>();
+      for (ShardAssignment s : table.shards()) {
+        if (absentInGrace.contains(s.owner()) && !waitingFor.contains(s.owner())) {
+          waitingFor.add(s.owner());
+        }
+      }
+      if (!waitingFor.isEmpty()) {
+        record.addNotes("table " + table.name() + ": not planned while " + waitingFor + " may come back (absent, within the grace period)");
+        continue;
+      }
+      Plan plan = RebalancePlanner.plan(map, table.name(), nodes, sizes);
+      if (plan.note() != null) {
+        record.addNotes("table " + table.name() + ": " + plan.note());
+      }
+      for (Move m : plan.moves()) {
+        ShardAssignment s = table.shards().get((int) m.shard().number());
+        record.addMoves(MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(m.shard().number())
+            .setShardEpoch(s.epoch()).setFrom(m.from().value()).setTo(m.to().value()).setKeys(m.keys()).setBytes(m.bytes())
+            .setState(MoveRecord.State.WAITING).setSourceAbsent(!live.containsKey(m.from())));
+      }
+      Plan.Forecast f = plan.forecast();
+      movedBytes += f.movedBytes();
+      totalBytes += f.totalBytes();
+      minimumBytes += f.minimumFraction() * f.totalBytes();
+      shardsAfter = Math.max(shardsAfter, f.shardPeakToAverageAfter());
+      bytesAfter = Math.max(bytesAfter, f.bytesPeakToAverageAfter());
+    }
+    return record.setMovedBytes(movedBytes).setTotalBytes(totalBytes)
+        .setMovedFraction(totalBytes == 0 ? 0 : (double) movedBytes / totalBytes)
+        .setMinimumFraction(totalBytes == 0 ? 0 : minimumBytes / totalBytes)
+        .setShardPeakToAverageAfter(shardsAfter).setBytesPeakToAverageAfter(bytesAfter).build();
+  }
+
+  /** A node's weight: its {@code capacity} label, default 1. */
+  static double weight(NodeInfo n) {
+    String capacity = n.getLabelsOrDefault("capacity", "1");
+    try {
+      double w = Double.parseDouble(capacity);
+      return w > 0 && !Double.isInfinite(w) ? w : 1;
+    } catch (NumberFormatException e) {
+      return 1;
+    }
+  }
+
+  /**
+   * Measured shard sizes from every live node; a node that does not answer within the deadline is
+   * skipped (its shards count as empty), never treated as gone.
+   */
+  public static Map<ShardId, ShardSize> sizes(Peers peers, Map<NodeId, NodeInfo> live) {
+    Map<ShardId, ShardSize> sizes = new HashMap<>();
+    for (NodeInfo n : live.values()) {
+      try {
+        for (ShardInfo s : AdminServiceGrpc.newBlockingStub(peers.channel(n.getAddress()))
+            .withDeadlineAfter(STATS_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+            .nodeStats(NodeStatsRequest.getDefaultInstance()).getShardsList()) {
+          sizes.put(new ShardId(s.getTable(), s.getNumber()), new ShardSize(s.getKeys(), s.getBytes()));
+        }
+      } catch (RuntimeException slowOrUnreachable) {
+        // sizes unknown for this node's shards; the node stays a node
+      }
+    }
+    return sizes;
+  }
+}

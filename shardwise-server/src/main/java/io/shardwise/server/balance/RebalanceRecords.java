@@ -1,0 +1,152 @@
+package io.shardwise.server.balance;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.server.coordination.CoordinationException;
+import io.shardwise.server.coordination.Coordinator;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.UnaryOperator;
+
+/**
+ * The balancer's records in ZooKeeper, shared by the balancer (on whichever node leads it) and
+ * the operator's commands:
+ *
+ * <pre>
+ *   /shardwise/balancer/settings     BalancerSettings: mode, limits, paused
+ *   /shardwise/balancer/leader       the leader election (Curator LeaderLatch)
+ *   /shardwise/balancer/plans/p-N    PlanRecord, one per plan, N rising
+ *   /shardwise/balancer/drains/{id}  one empty znode per node an operator is draining
+ * </pre>
+ *
+ * Every change is a compare-and-set, so the operator and the balancer never overwrite each other.
+ */
+public final class RebalanceRecords {
+
+  public static final String ROOT = Coordinator.ROOT + "/balancer";
+  public static final String SETTINGS = ROOT + "/settings";
+  public static final String LEADER = ROOT + "/leader";
+  public static final String PLANS = ROOT + "/plans";
+  public static final String DRAINS = ROOT + "/drains";
+
+  public static final int DEFAULT_MAX_MOVES_PER_NODE = 2;
+  public static final double DEFAULT_AUTO_MAX_FRACTION = 0.25;
+  public static final Duration DEFAULT_ABSENT_GRACE = Duration.ofMinutes(10);
+
+  private final Coordinator coordinator;
+
+  public RebalanceRecords(Coordinator coordinator) {
+    this.coordinator = coordinator;
+  }
+
+  /** The settings, with defaults filled in. */
+  public BalancerSettings settings() {
+    return withDefaults(coordinator.read(SETTINGS).map(r -> parseSettings(r.data())).orElse(BalancerSettings.getDefaultInstance()));
+  }
+
+  public BalancerSettings updateSettings(UnaryOperator<BalancerSettings> change) {
+    byte[] stored = coordinator.update(SETTINGS,
+        data -> change.apply(withDefaults(data == null ? BalancerSettings.getDefaultInstance() : parseSettings(data))).toByteArray());
+    return parseSettings(stored);
+  }
+
+  static BalancerSettings withDefaults(BalancerSettings s) {
+    BalancerSettings.Builder b = s.toBuilder();
+    if (s.getMode() == BalancerSettings.Mode.MODE_UNSPECIFIED) {
+      b.setMode(BalancerSettings.Mode.SUGGEST);
+    }
+    if (s.getMaxMovesPerNode() == 0) {
+      b.setMaxMovesPerNode(DEFAULT_MAX_MOVES_PER_NODE);
+    }
+    if (s.getAutoMaxFraction() == 0) {
+      b.setAutoMaxFraction(DEFAULT_AUTO_MAX_FRACTION);
+    }
+    if (s.getAbsentGraceSeconds() == 0) {
+      b.setAbsentGraceSeconds(DEFAULT_ABSENT_GRACE.toSeconds());
+    }
+    return b.build();
+  }
+
+  /** Every plan, oldest first. */
+  public List<PlanRecord> plans() {
+    List<PlanRecord> out = new ArrayList<>();
+    for (String id : coordinator.children(PLANS)) {
+      plan(id).ifPresent(out::add);
+    }
+    return out;
+  }
+
+  public Optional<PlanRecord> plan(String id) {
+    checkId(id);
+    return coordinator.read(PLANS + "/" + id).map(r -> parsePlan(r.data()));
+  }
+
+  /** Stores a new plan and returns it with its id. */
+  public PlanRecord create(PlanRecord plan) {
+    // The id is the znode's sequence name; store once to learn it, then again with it inside.
+    String id = coordinator.createSequential(PLANS + "/p-", plan.toByteArray());
+    return update(id, p -> p.toBuilder().setId(id).build());
+  }
+
+  /**
+   * Changes a plan with a compare-and-set.
+   *
+   * @throws IllegalArgumentException if there is no such plan, or from {@code change}
+   */
+  public PlanRecord update(String id, UnaryOperator<PlanRecord> change) {
+    checkId(id);
+    if (plan(id).isEmpty()) {
+      throw new IllegalArgumentException("no plan " + id);
+    }
+    return parsePlan(coordinator.update(PLANS + "/" + id, data -> change.apply(parsePlan(data)).toByteArray()));
+  }
+
+  /** Nodes an operator is draining. */
+  public Set<NodeId> drains() {
+    Set<NodeId> out = new TreeSet<>();
+    coordinator.children(DRAINS).forEach(n -> out.add(NodeId.of(n)));
+    return out;
+  }
+
+  public void drain(NodeId node) {
+    coordinator.ensure(DRAINS + "/" + node.value());
+  }
+
+  public void undrain(NodeId node) {
+    coordinator.delete(DRAINS + "/" + node.value());
+  }
+
+  private static void checkId(String id) {
+    if (!id.matches("p-[0-9]{1,10}")) {
+      throw new IllegalArgumentException("'" + id + "' is not a plan id (they look like p-0000000003)");
+    }
+  }
+
+  private static BalancerSettings parseSettings(byte[] data) {
+    try {
+      return BalancerSettings.parseFrom(data);
+    } catch (InvalidProtocolBufferException e) {
+      throw new CoordinationException("the balancer settings in ZooKeeper are not readable: " + e.getMessage(), e);
+    }
+  }
+
+  private static PlanRecord parsePlan(byte[] data) {
+    try {
+      return PlanRecord.parseFrom(data);
+    } catch (InvalidProtocolBufferException e) {
+      throw new CoordinationException("a plan in ZooKeeper is not readable: " + e.getMessage(), e);
+    }
+  }
+
+  /** True for states that never change again. */
+  public static boolean finished(PlanRecord.State state) {
+    return state == PlanRecord.State.DONE || state == PlanRecord.State.FAILED || state == PlanRecord.State.REJECTED
+        || state == PlanRecord.State.CANCELLED || state == PlanRecord.State.STALE;
+  }
+}

@@ -1,0 +1,139 @@
+package io.shardwise.server.balance;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.proto.v1.MoveRecord;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * What an operator does to plans (the CLI and the console call these): propose one now, approve
+ * (= apply) it, reject it, cancel it. Every rule is checked against ZooKeeper's records at the
+ * moment of the change, with a compare-and-set, so two operators (or an operator and the balancer)
+ * cannot both win.
+ */
+public final class Rebalancing {
+
+  private final Coordinator coordinator;
+  private final RebalanceRecords records;
+
+  public Rebalancing(Coordinator coordinator) {
+    this.coordinator = coordinator;
+    this.records = new RebalanceRecords(coordinator);
+  }
+
+  public RebalanceRecords records() {
+    return records;
+  }
+
+  /**
+   * Computes a plan for the cluster as it is and stores it as pending (superseding any pending
+   * plan). A plan without moves is returned but not stored.
+   *
+   * @param extraDrains nodes to plan as drained without recording a drain (a what-if)
+   */
+  public PlanRecord propose(Peers peers, Set<NodeId> extraDrains, boolean store) {
+    ShardMap map = coordinator.readMap().map();
+    Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
+    Set<NodeId> drains = new java.util.TreeSet<>(records.drains());
+    drains.addAll(extraDrains);
+    PlanRecord plan = PlanMaker.make(map, live, drains, Set.of(), PlanMaker.sizes(peers, live), "operator: rebalance plan")
+        .toBuilder().setState(PlanRecord.State.PENDING).build();
+    if (!store || plan.getMovesCount() == 0) {
+      return plan;
+    }
+    for (PlanRecord p : records.plans()) {
+      if (p.getState() == PlanRecord.State.PENDING) {
+        records.update(p.getId(), r -> r.getState() == PlanRecord.State.PENDING ? r.toBuilder().setState(PlanRecord.State.STALE)
+            .setError("superseded by a newer plan").setFinishedMillis(System.currentTimeMillis()).build() : r);
+      }
+    }
+    return records.create(plan);
+  }
+
+  /**
+   * Approves a pending plan, which the balancer then runs.
+   *
+   * @throws IllegalStateException if it is not pending, another plan is running, or the map has
+   *     changed since it was made (it is then marked stale: make a new one)
+   */
+  public PlanRecord approve(String id) {
+    long epoch = coordinator.readMap().map().epoch();
+    for (PlanRecord p : records.plans()) {
+      if (!p.getId().equals(id) && (p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING)) {
+        throw new IllegalStateException("plan " + p.getId() + " is " + p.getState().name().toLowerCase(java.util.Locale.ROOT)
+            + "; wait for it (rebalance status --wait) or cancel it first");
+      }
+    }
+    PlanRecord after = records.update(id, p -> {
+      if (p.getState() != PlanRecord.State.PENDING) {
+        return p;
+      }
+      if (p.getBaseEpoch() != epoch) {
+        return p.toBuilder().setState(PlanRecord.State.STALE).setFinishedMillis(System.currentTimeMillis())
+            .setError("made at map epoch " + p.getBaseEpoch() + "; the map is at " + epoch).build();
+      }
+      return p.toBuilder().setState(PlanRecord.State.APPROVED).build();
+    });
+    if (after.getState() == PlanRecord.State.STALE) {
+      throw new IllegalStateException("plan " + id + " is stale: it was made at map epoch " + after.getBaseEpoch()
+          + " and the map is at " + epoch + "; run 'shardwise rebalance plan' again (the balancer re-plans by itself in suggest mode)");
+    }
+    if (after.getState() != PlanRecord.State.APPROVED) {
+      throw new IllegalStateException("plan " + id + " is " + describe(after.getState()) + ", not pending");
+    }
+    return after;
+  }
+
+  public PlanRecord reject(String id) {
+    PlanRecord after = records.update(id, p -> p.getState() == PlanRecord.State.PENDING
+        ? p.toBuilder().setState(PlanRecord.State.REJECTED).setFinishedMillis(System.currentTimeMillis()).build()
+        : p);
+    if (after.getState() != PlanRecord.State.REJECTED) {
+      throw new IllegalStateException("plan " + id + " is " + describe(after.getState()) + ", not pending");
+    }
+    return after;
+  }
+
+  /**
+   * Cancels a plan: a pending or approved one at once; a running one stops starting moves, and
+   * cancels moves that have not cut over (those already cut over stay where they are).
+   */
+  public PlanRecord cancel(String id) {
+    PlanRecord after = records.update(id, p -> {
+      switch (p.getState()) {
+        case PENDING:
+        case APPROVED:
+          PlanRecord.Builder b = p.toBuilder().setState(PlanRecord.State.CANCELLED).setFinishedMillis(System.currentTimeMillis());
+          for (MoveRecord.Builder m : b.getMovesBuilderList()) {
+            m.setState(MoveRecord.State.CANCELLED);
+          }
+          return b.build();
+        case RUNNING:
+          return p.toBuilder().setCancelRequested(true).build();
+        default:
+          return p;
+      }
+    });
+    if (RebalanceRecords.finished(after.getState()) && after.getState() != PlanRecord.State.CANCELLED) {
+      throw new IllegalStateException("plan " + id + " is " + describe(after.getState()) + "; there is nothing to cancel");
+    }
+    return after;
+  }
+
+  /** The plan that is approved or running, if any. */
+  public Optional<PlanRecord> active() {
+    return records.plans().stream()
+        .filter(p -> p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING)
+        .findFirst();
+  }
+
+  public static String describe(PlanRecord.State state) {
+    return state.name().toLowerCase(java.util.Locale.ROOT);
+  }
+}

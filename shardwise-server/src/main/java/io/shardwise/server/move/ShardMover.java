@@ -1,0 +1,362 @@
+package io.shardwise.server.move;
+
+import com.google.common.util.concurrent.RateLimiter;
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.DropCopyRequest;
+import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.proto.v1.MoveServiceGrpc;
+import io.shardwise.proto.v1.MoveShardRequest;
+import io.shardwise.proto.v1.ReceiveShardResponse;
+import io.shardwise.proto.v1.ShardChanges;
+import io.shardwise.proto.v1.ShardChunk;
+import io.shardwise.proto.v1.StoredValue;
+import io.shardwise.server.coordination.CoordinationException;
+import io.shardwise.server.rpc.ClusterContext;
+import io.shardwise.server.storage.ChangeLog;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Moves one shard from this node (its owner) to another, while it keeps serving (design rule 3):
+ *
+ * <ol>
+ *   <li>track the shard: from now on every written key is recorded in a {@link ChangeLog};
+ *   <li>export a consistent snapshot to an SST file and stream it to the destination, which
+ *       drops whatever it had of the shard and ingests the file whole;
+ *   <li>catch up: send the current stored values of the keys written meanwhile, in rounds, until
+ *       a round is small;
+ *   <li>pause writes to the shard, send the last keys, pause reads too, and cut over with one
+ *       compare-and-set of the map in ZooKeeper (the shard's epoch rises, the destination owns it);
+ *   <li>install the new map here before the pause ends, so every paused request is routed again
+ *       and answered with WRONG_SHARD (or forwarded) instead of being served here.
+ * </ol>
+ *
+ * <p>Until the compare-and-set nothing has changed for anyone but the destination's unused copy:
+ * any failure or a cancel ends the move, drops the copy, and this node remains the owner. After
+ * it the destination has every acknowledged write. This node keeps its old copy (never served
+ * again) until the node drops it after a grace period.
+ */
+final class ShardMover {
+
+  private static final Logger LOG = LoggerFactory.getLogger(ShardMover.class);
+  private static final int CHUNK_BYTES = 1 << 20;
+  private static final int CATCH_UP_BATCH_KEYS = 1_000;
+  private static final int CATCH_UP_BATCH_BYTES = 4 << 20;
+  /** Catch up until a round has at most this many keys, then pause: the pause stays short. */
+  private static final int SMALL_ROUND = 256;
+  private static final int MAX_ROUNDS = 50;
+  private static final Duration CALL_DEADLINE = Duration.ofSeconds(60);
+
+  private final ClusterContext ctx;
+  private final Path workDir;
+  private final Consumer<ShardMap> applyMap;
+  private final MoveShardRequest request;
+  private final ShardRef shard;
+  private final NodeId to;
+  private volatile boolean cancelled;
+  private MoveProgress.Builder progress = MoveProgress.newBuilder();
+
+  ShardMover(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, MoveShardRequest request, ShardRef shard) {
+    this.ctx = ctx;
+    this.workDir = workDir;
+    this.applyMap = applyMap;
+    this.request = request;
+    this.shard = shard;
+    this.to = NodeId.of(request.getTo());
+  }
+
+  void cancel() {
+    cancelled = true;
+  }
+
+  /** Runs the move, reporting progress; returns once cut over, throws if abandoned. */
+  void run(Consumer<MoveProgress> report) {
+    ShardAssignment assignment = checkMovable(ctx.map().current());
+    String destination = ctx.addressOf(to);
+    if (destination == null) {
+      throw Status.FAILED_PRECONDITION.withDescription("destination " + to + " is not live").asRuntimeException();
+    }
+    ManagedChannel channel = ctx.peers().channel(destination);
+    MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(channel);
+    ShardStore store = ctx.store();
+    ChangeLog log = store.track(shard);
+    Path file = workDir.resolve("out-" + MoveServiceImpl.fileSafe(request.getMoveId()) + ".sst");
+    boolean cutOver = false;
+    try {
+      ShardStore.ExportStats exported = store.exportShard(shard, file);
+      progress.setPhase(MoveProgress.Phase.COPYING).setTotalBytes(exported.bytes()).setKeys(exported.liveKeys());
+      report.accept(progress.build());
+      sendSnapshot(channel, exported.entries() == 0 ? null : file, report);
+      MoveServiceImpl.deleteQuietly(file);
+
+      progress.setPhase(MoveProgress.Phase.CATCHING_UP);
+      report.accept(progress.build());
+      for (int round = 0; round < MAX_ROUNDS; round++) {
+        checkNotCancelled();
+        int sent = catchUp(peer, log.drain());
+        report.accept(progress.build());
+        if (sent <= SMALL_ROUND) {
+          break;
+        }
+      }
+
+      checkNotCancelled();
+      long pauseStart = System.nanoTime();
+      store.freeze(log, false);
+      progress.setPhase(MoveProgress.Phase.PAUSED);
+      catchUp(peer, log.drain()); // nothing is written to the shard any more: this is the last of it
+      checkNotCancelled();
+      store.freeze(log, true); // from here until the new map is installed, reads wait too
+      ShardMap next = cutOver(assignment);
+      cutOver = true;
+      applyMap.accept(next);
+      long pauseMicros = (System.nanoTime() - pauseStart) / 1_000;
+      store.untrack(log);
+      progress.setPhase(MoveProgress.Phase.DONE).setPauseMicros(pauseMicros).setNewEpoch(next.epoch());
+      report.accept(progress.build());
+      LOG.info("move {}: shard {}/{} now on {} at epoch {} ({} keys, {} bytes, {} caught up, writes paused {} µs)",
+          request.getMoveId(), request.getTable(), request.getNumber(), to, next.epoch(), progress.getKeys(), progress.getTotalBytes(),
+          progress.getCaughtUpKeys(), pauseMicros);
+    } finally {
+      MoveServiceImpl.deleteQuietly(file);
+      if (!cutOver) {
+        store.untrack(log);
+        dropCopy(peer);
+      }
+    }
+  }
+
+  private ShardAssignment checkMovable(ShardMap map) {
+    Table table = map.table(request.getTable()).orElse(null);
+    if (table == null || table.id() != request.getTableId() || request.getNumber() >= table.shards().size()) {
+      throw Status.FAILED_PRECONDITION.withDescription("no shard " + request.getTable() + "/" + request.getNumber()
+          + " (table id " + request.getTableId() + ") in the map at epoch " + map.epoch()).asRuntimeException();
+    }
+    ShardAssignment s = table.shards().get((int) request.getNumber());
+    if (!s.owner().equals(ctx.self())) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", not to " + ctx.self())
+          .asRuntimeException();
+    }
+    if (request.getShardEpoch() != 0 && s.epoch() != request.getShardEpoch()) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + " is at epoch " + s.epoch() + ", the move was planned at "
+          + request.getShardEpoch()).asRuntimeException();
+    }
+    if (to.equals(ctx.self())) {
+      throw Status.INVALID_ARGUMENT.withDescription("shard " + s.id() + " already belongs to " + to).asRuntimeException();
+    }
+    if (!ctx.writable().getAsBoolean()) {
+      throw Status.UNAVAILABLE.withDescription("node " + ctx.self() + " is fenced (lost its ZooKeeper session)").asRuntimeException();
+    }
+    return s;
+  }
+
+  /** Streams the snapshot file ({@code null}: empty shard) with flow control and the bandwidth limit. */
+  private void sendSnapshot(ManagedChannel channel, Path file, Consumer<MoveProgress> report) {
+    CompletableFuture<ReceiveShardResponse> done = new CompletableFuture<>();
+    ReentrantLock lock = new ReentrantLock();
+    Condition ready = lock.newCondition();
+    ClientResponseObserver<ShardChunk, ReceiveShardResponse> responses = new ClientResponseObserver<>() {
+      @Override
+      public void beforeStart(ClientCallStreamObserver<ShardChunk> requestStream) {
+        requestStream.setOnReadyHandler(() -> {
+          lock.lock();
+          try {
+            ready.signalAll();
+          } finally {
+            lock.unlock();
+          }
+        });
+      }
+
+      @Override
+      public void onNext(ReceiveShardResponse value) {
+        done.complete(value);
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        done.completeExceptionally(t);
+      }
+
+      @Override
+      public void onCompleted() {
+        done.complete(ReceiveShardResponse.getDefaultInstance());
+      }
+    };
+    ClientCallStreamObserver<ShardChunk> stream = (ClientCallStreamObserver<ShardChunk>) MoveServiceGrpc.newStub(channel)
+        .withDeadlineAfter(Math.max(CALL_DEADLINE.toSeconds(), 3600), TimeUnit.SECONDS).receiveShard(responses);
+    ShardChunk.Builder first = ShardChunk.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId()).setNumber(shard.shardNumber());
+    try {
+      if (file == null) {
+        stream.onNext(first.setEmptyShard(true).build());
+      } else {
+        RateLimiter limiter = request.getBandwidthBytesPerSecond() > 0 ? RateLimiter.create(request.getBandwidthBytesPerSecond()) : null;
+        long lastReport = System.nanoTime();
+        try (InputStream in = Files.newInputStream(file)) {
+          byte[] buffer = new byte[CHUNK_BYTES];
+          boolean firstChunk = true;
+          for (int n; (n = in.readNBytes(buffer, 0, buffer.length)) > 0; ) {
+            checkNotCancelled();
+            if (done.isDone()) {
+              break; // the destination failed: its error is reported below
+            }
+            awaitReady(stream, lock, ready, done);
+            if (limiter != null) {
+              limiter.acquire(n);
+            }
+            ShardChunk.Builder chunk = firstChunk ? first : ShardChunk.newBuilder();
+            stream.onNext(chunk.setData(ByteString.copyFrom(buffer, 0, n)).build());
+            firstChunk = false;
+            progress.setCopiedBytes(progress.getCopiedBytes() + n);
+            if (System.nanoTime() - lastReport > 250_000_000L) {
+              report.accept(progress.build());
+              lastReport = System.nanoTime();
+            }
+          }
+        }
+      }
+      stream.onCompleted();
+      done.get(CALL_DEADLINE.toSeconds(), TimeUnit.SECONDS);
+      progress.setCopiedBytes(progress.getTotalBytes());
+    } catch (IOException e) {
+      stream.cancel("the snapshot could not be read", e);
+      throw new IllegalStateException("reading the snapshot " + file + " failed: " + e.getMessage(), e);
+    } catch (ExecutionException e) {
+      throw new IllegalStateException("the destination " + to + " did not take the snapshot: " + e.getCause().getMessage(), e);
+    } catch (TimeoutException e) {
+      stream.cancel("timed out", e);
+      throw new IllegalStateException("the destination " + to + " did not confirm the snapshot within " + CALL_DEADLINE.toSeconds() + " s");
+    } catch (InterruptedException e) {
+      stream.cancel("interrupted", e);
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while sending the snapshot", e);
+    } catch (RuntimeException e) {
+      stream.cancel("move abandoned", e);
+      throw e;
+    }
+  }
+
+  private void awaitReady(ClientCallStreamObserver<ShardChunk> stream, ReentrantLock lock, Condition ready, CompletableFuture<?> done)
+      throws InterruptedException {
+    lock.lock();
+    try {
+      while (!stream.isReady() && !done.isDone()) {
+        checkNotCancelled();
+        ready.await(100, TimeUnit.MILLISECONDS);
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Sends the stored values of {@code keys} to the destination; returns how many. */
+  private int catchUp(MoveServiceGrpc.MoveServiceBlockingStub peer, List<byte[]> keys) {
+    int sent = 0;
+    while (sent < keys.size()) {
+      int end = sent;
+      long bytes = 0;
+      while (end < keys.size() && end - sent < CATCH_UP_BATCH_KEYS && bytes < CATCH_UP_BATCH_BYTES) {
+        bytes += keys.get(end).length;
+        end++;
+      }
+      ShardChanges.Builder changes = ShardChanges.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId())
+          .setNumber(shard.shardNumber());
+      for (ShardStore.StoredValue v : ctx.store().readStored(keys.subList(sent, end))) {
+        StoredValue.Builder b = StoredValue.newBuilder().setStoreKey(ByteString.copyFrom(v.storeKey()));
+        if (v.stored() == null) {
+          b.setAbsent(true);
+        } else {
+          b.setStored(ByteString.copyFrom(v.stored()));
+        }
+        changes.addValues(b);
+      }
+      peer.withDeadlineAfter(CALL_DEADLINE.toSeconds(), TimeUnit.SECONDS).applyChanges(changes.build());
+      progress.setCaughtUpKeys(progress.getCaughtUpKeys() + (end - sent));
+      sent = end;
+    }
+    return keys.size();
+  }
+
+  /**
+   * The compare-and-set that gives the shard to the destination. If ZooKeeper fails to answer,
+   * the outcome is read back from the map: the move either happened or it did not.
+   */
+  private ShardMap cutOver(ShardAssignment planned) {
+    NodeId self = ctx.self();
+    try {
+      return ctx.coordinator().updateMap(map -> {
+        ShardAssignment now = checkMovable(map);
+        if (now.epoch() != planned.epoch()) {
+          throw new IllegalStateException("shard " + now.id() + " changed epoch during the move");
+        }
+        return Optional.of(ShardMapDelta.on(map).moveShard(now.id(), self, to).build());
+      });
+    } catch (CoordinationException e) {
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (System.nanoTime() < deadline) {
+        try {
+          ShardMap map = ctx.coordinator().readMap().map();
+          Table table = map.table(request.getTable()).orElse(null);
+          if (table != null && table.id() == request.getTableId()
+              && table.shards().get((int) request.getNumber()).owner().equals(to)) {
+            return map; // the compare-and-set did happen
+          }
+          throw new IllegalStateException("the cutover was not stored: " + e.getMessage(), e);
+        } catch (CoordinationException again) {
+          sleepQuietly(500);
+        }
+      }
+      // ZooKeeper is unreachable: this node is fenced (no writes) until it has re-read the map.
+      throw new IllegalStateException("cannot tell whether the cutover was stored: " + e.getMessage(), e);
+    }
+  }
+
+  private void dropCopy(MoveServiceGrpc.MoveServiceBlockingStub peer) {
+    try {
+      peer.withDeadlineAfter(10, TimeUnit.SECONDS)
+          .dropCopy(DropCopyRequest.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId()).setNumber(shard.shardNumber()).build());
+    } catch (RuntimeException e) {
+      LOG.info("move {}: the destination's copy was not dropped now ({}); it drops it when it restarts", request.getMoveId(),
+          e.getMessage());
+    }
+  }
+
+  private void checkNotCancelled() {
+    if (cancelled) {
+      throw Status.CANCELLED.withDescription("move " + request.getMoveId() + " cancelled before its cutover").asRuntimeException();
+    }
+  }
+
+  private static void sleepQuietly(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
