@@ -58,7 +58,7 @@ final class NodeCommand implements Callable<Integer> {
     Ports.requireFree(hp[0], port, "--listen");
     NodeConfig base = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels);
     NodeConfig config = new NodeConfig(base.id(), dataDir, hp[0], port, base.zk(), base.labels(), base.limits(), syncWrites,
-        base.sessionTimeout(), Durations.parse("--drop-grace", dropGrace), base.balancerTick(), base.moveListener());
+        base.sessionTimeout(), Durations.parse("--drop-grace", dropGrace), base.balancerTick(), base.moveListener(), base.interceptors());
     ShardwiseNode node = ShardwiseNode.start(config);
     PrintWriter out = spec.commandLine().getOut();
     out.println("node " + node.id() + " serving on " + node.address() + " (ZooKeeper " + config.zk() + ", data " + dataDir + "); Ctrl-C stops it");

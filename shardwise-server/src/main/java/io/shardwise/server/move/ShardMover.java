@@ -218,7 +218,9 @@ final class ShardMover {
         RateLimiter limiter = request.getBandwidthBytesPerSecond() > 0 ? RateLimiter.create(request.getBandwidthBytesPerSecond()) : null;
         long lastReport = System.nanoTime();
         try (InputStream in = Files.newInputStream(file)) {
-          byte[] buffer = new byte[CHUNK_BYTES];
+          // Throttled: chunks of a tenth of a second's worth, so the limit holds smoothly.
+          long bandwidth = request.getBandwidthBytesPerSecond();
+          byte[] buffer = new byte[bandwidth > 0 ? (int) Math.max(16 << 10, Math.min(CHUNK_BYTES, bandwidth / 10)) : CHUNK_BYTES];
           boolean firstChunk = true;
           for (int n; (n = in.readNBytes(buffer, 0, buffer.length)) > 0; ) {
             checkNotCancelled();
@@ -317,6 +319,10 @@ final class ShardMover {
         return Optional.of(ShardMapDelta.on(map).moveShard(now.id(), self, to).build());
       });
     } catch (CoordinationException e) {
+      if (!ctx.writable().getAsBoolean()) {
+        // Fenced or stopping: writes stay refused until the map has been re-read from ZooKeeper.
+        throw new IllegalStateException("cannot tell whether the cutover was stored (the node is fenced): " + e.getMessage(), e);
+      }
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
       while (System.nanoTime() < deadline) {
         try {

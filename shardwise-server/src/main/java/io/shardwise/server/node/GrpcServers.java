@@ -25,9 +25,14 @@ final class GrpcServers {
    * @throws IllegalStateException naming the port when it is already in use
    */
   static Server start(String host, int port, int maxMessageBytes, BindableService... services) {
+    return start(host, port, maxMessageBytes, java.util.List.of(), services);
+  }
+
+  static Server start(String host, int port, int maxMessageBytes, java.util.List<io.grpc.ServerInterceptor> interceptors,
+      BindableService... services) {
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port)).maxInboundMessageSize(maxMessageBytes);
     for (BindableService s : services) {
-      builder.addService(s);
+      builder.addService(io.grpc.ServerInterceptors.intercept(s, interceptors));
     }
     try {
       return builder.build().start();

@@ -107,7 +107,7 @@ public final class ShardwiseNode implements AutoCloseable {
     coordinator.watchMap(this::onMap);
     dropForeignShards();
     writable.set(true);
-    server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(),
+    server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
@@ -227,6 +227,11 @@ public final class ShardwiseNode implements AutoCloseable {
   /** This node's storage, for tests and tools that check where keys live. */
   public ShardStore store() {
     return store;
+  }
+
+  /** This node's balancer (it acts only while this node leads). */
+  public Balancer balancer() {
+    return balancer;
   }
 
   public boolean writable() {

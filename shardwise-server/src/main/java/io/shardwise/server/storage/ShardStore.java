@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
@@ -70,6 +71,8 @@ public final class ShardStore implements AutoCloseable {
   private final RocksDB db;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
   private final ConcurrentHashMap<ShardRef, ChangeLog> logs = new ConcurrentHashMap<>();
+  private final LongAdder inUse = new LongAdder();
+  private volatile boolean closed;
 
   private ShardStore(Path directory, Options options, WriteOptions writeOptions, RocksDB db) {
     this.directory = directory;
@@ -116,9 +119,14 @@ public final class ShardStore implements AutoCloseable {
 
   /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
   public Versioned get(ShardRef shard, byte[] key) {
-    checkReadable(shard);
-    byte[] raw = read(shard.storeKey(key));
-    return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
+    enter();
+    try {
+      checkReadable(shard);
+      byte[] raw = read(shard.storeKey(key));
+      return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
+    } finally {
+      exit();
+    }
   }
 
   /** Writes {@code value} and returns its new version. */
@@ -138,27 +146,32 @@ public final class ShardStore implements AutoCloseable {
 
   /** Deletes {@code key}; true if it was live. */
   public boolean delete(ShardRef shard, byte[] key) {
-    byte[] storeKey = shard.storeKey(key);
-    ReentrantLock lock = stripes[stripeOf(storeKey)];
-    lock.lock();
+    enter();
     try {
-      ChangeLog log = logs.isEmpty() ? null : logs.get(shard);
-      if (log != null && log.writesPaused()) {
-        throw new ShardFrozenException(shard, log);
+      byte[] storeKey = shard.storeKey(key);
+      ReentrantLock lock = stripes[stripeOf(storeKey)];
+      lock.lock();
+      try {
+        ChangeLog log = logs.isEmpty() ? null : logs.get(shard);
+        if (log != null && log.writesPaused()) {
+          throw new ShardFrozenException(shard, log);
+        }
+        byte[] raw = read(storeKey);
+        if (raw == null || raw[0] == TOMBSTONE) {
+          return false;
+        }
+        db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
+        if (log != null) {
+          log.record(storeKey);
+        }
+        return true;
+      } catch (RocksDBException e) {
+        throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        lock.unlock();
       }
-      byte[] raw = read(storeKey);
-      if (raw == null || raw[0] == TOMBSTONE) {
-        return false;
-      }
-      db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
-      if (log != null) {
-        log.record(storeKey);
-      }
-      return true;
-    } catch (RocksDBException e) {
-      throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
-      lock.unlock();
+      exit();
     }
   }
 
@@ -179,50 +192,55 @@ public final class ShardStore implements AutoCloseable {
    * @throws IllegalArgumentException if a key repeats
    */
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
-    byte[][] storeKeys = new byte[batch.size()][];
-    TreeSet<Integer> stripeSet = new TreeSet<>();
-    TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
-    for (int i = 0; i < storeKeys.length; i++) {
-      storeKeys[i] = batch.get(i).shard().storeKey(batch.get(i).key());
-      if (!seen.add(storeKeys[i])) {
-        throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
-      }
-      stripeSet.add(stripeOf(storeKeys[i]));
-    }
-    List<ReentrantLock> held = new ArrayList<>();
+    enter();
     try {
-      for (int stripe : stripeSet) { // ascending: no two batches wait on each other
-        stripes[stripe].lock();
-        held.add(stripes[stripe]);
-      }
-      ChangeLog[] tracked = trackedLogs(batch);
-      long[] versions = new long[storeKeys.length];
-      try (WriteBatch writes = new WriteBatch()) {
-        for (int i = 0; i < storeKeys.length; i++) {
-          Mutation m = batch.get(i);
-          byte[] raw = read(storeKeys[i]);
-          long stored = raw == null ? 0 : version(raw);
-          long current = raw == null || raw[0] == TOMBSTONE ? 0 : stored;
-          if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
-            throw new VersionMismatchException(m.expectedVersion(), current);
-          }
-          versions[i] = stored + 1;
-          writes.put(storeKeys[i], encode(m.value(), versions[i]));
+      byte[][] storeKeys = new byte[batch.size()][];
+      TreeSet<Integer> stripeSet = new TreeSet<>();
+      TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
+      for (int i = 0; i < storeKeys.length; i++) {
+        storeKeys[i] = batch.get(i).shard().storeKey(batch.get(i).key());
+        if (!seen.add(storeKeys[i])) {
+          throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
         }
-        db.write(writeOptions, writes);
+        stripeSet.add(stripeOf(storeKeys[i]));
       }
-      if (tracked != null) {
-        for (int i = 0; i < storeKeys.length; i++) {
-          if (tracked[i] != null) {
-            tracked[i].record(storeKeys[i]);
+      List<ReentrantLock> held = new ArrayList<>();
+      try {
+        for (int stripe : stripeSet) { // ascending: no two batches wait on each other
+          stripes[stripe].lock();
+          held.add(stripes[stripe]);
+        }
+        ChangeLog[] tracked = trackedLogs(batch);
+        long[] versions = new long[storeKeys.length];
+        try (WriteBatch writes = new WriteBatch()) {
+          for (int i = 0; i < storeKeys.length; i++) {
+            Mutation m = batch.get(i);
+            byte[] raw = read(storeKeys[i]);
+            long stored = raw == null ? 0 : version(raw);
+            long current = raw == null || raw[0] == TOMBSTONE ? 0 : stored;
+            if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
+              throw new VersionMismatchException(m.expectedVersion(), current);
+            }
+            versions[i] = stored + 1;
+            writes.put(storeKeys[i], encode(m.value(), versions[i]));
+          }
+          db.write(writeOptions, writes);
+        }
+        if (tracked != null) {
+          for (int i = 0; i < storeKeys.length; i++) {
+            if (tracked[i] != null) {
+              tracked[i].record(storeKeys[i]);
+            }
           }
         }
+        return versions;
+      } catch (RocksDBException e) {
+        throw new StorageException("batch write failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
       }
-      return versions;
-    } catch (RocksDBException e) {
-      throw new StorageException("batch write failed: " + e.getMessage(), e);
     } finally {
-      held.forEach(ReentrantLock::unlock);
+      exit();
     }
   }
 
@@ -309,38 +327,43 @@ public final class ShardStore implements AutoCloseable {
    * values as they are. No file is created for an empty shard ({@code entries == 0}).
    */
   public ExportStats exportShard(ShardRef shard, Path file) {
-    Snapshot snapshot = db.getSnapshot();
-    long entries = 0;
-    long live = 0;
-    long bytes = 0;
-    try (Slice bound = new Slice(shard.prefixEnd());
-        ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
-            .setFillCache(false);
-        RocksIterator it = db.newIterator(read);
-        EnvOptions env = new EnvOptions();
-        SstFileWriter writer = new SstFileWriter(env, options)) {
-      it.seek(shard.prefix());
-      if (it.isValid()) {
-        writer.open(file.toString());
-        for (; it.isValid(); it.next()) {
-          byte[] key = it.key();
-          byte[] raw = it.value();
-          writer.put(key, raw);
-          entries++;
-          bytes += key.length + raw.length;
-          if (raw[0] != TOMBSTONE) {
-            live++;
+    enter();
+    try {
+      Snapshot snapshot = db.getSnapshot();
+      long entries = 0;
+      long live = 0;
+      long bytes = 0;
+      try (Slice bound = new Slice(shard.prefixEnd());
+          ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
+              .setFillCache(false);
+          RocksIterator it = db.newIterator(read);
+          EnvOptions env = new EnvOptions();
+          SstFileWriter writer = new SstFileWriter(env, options)) {
+        it.seek(shard.prefix());
+        if (it.isValid()) {
+          writer.open(file.toString());
+          for (; it.isValid(); it.next()) {
+            byte[] key = it.key();
+            byte[] raw = it.value();
+            writer.put(key, raw);
+            entries++;
+            bytes += key.length + raw.length;
+            if (raw[0] != TOMBSTONE) {
+              live++;
+            }
           }
+          writer.finish();
         }
-        writer.finish();
+        checkIterator(it, shard);
+        return new ExportStats(entries, live, bytes);
+      } catch (RocksDBException e) {
+        throw new StorageException("exporting shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        db.releaseSnapshot(snapshot);
+        snapshot.close();
       }
-      checkIterator(it, shard);
-      return new ExportStats(entries, live, bytes);
-    } catch (RocksDBException e) {
-      throw new StorageException("exporting shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
-      db.releaseSnapshot(snapshot);
-      snapshot.close();
+      exit();
     }
   }
 
@@ -350,14 +373,19 @@ public final class ShardStore implements AutoCloseable {
    * the shard is empty.
    */
   public void ingest(ShardRef shard, Path file) {
-    drop(shard);
-    if (file == null) {
-      return;
-    }
-    try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
-      db.ingestExternalFile(List.of(file.toString()), ingest);
-    } catch (RocksDBException e) {
-      throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
+    enter();
+    try {
+      drop(shard);
+      if (file == null) {
+        return;
+      }
+      try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+        db.ingestExternalFile(List.of(file.toString()), ingest);
+      } catch (RocksDBException e) {
+        throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
+      }
+    } finally {
+      exit();
     }
   }
 
@@ -366,15 +394,20 @@ public final class ShardStore implements AutoCloseable {
 
   /** The stored values of {@code storeKeys} (from a {@link ChangeLog}), as they are now. */
   public List<StoredValue> readStored(List<byte[]> storeKeys) {
+    enter();
     try {
-      List<byte[]> values = db.multiGetAsList(storeKeys);
-      List<StoredValue> out = new ArrayList<>(storeKeys.size());
-      for (int i = 0; i < storeKeys.size(); i++) {
-        out.add(new StoredValue(storeKeys.get(i), values.get(i)));
+      try {
+        List<byte[]> values = db.multiGetAsList(storeKeys);
+        List<StoredValue> out = new ArrayList<>(storeKeys.size());
+        for (int i = 0; i < storeKeys.size(); i++) {
+          out.add(new StoredValue(storeKeys.get(i), values.get(i)));
+        }
+        return out;
+      } catch (RocksDBException e) {
+        throw new StorageException("read failed: " + e.getMessage(), e);
       }
-      return out;
-    } catch (RocksDBException e) {
-      throw new StorageException("read failed: " + e.getMessage(), e);
+    } finally {
+      exit();
     }
   }
 
@@ -384,38 +417,48 @@ public final class ShardStore implements AutoCloseable {
    * @throws IllegalArgumentException if a key is not in {@code shard}; nothing is written
    */
   public void writeStored(ShardRef shard, List<StoredValue> values) {
-    byte[] prefix = shard.prefix();
-    try (WriteBatch writes = new WriteBatch()) {
-      for (StoredValue v : values) {
-        if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
-          throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
+    enter();
+    try {
+      byte[] prefix = shard.prefix();
+      try (WriteBatch writes = new WriteBatch()) {
+        for (StoredValue v : values) {
+          if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+            throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
+          }
+          if (v.stored() == null) {
+            writes.delete(v.storeKey());
+          } else {
+            writes.put(v.storeKey(), v.stored());
+          }
         }
-        if (v.stored() == null) {
-          writes.delete(v.storeKey());
-        } else {
-          writes.put(v.storeKey(), v.stored());
-        }
+        db.write(writeOptions, writes);
+      } catch (RocksDBException e) {
+        throw new StorageException("writing copied values to shard " + shard + " failed: " + e.getMessage(), e);
       }
-      db.write(writeOptions, writes);
-    } catch (RocksDBException e) {
-      throw new StorageException("writing copied values to shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      exit();
     }
   }
 
   /** Every shard this store holds any key of (tombstones count), in key order. */
   public List<ShardRef> storedShards() {
-    List<ShardRef> out = new ArrayList<>();
-    try (ReadOptions read = new ReadOptions().setTotalOrderSeek(true).setFillCache(false);
-        RocksIterator it = db.newIterator(read)) {
-      it.seekToFirst();
-      while (it.isValid()) {
-        ShardRef shard = ShardRef.ofStoreKey(it.key());
-        out.add(shard);
-        it.seek(shard.prefixEnd());
+    enter();
+    try {
+      List<ShardRef> out = new ArrayList<>();
+      try (ReadOptions read = new ReadOptions().setTotalOrderSeek(true).setFillCache(false);
+          RocksIterator it = db.newIterator(read)) {
+        it.seekToFirst();
+        while (it.isValid()) {
+          ShardRef shard = ShardRef.ofStoreKey(it.key());
+          out.add(shard);
+          it.seek(shard.prefixEnd());
+        }
+        checkIterator(it, null);
       }
-      checkIterator(it, null);
+      return out;
+    } finally {
+      exit();
     }
-    return out;
   }
 
   /**
@@ -423,48 +466,58 @@ public final class ShardStore implements AutoCloseable {
    * the shard), in unsigned key order, at most {@code limit} of them.
    */
   public ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit) {
-    if (limit < 1) {
-      throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
-    }
-    checkReadable(shard);
-    List<StoredEntry> out = new ArrayList<>();
-    byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
-    try (Slice bound = new Slice(upper);
-        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
-        RocksIterator it = db.newIterator(read)) {
-      for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
-        byte[] raw = it.value();
-        if (raw[0] == TOMBSTONE) {
-          continue;
-        }
-        byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
-        if (out.size() == limit) {
-          return new ScanPage(out, key);
-        }
-        out.add(new StoredEntry(key, Arrays.copyOfRange(raw, HEADER, raw.length), version(raw)));
+    enter();
+    try {
+      if (limit < 1) {
+        throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
       }
-      checkIterator(it, shard);
+      checkReadable(shard);
+      List<StoredEntry> out = new ArrayList<>();
+      byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
+      try (Slice bound = new Slice(upper);
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+          RocksIterator it = db.newIterator(read)) {
+        for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
+          byte[] raw = it.value();
+          if (raw[0] == TOMBSTONE) {
+            continue;
+          }
+          byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
+          if (out.size() == limit) {
+            return new ScanPage(out, key);
+          }
+          out.add(new StoredEntry(key, Arrays.copyOfRange(raw, HEADER, raw.length), version(raw)));
+        }
+        checkIterator(it, shard);
+      }
+      return new ScanPage(out, null);
+    } finally {
+      exit();
     }
-    return new ScanPage(out, null);
   }
 
   /** Live keys and their bytes (keys plus values) in {@code shard}. Reads the whole shard. */
   public ShardStats stats(ShardRef shard) {
-    long keys = 0;
-    long bytes = 0;
-    try (Slice bound = new Slice(shard.prefixEnd());
-        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
-        RocksIterator it = db.newIterator(read)) {
-      for (it.seek(shard.prefix()); it.isValid(); it.next()) {
-        byte[] raw = it.value();
-        if (raw[0] != TOMBSTONE) {
-          keys++;
-          bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
+    enter();
+    try {
+      long keys = 0;
+      long bytes = 0;
+      try (Slice bound = new Slice(shard.prefixEnd());
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+          RocksIterator it = db.newIterator(read)) {
+        for (it.seek(shard.prefix()); it.isValid(); it.next()) {
+          byte[] raw = it.value();
+          if (raw[0] != TOMBSTONE) {
+            keys++;
+            bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
+          }
         }
+        checkIterator(it, shard);
       }
-      checkIterator(it, shard);
+      return new ShardStats(keys, bytes);
+    } finally {
+      exit();
     }
-    return new ShardStats(keys, bytes);
   }
 
   /** Live keys and bytes of a shard. */
@@ -472,15 +525,48 @@ public final class ShardStore implements AutoCloseable {
 
   /** Removes every key of {@code shard}, tombstones included, with one range deletion. */
   public void drop(ShardRef shard) {
+    enter();
     try {
-      db.deleteRange(writeOptions, shard.prefix(), shard.prefixEnd());
-    } catch (RocksDBException e) {
-      throw new StorageException("dropping shard " + shard + " failed: " + e.getMessage(), e);
+      try {
+        db.deleteRange(writeOptions, shard.prefix(), shard.prefixEnd());
+      } catch (RocksDBException e) {
+        throw new StorageException("dropping shard " + shard + " failed: " + e.getMessage(), e);
+      }
+    } finally {
+      exit();
     }
   }
 
+  /**
+   * Marks an operation in progress; {@link #close} waits for them, because RocksDB must never be
+   * touched after it is closed (the process would abort).
+   *
+   * @throws StorageException once the store is closed
+   */
+  private void enter() {
+    inUse.increment();
+    if (closed) {
+      inUse.decrement();
+      throw new StorageException("the shard store is closed", null);
+    }
+  }
+
+  private void exit() {
+    inUse.decrement();
+  }
+
+  /** Waits (up to 10 s) for operations in progress, then closes RocksDB. Later calls fail. */
   @Override
   public void close() {
+    closed = true;
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (inUse.sum() > 0 && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+    }
+    if (inUse.sum() > 0) {
+      // Still busy after 10 s: leave RocksDB open rather than crash the process under a reader.
+      return;
+    }
     try {
       db.syncWal();
     } catch (RocksDBException e) {

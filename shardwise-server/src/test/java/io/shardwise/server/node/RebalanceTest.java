@@ -227,4 +227,231 @@ class RebalanceTest {
       }
     }
   }
+
+  @Test
+  void suggestModeWaitsForApprovalRefusesAStalePlanAndStaleWritersLandOnTheNewOwner() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      RebalanceRecords records = new RebalanceRecords(c);
+      assertThat(records.settings().getMode()).isEqualTo(BalancerSettings.Mode.SUGGEST); // the default
+      ShardwiseClient stale = cluster.client(Routing.CLIENT);
+      stale.createTable("suggest", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      for (int i = 0; i < 300; i++) {
+        stale.put("suggest", key(i), value(i));
+      }
+      ShardMap before = c.readMap().map();
+
+      cluster.nodes.add(cluster.startNode(4));
+      PlanRecord first = awaitPlan(records, p -> p.getState() == PlanRecord.State.PENDING);
+      assertThat(first.getMovesList()).isNotEmpty().allMatch(m -> m.getTo().equals("n4"));
+      // The balancer looks again and again, and waits: nothing moves without approval.
+      ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
+      long ticks = leader.balancer().ticks();
+      await().atMost(Duration.ofSeconds(10)).until(() -> leader.balancer().ticks() >= ticks + 5);
+      assertThat(records.plan(first.getId()).orElseThrow().getState()).isEqualTo(PlanRecord.State.PENDING);
+      assertThat(c.readMap().map().epoch()).isEqualTo(before.epoch());
+
+      // The map changes (a table is created): the pending plan can no longer be applied.
+      stale.createTable("other", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(4).build());
+      Rebalancing ops = new Rebalancing(c);
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> ops.approve(first.getId()))
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("stale");
+      assertThat(records.plan(first.getId()).orElseThrow().getState()).isEqualTo(PlanRecord.State.STALE);
+
+      // The balancer re-plans at the new epoch; approving that one runs it.
+      long epoch = c.readMap().map().epoch();
+      PlanRecord second = awaitPlan(records, p -> p.getState() == PlanRecord.State.PENDING && p.getBaseEpoch() == epoch);
+      ops.approve(second.getId());
+      assertThat(awaitFinished(records, second.getId()).getState()).isEqualTo(PlanRecord.State.DONE);
+
+      // A writer with the old map, talking straight to a moved shard's old owner, is refused with
+      // WRONG_SHARD naming the new owner...
+      ShardMap after = c.readMap().map();
+      Table oldT = before.table("suggest").orElseThrow();
+      Table newT = after.table("suggest").orElseThrow();
+      int moved = -1;
+      for (int i = 0; i < 300 && moved < 0; i++) {
+        ShardAssignment was = oldT.shardFor(key(i).partitionKey());
+        if (!newT.shardFor(key(i).partitionKey()).owner().equals(was.owner())) {
+          moved = i;
+        }
+      }
+      assertThat(moved).as("some key moved").isNotNegative();
+      ShardAssignment was = oldT.shardFor(key(moved).partitionKey());
+      var oldOwner = cluster.node(was.owner().value());
+      var channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forTarget(oldOwner.address()).usePlaintext().build();
+      try {
+        var request = io.shardwise.proto.v1.PutRequest.newBuilder()
+            .setHeader(io.shardwise.proto.v1.RequestHeader.newBuilder().setMapEpoch(before.epoch()))
+            .setTable("suggest").setKey(io.shardwise.proto.v1.Key.newBuilder()
+                .setPartitionKey(com.google.protobuf.ByteString.copyFrom(key(moved).partitionKey())))
+            .setValue(com.google.protobuf.ByteString.copyFromUtf8("v999999")).build();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> io.shardwise.proto.v1.DataServiceGrpc.newBlockingStub(channel).put(request))
+            .satisfies(e -> {
+              assertThat(io.shardwise.proto.Errors.code(e)).isEqualTo(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD);
+              assertThat(io.shardwise.proto.Errors.info(e).orElseThrow().getOwnerNode()).isEqualTo("n4");
+            });
+      } finally {
+        channel.shutdownNow();
+      }
+      // ...and the shard-aware client still holding the old map retries and lands on the new owner.
+      assertThat(stale.mapEpoch()).isEqualTo(before.epoch() + 1); // it created "other", nothing since
+      stale.put("suggest", key(moved), value(1_000_000));
+      ShardAssignment now = newT.shardFor(key(moved).partitionKey());
+      assertThat(now.owner().value()).isEqualTo("n4");
+      var stored = cluster.node("n4").store().get(new ShardRef(newT.id(), now.id().number()), key(moved).encode());
+      assertThat(seqOf(new Versioned(stored.value(), stored.version()))).isEqualTo(1_000_000);
+      Map<Integer, Long> expected = new java.util.TreeMap<>();
+      for (int i = 0; i < 300; i++) {
+        expected.put(i, i == moved ? 1_000_000L : i);
+      }
+      assertOnlyOwnersHold(cluster, "suggest", expected);
+    }
+  }
+
+  @Test
+  void killingTheDestinationDuringTheCopyRollsBackAndALaterPlanSucceeds() throws Exception {
+    java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
+          if (p.getPhase() == MoveProgress.Phase.COPYING && p.getCopiedBytes() > 0) {
+            copying.countDown();
+          }
+        })));
+      }
+      RebalanceRecords records = new RebalanceRecords(c);
+      // 200 kB/s: a shard of ~1 MB takes seconds to copy.
+      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
+          .setBandwidthBytesPerSecond(200_000).setMaxMovesPerNode(1).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("crash", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      byte[] filler = new byte[1000];
+      new java.util.Random(3).nextBytes(filler); // incompressible: the snapshot really has ~3 MB
+      List<java.util.Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < 3000; i++) {
+        batch.add(java.util.Map.entry(Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)), filler));
+        if (batch.size() == 500) {
+          client.batchPut("crash", batch);
+          batch.clear();
+        }
+      }
+      try (History h = new History(client, "crash", 300, 7)) {
+        ShardwiseNode n4 = cluster.startNode(4);
+        cluster.nodes.add(n4);
+        PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
+        assertThat(copying.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("a copy started").isTrue();
+        n4.close();
+        cluster.nodes.remove(n4);
+
+        // The move rolls back: the plan fails, the source still owns the shard and takes writes.
+        PlanRecord failed = awaitFinished(records, plan.getId());
+        assertThat(failed.getState()).as(failed.toString()).isEqualTo(PlanRecord.State.FAILED);
+        Table t = c.readMap().map().table("crash").orElseThrow();
+        List<MoveRecord> rolledBack = failed.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.FAILED).toList();
+        assertThat(rolledBack).isNotEmpty();
+        for (MoveRecord m : rolledBack) {
+          assertThat(t.shards().get((int) m.getNumber()).owner().value()).as("owner of %s/%d", m.getTable(), m.getNumber())
+              .isEqualTo(m.getFrom());
+        }
+        long writes = h.writes.get();
+        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > writes + 100);
+
+        // Back with the same data directory: its partial copy is dropped, and a new plan runs.
+        records.updateSettings(s -> s.toBuilder().setBandwidthBytesPerSecond(0).build());
+        cluster.nodes.add(cluster.startNode(4));
+        PlanRecord retry = awaitPlan(records, p -> !p.getId().equals(plan.getId()) && p.getMovesCount() > 0);
+        assertThat(awaitFinished(records, retry.getId()).getState()).isEqualTo(PlanRecord.State.DONE);
+        Map<Integer, Long> finalValues = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+        assertThat(shardsPerNode(c.readMap().map(), "crash")).containsEntry(NodeId.of("n4"), 2);
+        assertOnlyOwnersHold(cluster, "crash", finalValues);
+        for (int i = 0; i < 3000; i += 97) {
+          assertThat(client.get("crash", Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)))).isPresent();
+        }
+      }
+    }
+  }
+
+  @Test
+  void stoppingTheSourceDuringCatchUpLosesNoAcknowledgedWrite() throws Exception {
+    java.util.concurrent.CountDownLatch catchingUp = new java.util.concurrent.CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
+          if (p.getPhase() == MoveProgress.Phase.CATCHING_UP && catchingUp.getCount() > 0) {
+            catchingUp.countDown();
+            try {
+              Thread.sleep(2_000); // hold the move in catch-up while the test stops this node
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        })));
+      }
+      RebalanceRecords records = new RebalanceRecords(c);
+      setMode(c, BalancerSettings.Mode.AUTO);
+      records.updateSettings(s -> s.toBuilder().setMaxMovesPerNode(1).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("source", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      try (History h = new History(client, "source", 300, 11)) {
+        cluster.nodes.add(cluster.startNode(4));
+        PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
+        assertThat(catchingUp.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("a move reached catch-up").isTrue();
+        String sourceId = records.plan(plan.getId()).orElseThrow().getMovesList().stream()
+            .filter(m -> m.getState() == MoveRecord.State.MOVING).findFirst().orElseThrow().getFrom();
+        int index = cluster.nodes.indexOf(cluster.node(sourceId));
+        cluster.nodes.get(index).close();
+        // The move cannot cut over from a stopped node: the source still owns the shard.
+        Table t = c.readMap().map().table("source").orElseThrow();
+        assertThat(t.shards().stream().filter(s -> s.owner().value().equals(sourceId))).isNotEmpty();
+        // Back with its data: it serves again, and the balancer finishes the job.
+        cluster.nodes.set(index, cluster.startNode(Integer.parseInt(sourceId.substring(1)), cfg -> cfg));
+        await().atMost(PLAN_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
+          Map<NodeId, Integer> per = shardsPerNode(c.readMap().map(), "source");
+          return per.getOrDefault(NodeId.of("n4"), 0) == 2 && records.plans().stream().allMatch(p -> RebalanceRecords.finished(p.getState()));
+        });
+        Map<Integer, Long> finalValues = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+        assertOnlyOwnersHold(cluster, "source", finalValues);
+      }
+    }
+  }
+
+  @Test
+  void autoModeNeverMovesDataOffANodeThatIsOnlySlow() throws Exception {
+    io.grpc.ServerInterceptor slow = new io.grpc.ServerInterceptor() {
+      @Override
+      public <Q, R> io.grpc.ServerCall.Listener<Q> interceptCall(io.grpc.ServerCall<Q, R> call, io.grpc.Metadata headers,
+          io.grpc.ServerCallHandler<Q, R> next) {
+        try {
+          Thread.sleep(1_500); // every call to this node takes 1.5 s more
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return next.startCall(call, headers);
+      }
+    };
+    try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      cluster.nodes.add(cluster.startNode(1));
+      cluster.nodes.add(cluster.startNode(2, cfg -> cfg.withInterceptor(slow)));
+      cluster.nodes.add(cluster.startNode(3));
+      setMode(c, BalancerSettings.Mode.AUTO);
+      new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(1).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("slow", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      ShardMap before = c.readMap().map();
+      ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
+      long ticks = leader.balancer().ticks();
+      // A new table changes the map, so the balancer plans again, with n2 slow to answer.
+      client.createTable("slow2", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      await().atMost(Duration.ofSeconds(30)).until(() -> leader.balancer().ticks() >= ticks + 10);
+      assertThat(new RebalanceRecords(c).plans()).isEmpty();
+      assertThat(c.readMap().map().table("slow").orElseThrow().shards()).isEqualTo(before.table("slow").orElseThrow().shards());
+      assertThat(shardsPerNode(c.readMap().map(), "slow2")).containsEntry(NodeId.of("n2"), 2);
+    }
+  }
 }
