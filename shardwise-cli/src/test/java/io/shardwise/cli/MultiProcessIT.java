@@ -120,15 +120,49 @@ class MultiProcessIT {
     assertThat(json.get("shards")).hasSize(6);
 
     // The planner's preview: balanced as it is; draining n1 moves exactly n1's two shards.
-    Result plan = cli("rebalance", "plan", "orders", "--output", "json");
+    Result plan = cli("rebalance", "plan", "--preview", "--output", "json");
     assertThat(plan.exit()).as(plan.err()).isZero();
-    JsonNode balanced = new ObjectMapper().readTree(plan.out()).get("plans").get(0);
+    JsonNode balanced = new ObjectMapper().readTree(plan.out());
     assertThat(balanced.get("moves")).isEmpty();
-    assertThat(balanced.get("note").asText()).isEqualTo("already balanced");
-    Result drain = cli("rebalance", "plan", "orders", "--drain", "n1", "--output", "json");
-    assertThat(drain.exit()).as(drain.err()).isZero();
-    JsonNode moves = new ObjectMapper().readTree(drain.out()).get("plans").get(0).get("moves");
+    assertThat(balanced.get("notes").get(0).asText()).isEqualTo("table orders: already balanced");
+    Result whatIf = cli("rebalance", "plan", "--drain", "n1", "--output", "json");
+    assertThat(whatIf.exit()).as(whatIf.err()).isZero();
+    JsonNode moves = new ObjectMapper().readTree(whatIf.out()).get("moves");
     assertThat(moves).hasSize(2).allMatch(m -> m.get("from").asText().equals("n1") && !m.get("to").asText().equals("n1"));
+
+    // Draining for real, suggest mode (the default): the balancer proposes, the operator approves,
+    // the shards move between the node processes, and every key is still there.
+    Result drain = cli("node", "drain", "n1");
+    assertThat(drain.exit()).as(drain.err()).isZero();
+    String id = null;
+    for (int i = 0; i < 120 && id == null; i++) {
+      JsonNode st = new ObjectMapper().readTree(cli("rebalance", "status", "--output", "json").out());
+      if (st.has("plan") && st.get("plan").get("state").asText().equals("pending")) {
+        id = st.get("plan").get("id").asText();
+      } else {
+        Thread.sleep(250);
+      }
+    }
+    assertThat(id).as("the balancer proposed a plan").isNotNull();
+    Result approve = cli("rebalance", "approve", id);
+    assertThat(approve.exit()).as(approve.err()).isZero();
+    Result await = cli("rebalance", "status", id, "--wait", "--timeout", "2m");
+    assertThat(await.exit()).as(await.out() + await.err()).isZero();
+    assertThat(await.out()).contains("done");
+    JsonNode after = new ObjectMapper().readTree(cli("cluster", "status", "--output", "json").out());
+    for (JsonNode n : after.get("nodes")) {
+      if (n.get("id").asText().equals("n1")) {
+        assertThat(n.get("shards").asInt()).isZero();
+      }
+    }
+    for (int i = 0; i < 9; i++) {
+      Result get = cli("kv", "get", "orders", "order-" + i);
+      assertThat(get.exit()).as(get.err()).isZero();
+      assertThat(get.out().strip()).isEqualTo("amount=" + i);
+    }
+    Result stale = cli("rebalance", "approve", id);
+    assertThat(stale.exit()).isEqualTo(1);
+    assertThat(stale.err()).contains("not pending");
   }
 
   @Test

@@ -195,4 +195,90 @@ class ShardStoreTest {
       pool.shutdownNow();
     }
   }
+
+  @Test
+  void aSnapshotPlusItsChangeLogRebuildsTheShardExactlyOnAnotherStore() throws Exception {
+    for (int i = 0; i < 1000; i++) {
+      store.put(A, b("k" + i), b("old" + i));
+    }
+    store.delete(A, b("k5"));
+    store.put(A_NEXT, b("k1"), b("neighbour"));
+    ChangeLog log = store.track(A);
+    Path sst = dir.resolve("a.sst");
+    ShardStore.ExportStats exported = store.exportShard(A, sst);
+    assertThat(exported.entries()).isEqualTo(1000); // the tombstone travels too
+    assertThat(exported.liveKeys()).isEqualTo(999);
+    // Written after the snapshot: only the change log carries these.
+    store.put(A, b("k1"), b("new1"));
+    store.delete(A, b("k2"));
+    store.put(A, b("k5"), b("back5"));
+    store.put(A, b("fresh"), b("f"));
+    store.put(A_NEXT, b("k2"), b("not tracked"));
+
+    try (ShardStore other = ShardStore.open(dir.resolve("other"), false)) {
+      other.put(A, b("stale"), b("left over from an abandoned copy"));
+      other.ingest(A, sst);
+      assertThat(other.get(A, b("stale"))).isNull();
+      List<byte[]> changed = log.drain();
+      assertThat(changed).hasSize(4);
+      other.writeStored(A, store.readStored(changed));
+      assertThat(log.pending()).isZero();
+      // Values and versions are identical on both sides, deletes included.
+      for (String k : List.of("k0", "k1", "k2", "k5", "k999", "fresh")) {
+        Versioned mine = store.get(A, b(k));
+        Versioned theirs = other.get(A, b(k));
+        if (mine == null) {
+          assertThat(theirs).as(k).isNull();
+        } else {
+          assertThat(s(theirs.value())).as(k).isEqualTo(s(mine.value()));
+          assertThat(theirs.version()).as(k).isEqualTo(mine.version());
+        }
+      }
+      assertThat(store.get(A, b("k5")).version()).isEqualTo(3); // put, delete, put: the sequence continues
+      assertThat(other.put(A, b("k5"), b("next"))).isEqualTo(4);
+      assertThat(other.get(A_NEXT, b("k1"))).isNull(); // only the tracked shard moved
+      assertThatThrownBy(() -> other.writeStored(A, store.readStored(List.of(A_NEXT.storeKey(b("k1"))))))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not belong");
+    }
+    store.untrack(log);
+  }
+
+  @Test
+  void aFrozenShardRefusesWritesUntilOpenedAndOtherShardsGoOn() throws Exception {
+    ChangeLog log = store.track(A);
+    store.freeze(log, false);
+    assertThatThrownBy(() -> store.put(A, b("k"), b("v"))).isInstanceOf(ShardFrozenException.class);
+    assertThatThrownBy(() -> store.delete(A, b("k"))).isInstanceOf(ShardFrozenException.class);
+    assertThatThrownBy(() -> store.apply(List.of(Mutation.put(A_NEXT, b("x"), b("y")), Mutation.put(A, b("k"), b("v")))))
+        .isInstanceOf(ShardFrozenException.class);
+    assertThat(store.get(A_NEXT, b("x"))).as("a refused batch writes nothing").isNull();
+    assertThat(store.get(A, b("k"))).isNull(); // reads go on until the cutover instant
+    store.put(A_NEXT, b("x"), b("y"));
+    store.freeze(log, true);
+    assertThatThrownBy(() -> store.get(A, b("k"))).isInstanceOf(ShardFrozenException.class);
+    ExecutorService waiter = Executors.newSingleThreadExecutor();
+    try {
+      Future<Boolean> opened = waiter.submit(() -> log.awaitOpen(java.time.Duration.ofSeconds(10)));
+      store.untrack(log);
+      assertThat(opened.get(10, TimeUnit.SECONDS)).isTrue();
+    } finally {
+      waiter.shutdownNow();
+    }
+    assertThat(store.put(A, b("k"), b("v"))).isEqualTo(1);
+    assertThatThrownBy(() -> store.track(A).equals(store.track(A))).isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void storedShardsListsEveryPrefixOnceAndAClosedStoreRefusesCalls() {
+    store.put(A, b("a"), b("1"));
+    store.put(A, b("b"), b("2"));
+    store.put(A_NEXT, b("a"), b("1"));
+    store.put(OTHER_TABLE, b("a"), b("1"));
+    assertThat(store.storedShards()).containsExactly(A, A_NEXT, OTHER_TABLE);
+    store.drop(A_NEXT);
+    assertThat(store.storedShards()).containsExactly(A, OTHER_TABLE);
+    ShardStore closed = ShardStore.open(dir.resolve("closed"), false);
+    closed.close();
+    assertThatThrownBy(() -> closed.get(A, b("a"))).isInstanceOf(StorageException.class).hasMessageContaining("closed");
+  }
 }
