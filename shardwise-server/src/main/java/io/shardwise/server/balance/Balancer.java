@@ -64,6 +64,8 @@ public final class Balancer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Balancer.class);
   private static final int MAX_ATTEMPTS = 3;
   private static final long PROGRESS_EVERY_MILLIS = 1_000;
+  /** Finished plans beyond the newest this many are deleted. */
+  private static final int KEEP_PLANS = 100;
 
   private final NodeId self;
   private final Coordinator coordinator;
@@ -149,6 +151,9 @@ public final class Balancer implements AutoCloseable {
       }
     }
     List<PlanRecord> plans = records.plans();
+    if (plans.size() > KEEP_PLANS) {
+      records.prune(plans, KEEP_PLANS);
+    }
     Optional<PlanRecord> active = plans.stream()
         .filter(p -> p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING).findFirst();
     if (active.isPresent()) {

@@ -107,6 +107,15 @@ public final class RebalanceRecords {
     return parsePlan(coordinator.update(PLANS + "/" + id, data -> change.apply(parsePlan(data)).toByteArray()));
   }
 
+  /** Deletes finished plans beyond the newest {@code keep} plans, so the history stays bounded. */
+  public void prune(List<PlanRecord> plans, int keep) {
+    for (int i = 0; i < plans.size() - keep; i++) {
+      if (finished(plans.get(i).getState())) {
+        coordinator.delete(PLANS + "/" + plans.get(i).getId());
+      }
+    }
+  }
+
   /** Nodes an operator is draining. */
   public Set<NodeId> drains() {
     Set<NodeId> out = new TreeSet<>();

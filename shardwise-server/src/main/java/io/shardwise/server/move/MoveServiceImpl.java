@@ -233,9 +233,9 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     out.onCompleted();
   }
 
-  /** A move finished here as the destination (it owns the shard now) or was given up. */
-  public void forget(String moveId) {
-    incoming.remove(moveId);
+  /** This node owns {@code shard} now: the move that brought it here is over. */
+  public void arrived(ShardRef shard) {
+    incoming.values().removeIf(shard::equals);
   }
 
   private void checkNotOwned(ShardRef shard, String moveId) {

@@ -141,6 +141,10 @@ public final class ShardwiseNode implements AutoCloseable {
     if (previous == null) {
       return;
     }
+    for (ShardAssignment s : next.shardsOf(id)) {
+      Table t = next.table(s.id().table()).orElseThrow();
+      moves.arrived(new ShardRef(t.id(), s.id().number()));
+    }
     for (Table old : previous.tables().values()) {
       Table now = next.table(old.name()).orElse(null);
       boolean dropped = now == null || now.id() != old.id();
