@@ -5,7 +5,7 @@ import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.coordination.Coordinator;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -21,13 +21,12 @@ final class DrainCommand implements Callable<Integer> {
   @Parameters(paramLabel = "NODE", description = "The node id.")
   String node;
 
-  @Option(names = "--zk", paramLabel = "HOSTS", description = "ZooKeeper connect string. Default: $SHARDWISE_ZK or 127.0.0.1:2181.")
-  String zk;
+  @Mixin RebalanceCommand.Zk zk;
 
   @Override
   public Integer call() {
     NodeId id = NodeId.of(node);
-    try (Coordinator c = ClusterOptions.coordinator(zk)) {
+    try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
       if (!c.liveNodesNow().containsKey(id) && c.readMap().map().shardsOf(id).isEmpty()) {
         throw new IllegalArgumentException("no node " + node + ": it is not live and owns no shard; live nodes: " + c.liveNodesNow().keySet());
       }
@@ -45,12 +44,11 @@ final class DrainCommand implements Callable<Integer> {
     @Parameters(paramLabel = "NODE", description = "The node id.")
     String node;
 
-    @Option(names = "--zk", paramLabel = "HOSTS", description = "ZooKeeper connect string. Default: $SHARDWISE_ZK or 127.0.0.1:2181.")
-    String zk;
+    @Mixin RebalanceCommand.Zk zk;
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk)) {
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
         new RebalanceRecords(c).undrain(NodeId.of(node));
       }
       spec.commandLine().getOut().println("node " + node + " is no longer draining");

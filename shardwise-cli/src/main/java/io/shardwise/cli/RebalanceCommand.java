@@ -226,33 +226,38 @@ final class RebalanceCommand {
     }
   }
 
-  @Command(name = "pause", mixinStandardHelpOptions = true, description = "Start no new moves (moves in flight finish).")
-  static final class Pause implements Callable<Integer> {
+  /** Pause or resume: one setting, flipped. */
+  abstract static class PauseBase implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Zk zk;
+
+    abstract boolean paused();
 
     @Override
     public Integer call() {
       try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(true).build());
+        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(paused()).build());
       }
-      spec.commandLine().getOut().println("rebalancing paused: no new moves start (resume with: shardwise rebalance resume)");
+      spec.commandLine().getOut().println(paused()
+          ? "rebalancing paused: no new moves start (resume with: shardwise rebalance resume)"
+          : "rebalancing resumed");
       return Main.EXIT_OK;
     }
   }
 
-  @Command(name = "resume", mixinStandardHelpOptions = true, description = "Let moves start again.")
-  static final class Resume implements Callable<Integer> {
-    @Spec CommandSpec spec;
-    @Mixin Zk zk;
-
+  @Command(name = "pause", mixinStandardHelpOptions = true, description = "Start no new moves (moves in flight finish).")
+  static final class Pause extends PauseBase {
     @Override
-    public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(false).build());
-      }
-      spec.commandLine().getOut().println("rebalancing resumed");
-      return Main.EXIT_OK;
+    boolean paused() {
+      return true;
+    }
+  }
+
+  @Command(name = "resume", mixinStandardHelpOptions = true, description = "Let moves start again.")
+  static final class Resume extends PauseBase {
+    @Override
+    boolean paused() {
+      return false;
     }
   }
 
