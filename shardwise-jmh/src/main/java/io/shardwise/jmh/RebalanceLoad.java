@@ -36,7 +36,7 @@ import org.HdrHistogram.Recorder;
  * key, the way a MIGRATE-per-key mover works) of the same number of keys for a fixed time, as the
  * ratio to beat.
  *
- * <pre>java -cp shardwise-jmh/target/benchmarks.jar io.shardwise.jmh.RebalanceLoad [KEYS] [READERS] [MB/S per move, 0: none]</pre>
+ * <pre>java -cp shardwise-jmh/target/benchmarks.jar io.shardwise.jmh.RebalanceLoad [KEYS] [READERS] [MB/S per move, 0: none] [MOVES PER NODE, default 2]</pre>
  */
 public final class RebalanceLoad {
 
@@ -48,6 +48,7 @@ public final class RebalanceLoad {
     int keys = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
     int readers = args.length > 1 ? Integer.parseInt(args[1]) : 4;
     long bandwidth = args.length > 2 ? Math.round(Double.parseDouble(args[2]) * 1_000_000) : 0;
+    int movesPerNode = args.length > 3 ? Integer.parseInt(args[3]) : 2;
     new Random(1).nextBytes(VALUE);
     Path dir = Files.createTempDirectory("shardwise-rebalance");
     List<ShardwiseNode> nodes = new ArrayList<>();
@@ -95,7 +96,7 @@ public final class RebalanceLoad {
         Histogram before = recorder.getIntervalHistogram();
 
         records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
-            .setMaxMovesPerNode(2).setBandwidthBytesPerSecond(bandwidth).build());
+            .setMaxMovesPerNode(movesPerNode).setBandwidthBytesPerSecond(bandwidth).build());
         nodes.add(node(dir, zk, 4));
         PlanRecord plan = null;
         while (plan == null) {
