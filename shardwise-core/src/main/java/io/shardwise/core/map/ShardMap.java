@@ -79,6 +79,24 @@ public final class ShardMap {
     return Optional.ofNullable(tables.get(name));
   }
 
+  /**
+   * The shard at {@code number} of the table whose id is {@code tableId}: how a node names a shard
+   * in storage and moves, where a re-created table of the same name never matches.
+   */
+  public Optional<ShardAssignment> shard(long tableId, long number) {
+    for (Table t : tables.values()) {
+      if (t.id() == tableId) {
+        return number >= 0 && number < t.shards().size() ? Optional.of(t.shards().get((int) number)) : Optional.empty();
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** True if {@code node} owns the shard {@code number} of table {@code tableId} in this map. */
+  public boolean owns(NodeId node, long tableId, long number) {
+    return shard(tableId, number).map(s -> s.owner().equals(node)).orElse(false);
+  }
+
   /** The shards {@code node} owns, in id order. */
   public List<ShardAssignment> shardsOf(NodeId node) {
     List<ShardAssignment> out = new ArrayList<>();

@@ -57,6 +57,21 @@ class ShardMapTest {
   }
 
   @Test
+  void shardsAreFoundByTableIdSoARecreatedTableNeverMatchesTheOldOne() {
+    ShardMap map = withTable(ShardMap.EMPTY, "a", Strategy.MOD, 3);
+    long oldId = map.table("a").orElseThrow().id();
+    ShardAssignment s1 = map.shard(oldId, 1).orElseThrow();
+    assertThat(s1.id()).isEqualTo(new ShardId("a", 1));
+    assertThat(map.owns(s1.owner(), oldId, 1)).isTrue();
+    assertThat(map.shard(oldId, 3)).isEmpty();
+    assertThat(map.shard(oldId, -1)).isEmpty();
+    ShardMap again = withTable(map.apply(ShardMapDelta.on(map).dropTable("a").build()), "a", Strategy.MOD, 3);
+    assertThat(again.shard(oldId, 1)).isEmpty();
+    assertThat(again.owns(s1.owner(), oldId, 1)).isFalse();
+    assertThat(again.shard(again.table("a").orElseThrow().id(), 1)).isPresent();
+  }
+
+  @Test
   void aDeltaAgainstAnotherEpochIsRefused() {
     ShardMap one = withTable(ShardMap.EMPTY, "a", Strategy.MOD, 3);
     ShardMapDelta stale = ShardMapDelta.on(ShardMap.EMPTY).dropTable("a").build();

@@ -3,10 +3,8 @@ package io.shardwise.server.balance;
 import io.grpc.Context;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
-import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
-import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveRecord;
@@ -312,12 +310,9 @@ public final class Balancer implements AutoCloseable {
   }
 
   private static Optional<NodeId> ownerOf(ShardMap map, MoveRecord m) {
-    Table t = map.table(m.getTable()).orElse(null);
-    if (t == null || t.id() != m.getTableId() || m.getNumber() >= t.shards().size()) {
-      return Optional.empty();
-    }
-    return Optional.of(t.shards().get((int) m.getNumber()).owner());
+    return map.shard(m.getTableId(), m.getNumber()).map(ShardAssignment::owner);
   }
+
 
   private void start(String planId, int index, BalancerSettings settings, Map<NodeId, NodeInfo> live) {
     PlanRecord plan = records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder()
@@ -373,9 +368,8 @@ public final class Balancer implements AutoCloseable {
       if (coordinator.liveNodesNow().containsKey(owner.get())) {
         throw new IllegalStateException(move.getFrom() + " came back; its shards are not reassigned");
       }
-      Table t = map.table(move.getTable()).orElseThrow();
-      ShardAssignment s = t.shards().get((int) move.getNumber());
-      return Optional.of(ShardMapDelta.on(map).moveShard(new ShardId(t.name(), s.id().number()), s.owner(), NodeId.of(move.getTo())).build());
+      ShardAssignment s = map.shard(move.getTableId(), move.getNumber()).orElseThrow();
+      return Optional.of(ShardMapDelta.on(map).moveShard(s.id(), s.owner(), NodeId.of(move.getTo())).build());
     });
   }
 

@@ -7,9 +7,11 @@ import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * What an operator does to plans (the CLI and the console call these): propose one now, approve
@@ -40,7 +42,7 @@ public final class Rebalancing {
   public PlanRecord propose(Peers peers, Set<NodeId> extraDrains, boolean store) {
     ShardMap map = coordinator.readMap().map();
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
-    Set<NodeId> drains = new java.util.TreeSet<>(records.drains());
+    Set<NodeId> drains = new TreeSet<>(records.drains());
     drains.addAll(extraDrains);
     PlanRecord plan = PlanMaker.make(map, live, drains, Set.of(), PlanMaker.sizes(peers, live), "operator: rebalance plan")
         .toBuilder().setState(PlanRecord.State.PENDING).build();
@@ -66,7 +68,7 @@ public final class Rebalancing {
     long epoch = coordinator.readMap().map().epoch();
     for (PlanRecord p : records.plans()) {
       if (!p.getId().equals(id) && (p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING)) {
-        throw new IllegalStateException("plan " + p.getId() + " is " + p.getState().name().toLowerCase(java.util.Locale.ROOT)
+        throw new IllegalStateException("plan " + p.getId() + " is " + p.getState().name().toLowerCase(Locale.ROOT)
             + "; wait for it (rebalance status --wait) or cancel it first");
       }
     }
@@ -134,6 +136,6 @@ public final class Rebalancing {
   }
 
   public static String describe(PlanRecord.State state) {
-    return state.name().toLowerCase(java.util.Locale.ROOT);
+    return state.name().toLowerCase(Locale.ROOT);
   }
 }

@@ -4,7 +4,6 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
-import io.shardwise.core.map.StaleDeltaException;
 import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.NodeInfo;
 import java.time.Duration;
@@ -125,33 +124,14 @@ public final class Coordinator implements AutoCloseable {
    * @throws IllegalArgumentException if the plan does not fit the map (from {@link ShardMap#apply})
    */
   public ShardMap updateMap(Function<ShardMap, Optional<ShardMapDelta>> plan) {
-    for (int attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
-      StoredMap current = readMap();
-      Optional<ShardMapDelta> delta = plan.apply(current.map());
-      if (delta.isEmpty()) {
-        return current.map();
-      }
-      ShardMap next;
-      try {
-        next = current.map().apply(delta.get());
-      } catch (StaleDeltaException e) {
-        continue; // planned against another map: plan again
-      }
-      byte[] data = MapCodec.toProto(next).toByteArray();
-      try {
-        if (current.version() < 0) {
-          client.create().creatingParentsIfNeeded().forPath(MAP_PATH, data);
-        } else {
-          client.setData().withVersion(current.version()).forPath(MAP_PATH, data);
-        }
-        return next;
-      } catch (KeeperException.BadVersionException | KeeperException.NodeExistsException lostTheRace) {
-        // Another writer stored a map first: re-read and re-plan.
-      } catch (Exception e) {
-        throw new CoordinationException("cannot store the shard map: " + e.getMessage(), e);
-      }
-    }
-    throw new CoordinationException("the shard map changed under " + MAX_CAS_ATTEMPTS + " attempts in a row; try again");
+    ShardMap[] stored = new ShardMap[1];
+    update(MAP_PATH, data -> {
+      ShardMap current = data == null ? ShardMap.EMPTY : MapCodec.fromBytes(data);
+      Optional<ShardMapDelta> delta = plan.apply(current);
+      stored[0] = delta.map(current::apply).orElse(current);
+      return delta.isEmpty() ? null : MapCodec.toProto(stored[0]).toByteArray();
+    });
+    return stored[0];
   }
 
   /**
@@ -291,13 +271,17 @@ public final class Coordinator implements AutoCloseable {
 
   /**
    * Changes {@code path} with a compare-and-set: {@code change} gets the current data ({@code
-   * null} if absent) and returns the new data; a lost race re-reads and asks again, so {@code
-   * change} must not have side effects. Returns the stored data.
+   * null} if absent) and returns the new data, or {@code null} to leave it as it is; a lost race
+   * re-reads and asks again, so {@code change} must not have side effects. Returns the data stored
+   * now.
    */
   public byte[] update(String path, UnaryOperator<byte[]> change) {
     for (int attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
       Optional<Record> current = read(path);
       byte[] next = change.apply(current.map(Record::data).orElse(null));
+      if (next == null) {
+        return current.map(Record::data).orElse(null);
+      }
       try {
         if (current.isEmpty()) {
           client.create().creatingParentsIfNeeded().forPath(path, next);

@@ -1,11 +1,11 @@
 package io.shardwise.server.move;
 
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
-import io.shardwise.core.map.Table;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.DropCopyRequest;
 import io.shardwise.proto.v1.DropCopyResponse;
@@ -104,7 +104,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     } catch (RuntimeException e) {
       LOG.warn("move {} of {}/{} to {} abandoned: {}", request.getMoveId(), request.getTable(), request.getNumber(), request.getTo(),
           e.getMessage());
-      out.onError(e instanceof io.grpc.StatusRuntimeException
+      out.onError(e instanceof StatusRuntimeException
           ? e
           : Status.ABORTED.withDescription(e.getMessage()).withCause(e).asRuntimeException());
     } finally {
@@ -240,31 +240,15 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
   private void checkNotOwned(ShardRef shard, String moveId) {
     ShardMap map = ctx.map().current();
-    Table table = tableWithId(map, shard.tableId());
-    if (table == null || shard.shardNumber() >= table.shards().size()) {
-      throw Errors.invalid("move " + moveId + ": no shard " + shard + " in the map at epoch " + map.epoch());
-    }
-    if (table.shards().get((int) shard.shardNumber()).owner().equals(ctx.self())) {
-      throw Errors.invalid("move " + moveId + ": this node already owns shard " + table.name() + "/" + shard.shardNumber());
+    ShardAssignment s = map.shard(shard.tableId(), shard.shardNumber())
+        .orElseThrow(() -> Errors.invalid("move " + moveId + ": no shard " + shard + " in the map at epoch " + map.epoch()));
+    if (s.owner().equals(ctx.self())) {
+      throw Errors.invalid("move " + moveId + ": this node already owns shard " + s.id());
     }
   }
 
   private boolean ownedHere(ShardRef shard) {
-    Table table = tableWithId(ctx.map().current(), shard.tableId());
-    if (table == null || shard.shardNumber() >= table.shards().size()) {
-      return false;
-    }
-    ShardAssignment s = table.shards().get((int) shard.shardNumber());
-    return s.owner().equals(ctx.self());
-  }
-
-  static Table tableWithId(ShardMap map, long id) {
-    for (Table t : map.tables().values()) {
-      if (t.id() == id) {
-        return t;
-      }
-    }
-    return null;
+    return ctx.map().current().owns(ctx.self(), shard.tableId(), shard.shardNumber());
   }
 
   static String fileSafe(String id) {

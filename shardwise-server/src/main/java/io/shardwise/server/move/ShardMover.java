@@ -10,7 +10,6 @@ import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
-import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.DropCopyRequest;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveServiceGrpc;
@@ -152,12 +151,9 @@ final class ShardMover {
   }
 
   private ShardAssignment checkMovable(ShardMap map) {
-    Table table = map.table(request.getTable()).orElse(null);
-    if (table == null || table.id() != request.getTableId() || request.getNumber() >= table.shards().size()) {
-      throw Status.FAILED_PRECONDITION.withDescription("no shard " + request.getTable() + "/" + request.getNumber()
-          + " (table id " + request.getTableId() + ") in the map at epoch " + map.epoch()).asRuntimeException();
-    }
-    ShardAssignment s = table.shards().get((int) request.getNumber());
+    ShardAssignment s = map.shard(request.getTableId(), request.getNumber())
+        .orElseThrow(() -> Status.FAILED_PRECONDITION.withDescription("no shard " + request.getTable() + "/" + request.getNumber()
+            + " (table id " + request.getTableId() + ") in the map at epoch " + map.epoch()).asRuntimeException());
     if (!s.owner().equals(ctx.self())) {
       throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", not to " + ctx.self())
           .asRuntimeException();
@@ -327,9 +323,7 @@ final class ShardMover {
       while (System.nanoTime() < deadline) {
         try {
           ShardMap map = ctx.coordinator().readMap().map();
-          Table table = map.table(request.getTable()).orElse(null);
-          if (table != null && table.id() == request.getTableId()
-              && table.shards().get((int) request.getNumber()).owner().equals(to)) {
+          if (map.owns(to, request.getTableId(), request.getNumber())) {
             return map; // the compare-and-set did happen
           }
           throw new IllegalStateException("the cutover was not stored: " + e.getMessage(), e);

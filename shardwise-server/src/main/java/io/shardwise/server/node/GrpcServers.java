@@ -2,10 +2,13 @@ package io.shardwise.server.node;
 
 import io.grpc.BindableService;
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,14 +28,14 @@ final class GrpcServers {
    * @throws IllegalStateException naming the port when it is already in use
    */
   static Server start(String host, int port, int maxMessageBytes, BindableService... services) {
-    return start(host, port, maxMessageBytes, java.util.List.of(), services);
+    return start(host, port, maxMessageBytes, List.of(), services);
   }
 
-  static Server start(String host, int port, int maxMessageBytes, java.util.List<io.grpc.ServerInterceptor> interceptors,
+  static Server start(String host, int port, int maxMessageBytes, List<ServerInterceptor> interceptors,
       BindableService... services) {
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port)).maxInboundMessageSize(maxMessageBytes);
     for (BindableService s : services) {
-      builder.addService(io.grpc.ServerInterceptors.intercept(s, interceptors));
+      builder.addService(ServerInterceptors.intercept(s, interceptors));
     }
     try {
       return builder.build().start();

@@ -164,7 +164,7 @@ public final class ShardwiseNode implements AutoCloseable {
 
   /** Drops a shard's data unless this node owns the shard (again) or is receiving it. */
   private void dropIfForeign(ShardRef shard) {
-    if (owns(map.current(), shard) || moves.receiving(shard)) {
+    if (map.current().owns(id, shard.tableId(), shard.shardNumber()) || moves.receiving(shard)) {
       return;
     }
     try {
@@ -182,21 +182,13 @@ public final class ShardwiseNode implements AutoCloseable {
   private void dropForeignShards() {
     List<ShardRef> stored = store.storedShards();
     for (ShardRef shard : stored) {
-      if (!owns(map.current(), shard)) {
+      if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
         store.drop(shard);
         LOG.info("node {}: dropped shard {} it does not own", id, shard);
       }
     }
   }
 
-  private boolean owns(ShardMap m, ShardRef shard) {
-    for (Table t : m.tables().values()) {
-      if (t.id() == shard.tableId()) {
-        return shard.shardNumber() < t.shards().size() && t.shards().get((int) shard.shardNumber()).owner().equals(id);
-      }
-    }
-    return false;
-  }
 
   private static String storedId(Path dataDir) {
     Path file = dataDir.resolve("node-id");

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
@@ -561,7 +562,7 @@ public final class ShardStore implements AutoCloseable {
     closed = true;
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (inUse.sum() > 0 && System.nanoTime() < deadline) {
-      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+      LockSupport.parkNanos(1_000_000);
     }
     if (inUse.sum() > 0) {
       // Still busy after 10 s: leave RocksDB open rather than crash the process under a reader.
