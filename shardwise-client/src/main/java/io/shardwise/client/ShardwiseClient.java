@@ -163,18 +163,7 @@ public final class ShardwiseClient implements AutoCloseable {
     for (int i = 0; i < seeds.size(); i++) {
       String seed = seeds.get((nextSeed + i) % seeds.size());
       try {
-        GetShardMapResponse r = AdminServiceGrpc.newBlockingStub(channel(seed)).withDeadlineAfter(10, TimeUnit.SECONDS)
-            .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build());
-        ShardMap fetched = MapCodec.fromProto(r.getMap());
-        Map<NodeId, String> live = new HashMap<>();
-        for (NodeInfo n : r.getNodesList()) {
-          live.put(NodeId.of(n.getId()), n.getAddress());
-        }
-        if (fetched.epoch() >= map.epoch()) {
-          map = fetched;
-          addresses = Map.copyOf(live);
-        }
-        lastRefreshNanos = System.nanoTime();
+        fetchMap(seed);
         return;
       } catch (StatusRuntimeException e) {
         last = e;
@@ -183,6 +172,41 @@ public final class ShardwiseClient implements AutoCloseable {
     }
     throw new ShardwiseException(Status.Code.UNAVAILABLE, "no seed answered (" + String.join(", ", seeds) + "): "
         + (last == null ? "" : last.getStatus().getDescription()));
+  }
+
+  /** Installs the map {@code address} serves if it is not older than ours. */
+  private void fetchMap(String address) {
+    GetShardMapResponse r = AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
+        .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build());
+    ShardMap fetched = MapCodec.fromProto(r.getMap());
+    Map<NodeId, String> live = new HashMap<>();
+    for (NodeInfo n : r.getNodesList()) {
+      live.put(NodeId.of(n.getId()), n.getAddress());
+    }
+    if (fetched.epoch() >= map.epoch()) {
+      map = fetched;
+      addresses = Map.copyOf(live);
+    }
+    lastRefreshNanos = System.nanoTime();
+  }
+
+  /**
+   * After a refusal that names a newer map ({@code epoch}): fetch it from the node that refused
+   * (it has that map), unless another thread already did. Many callers refused at once cause one
+   * fetch, not one each.
+   */
+  private synchronized void catchUpTo(long epoch, String refusedBy) {
+    if (map.epoch() >= epoch) {
+      return;
+    }
+    try {
+      fetchMap(refusedBy);
+    } catch (StatusRuntimeException e) {
+      // fall back to the seeds below
+    }
+    if (map.epoch() < epoch) {
+      refreshRateLimited();
+    }
   }
 
   private void refreshQuietly() {
@@ -429,7 +453,8 @@ public final class ShardwiseClient implements AutoCloseable {
       }
       // A batch group retried after a refusal may now span several owners: let the node forward.
       boolean forward = routing == Routing.NODE || (fixedTarget != null && attempt > 0);
-      RequestHeader header = RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(forward).build();
+      long requestEpoch = map.epoch();
+      RequestHeader header = RequestHeader.newBuilder().setMapEpoch(requestEpoch).setForward(forward).build();
       try {
         return call.apply(target, DataServiceGrpc.newBlockingStub(channel(target)).withDeadlineAfter(30, TimeUnit.SECONDS), header);
       } catch (StatusRuntimeException e) {
@@ -442,6 +467,18 @@ public final class ShardwiseClient implements AutoCloseable {
             || e.getStatus().getCode() == Status.Code.UNAVAILABLE;
         if (!retriable) {
           throw new ShardwiseException(e);
+        }
+        long refusedAt = Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L);
+        if (routing == Routing.CLIENT && code == ErrorInfo.Code.WRONG_SHARD && refusedAt > requestEpoch) {
+          // The refusal names a newer map (a shard moved): get it and go to the new owner at once.
+          try {
+            catchUpTo(refusedAt, target);
+          } catch (RuntimeException ignored) {
+            // retried below with backoff
+          }
+          if (map.epoch() > requestEpoch) {
+            continue;
+          }
         }
         if (routing == Routing.CLIENT && (code == ErrorInfo.Code.WRONG_SHARD || e.getStatus().getCode() == Status.Code.UNAVAILABLE)) {
           refreshQuietlyRateLimited();

@@ -3,6 +3,7 @@ package io.shardwise.jmh;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PlanRecord;
@@ -77,12 +78,17 @@ public final class RebalanceLoad {
 
         Recorder recorder = new Recorder(3);
         AtomicBoolean stop = new AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong errors = new java.util.concurrent.atomic.AtomicLong();
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < readers; t++) {
           Thread th = new Thread(() -> {
             while (!stop.get()) {
               long start = System.nanoTime();
-              client.get("bench", key(ThreadLocalRandom.current().nextInt(keys)));
+              try {
+                client.get("bench", key(ThreadLocalRandom.current().nextInt(keys)));
+              } catch (RuntimeException e) {
+                errors.incrementAndGet();
+              }
               recorder.recordValue((System.nanoTime() - start) / 1_000);
             }
           });
@@ -91,41 +97,14 @@ public final class RebalanceLoad {
           threads.add(th);
         }
         Thread.sleep(3_000);
-        recorder.getIntervalHistogram(); // warm-up
-        Thread.sleep(10_000);
-        Histogram before = recorder.getIntervalHistogram();
-
         records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
             .setMaxMovesPerNode(movesPerNode).setBandwidthBytesPerSecond(bandwidth).build());
-        nodes.add(node(dir, zk, 4));
-        PlanRecord plan = null;
-        while (plan == null) {
-          plan = records.plans().stream().filter(p -> p.getMovesCount() > 0).findFirst().orElse(null);
-          Thread.sleep(20);
-        }
-        long moveStart = System.nanoTime();
-        recorder.getIntervalHistogram(); // the node's start and the planning (which reads every shard's size) are not the move
-        while (!RebalanceRecords.finished(records.plan(plan.getId()).orElseThrow().getState())) {
-          Thread.sleep(20);
-        }
-        double seconds = (System.nanoTime() - moveStart) / 1e9;
-        Histogram during = recorder.getIntervalHistogram();
-        plan = records.plan(plan.getId()).orElseThrow();
-        long movedKeys = 0;
-        long movedBytes = 0;
-        long maxPause = 0;
-        for (MoveRecord m : plan.getMovesList()) {
-          movedKeys += m.getProgress().getKeys();
-          movedBytes += m.getProgress().getTotalBytes();
-          maxPause = Math.max(maxPause, m.getProgress().getPauseMicros());
-        }
-        System.out.printf(Locale.ROOT, "plan %s %s: %d moves, %,d keys, %.1f MB in %.2f s -> %,.0f keys/s, %.1f MB/s; longest write pause %.1f ms%n",
-            plan.getId(), plan.getState(), plan.getMovesCount(), movedKeys, movedBytes / 1e6, seconds, movedKeys / seconds,
-            movedBytes / 1e6 / seconds, maxPause / 1000.0);
-        System.out.printf(Locale.ROOT, "foreground GET (%d threads) before: p50 %d µs, p99 %d µs, %,d reads | during: p50 %d µs, p99 %d µs, %,d reads; p99 ratio %.2f%n",
-            readers, before.getValueAtPercentile(50), before.getValueAtPercentile(99), before.getTotalCount(),
-            during.getValueAtPercentile(50), during.getValueAtPercentile(99), during.getTotalCount(),
-            (double) during.getValueAtPercentile(99) / before.getValueAtPercentile(99));
+        // Round 1 runs the move code for the first time in this JVM (class loading, JIT); rounds 2
+        // and 3 move the same shards back and forth with warm code.
+        double[] round1 = round("3 -> 4 nodes (cold)", recorder, records, readers, () -> nodes.add(node(dir, zk, 4)));
+        round("drain n4, 4 -> 3 (warm)", recorder, records, readers, () -> records.drain(NodeId.of("n4")));
+        double[] round3 = round("undrain n4, 3 -> 4 (warm)", recorder, records, readers, () -> records.undrain(NodeId.of("n4")));
+        System.out.printf(Locale.ROOT, "failed reads: %d%n", errors.get());
         stop.set(true);
         for (Thread th : threads) {
           th.join();
@@ -142,14 +121,57 @@ public final class RebalanceLoad {
           copied++;
         }
         double copySeconds = (System.nanoTime() - copyStart) / 1e9;
-        System.out.printf(Locale.ROOT, "key-by-key copy: %,d keys in %.1f s -> %,.0f keys/s; the snapshot move is %.0fx faster%n",
-            copied, copySeconds, copied / copySeconds, (movedKeys / seconds) / (copied / copySeconds));
+        System.out.printf(Locale.ROOT, "key-by-key copy: %,d keys in %.1f s -> %,.0f keys/s; the snapshot move is %.0fx (cold) and %.0fx (warm) faster%n",
+            copied, copySeconds, copied / copySeconds, round1[0] / (copied / copySeconds), round3[0] / (copied / copySeconds));
       }
     } finally {
       for (int i = nodes.size() - 1; i >= 0; i--) {
         nodes.get(i).close();
       }
     }
+  }
+
+  /**
+   * Measures GETs for 10 s, runs {@code change}, waits for the balancer's plan to finish, and
+   * prints the move's figures and the GET latency before and during it; returns {keys/s, p99 ratio}.
+   */
+  private static double[] round(String name, Recorder recorder, RebalanceRecords records, int readers, Runnable change)
+      throws InterruptedException {
+    recorder.getIntervalHistogram();
+    Thread.sleep(10_000);
+    Histogram before = recorder.getIntervalHistogram();
+    java.util.Set<String> known = new java.util.HashSet<>();
+    records.plans().forEach(p -> known.add(p.getId()));
+    change.run();
+    PlanRecord plan = null;
+    while (plan == null) {
+      plan = records.plans().stream().filter(p -> p.getMovesCount() > 0 && !known.contains(p.getId())).findFirst().orElse(null);
+      Thread.sleep(5);
+    }
+    long moveStart = System.nanoTime();
+    recorder.getIntervalHistogram(); // a node's start and the planning (which reads every shard's size) are not the move
+    while (!RebalanceRecords.finished(records.plan(plan.getId()).orElseThrow().getState())) {
+      Thread.sleep(5);
+    }
+    double seconds = (System.nanoTime() - moveStart) / 1e9;
+    Histogram during = recorder.getIntervalHistogram();
+    plan = records.plan(plan.getId()).orElseThrow();
+    long movedKeys = 0;
+    long movedBytes = 0;
+    long maxPause = 0;
+    for (MoveRecord m : plan.getMovesList()) {
+      movedKeys += m.getProgress().getKeys();
+      movedBytes += m.getProgress().getTotalBytes();
+      maxPause = Math.max(maxPause, m.getProgress().getPauseMicros());
+    }
+    double ratio = (double) during.getValueAtPercentile(99) / before.getValueAtPercentile(99);
+    System.out.printf(Locale.ROOT, "%s: plan %s %s, %d moves, %,d keys, %.1f MB in %.2f s -> %,.0f keys/s, %.1f MB/s; longest write pause %.1f ms%n",
+        name, plan.getId(), plan.getState(), plan.getMovesCount(), movedKeys, movedBytes / 1e6, seconds, movedKeys / seconds,
+        movedBytes / 1e6 / seconds, maxPause / 1000.0);
+    System.out.printf(Locale.ROOT, "  GET (%d threads) before: p50 %d µs, p99 %d µs, %,d reads | during: p50 %d µs, p99 %d µs, %,d reads; p99 ratio %.2f%n",
+        readers, before.getValueAtPercentile(50), before.getValueAtPercentile(99), before.getTotalCount(),
+        during.getValueAtPercentile(50), during.getValueAtPercentile(99), during.getTotalCount(), ratio);
+    return new double[] {movedKeys / seconds, ratio};
   }
 
   private static ShardwiseNode node(Path dir, EmbeddedZooKeeper zk, int i) {

@@ -109,6 +109,14 @@ public final class Balancer implements AutoCloseable {
     return ticks.get();
   }
 
+  private void tickSoon() {
+    try {
+      ticker.execute(this::safeTick);
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      // the balancer is closing
+    }
+  }
+
   private void safeTick() {
     try {
       if (!latch.hasLeadership()) {
@@ -336,6 +344,7 @@ public final class Balancer implements AutoCloseable {
       } finally {
         inFlight.remove(key(planId, index));
         context.cancel(null);
+        tickSoon(); // start the next move (or finish the plan) now, not at the next tick
       }
     });
   }

@@ -84,14 +84,13 @@ public final class RebalanceRecords {
 
   public Optional<PlanRecord> plan(String id) {
     checkId(id);
-    return coordinator.read(PLANS + "/" + id).map(r -> parsePlan(r.data()));
+    return coordinator.read(PLANS + "/" + id).map(r -> parsePlan(id, r.data()));
   }
 
-  /** Stores a new plan and returns it with its id. */
+  /** Stores a new plan and returns it with its id (the name of its sequential znode). */
   public PlanRecord create(PlanRecord plan) {
-    // The id is the znode's sequence name; store once to learn it, then again with it inside.
-    String id = coordinator.createSequential(PLANS + "/p-", plan.toByteArray());
-    return update(id, p -> p.toBuilder().setId(id).build());
+    String id = coordinator.createSequential(PLANS + "/p-", plan.toBuilder().clearId().build().toByteArray());
+    return plan.toBuilder().setId(id).build();
   }
 
   /**
@@ -104,7 +103,8 @@ public final class RebalanceRecords {
     if (plan(id).isEmpty()) {
       throw new IllegalArgumentException("no plan " + id);
     }
-    return parsePlan(coordinator.update(PLANS + "/" + id, data -> change.apply(parsePlan(data)).toByteArray()));
+    return parsePlan(id, coordinator.update(PLANS + "/" + id,
+        data -> change.apply(parsePlan(id, data)).toBuilder().clearId().build().toByteArray()));
   }
 
   /** Deletes finished plans beyond the newest {@code keep} plans, so the history stays bounded. */
@@ -145,9 +145,10 @@ public final class RebalanceRecords {
     }
   }
 
-  private static PlanRecord parsePlan(byte[] data) {
+  /** A stored plan; its id is not stored inside but is its znode's name. */
+  private static PlanRecord parsePlan(String id, byte[] data) {
     try {
-      return PlanRecord.parseFrom(data);
+      return PlanRecord.parseFrom(data).toBuilder().setId(id).build();
     } catch (InvalidProtocolBufferException e) {
       throw new CoordinationException("a plan in ZooKeeper is not readable: " + e.getMessage(), e);
     }
