@@ -15,7 +15,8 @@ import java.util.TreeMap;
 
 /**
  * Plans how a table's shards should move when nodes join, leave or are drained, moving whole
- * shards ({@code slots}, {@code range}, {@code hashrange}).
+ * shards: slots ({@code slots}), key ranges ({@code range}), hash ranges ({@code hashrange}) and
+ * ring arcs ({@code ring}, {@code tokens}).
  *
  * <p>The goal is each node's weighted share of the shards: {@code shards × weight / Σ weights},
  * rounded so the counts add up (the extra shards go to the nodes already holding the most, so the
@@ -28,8 +29,10 @@ import java.util.TreeMap;
  *
  * <p>{@code mod}, {@code jump} and {@code rendezvous} tables cannot move incrementally: changing
  * the number of buckets re-places keys everywhere, so the plan has no moves and says what a full
- * rewrite would move. {@code ring} and {@code tokens} tables need their arcs split when a node's
- * points join; that is not planned yet. Deterministic and pure.
+ * rewrite would move. A {@code ring} or {@code tokens} table keeps its points: its arcs (one shard
+ * each, many per node) change owner whole, so a joining node takes over existing arcs instead of
+ * adding points that would split them; with tens of arcs per node the shares come out as even as
+ * with slots, and only the arcs that change owner move. Deterministic and pure.
  */
 public final class RebalancePlanner {
 
@@ -48,11 +51,12 @@ public final class RebalancePlanner {
     if (strategy == Strategy.MOD || strategy == Strategy.JUMP || strategy == Strategy.RENDEZVOUS) {
       return rewriteOnly(map, table, nodes, sizes);
     }
-    if (strategy == Strategy.RING || strategy == Strategy.TOKENS) {
-      return new Plan(tableName, map.epoch(), List.of(), forecast(table, List.of(), sizes, eligible(nodes)),
-          strategy + " tables rebalance by splitting ring arcs when a node's points join; not planned yet");
+    Plan plan = wholeShards(map, table, nodes, sizes);
+    if ((strategy == Strategy.RING || strategy == Strategy.TOKENS) && !plan.moves().isEmpty()) {
+      return new Plan(plan.table(), plan.baseEpoch(), plan.moves(), plan.forecast(),
+          "ring arcs change owner whole; the ring's points stay where they are");
     }
-    return wholeShards(map, table, nodes, sizes);
+    return plan;
   }
 
   private static List<NodeCapacity> eligible(List<NodeCapacity> nodes) {

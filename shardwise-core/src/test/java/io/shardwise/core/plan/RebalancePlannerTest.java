@@ -157,4 +157,26 @@ class RebalancePlannerTest {
     assertThatThrownBy(() -> RebalancePlanner.plan(map, "t", List.of(new NodeCapacity(NodeId.of("n0"), 1, true)), Map.of()))
         .hasMessage("no node to place table t on: every live node is draining");
   }
+
+  @Test
+  void aRingTableMovesWholeArcsToANewNodeAndKeepsItsPoints() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.RING).vnodes(16).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 0, 3, KeySample.empty());
+    List<NodeId> owners = new ArrayList<>();
+    for (int o : initial.owners()) {
+      owners.add(NodeId.of("n" + o));
+    }
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), owners).build());
+    int arcs = map.table("t").orElseThrow().shards().size();
+    assertThat(arcs).isEqualTo(48);
+    List<NodeCapacity> four = new ArrayList<>();
+    ids(0, 4).forEach(n -> four.add(new NodeCapacity(n, 1, false)));
+    Plan plan = RebalancePlanner.plan(map, "t", four, Map.of());
+    assertThat(plan.moves()).hasSize(12).allMatch(m -> m.to().equals(NodeId.of("n3")));
+    assertThat(plan.note()).contains("arcs change owner whole");
+    ShardMap after = map.apply(plan.toDelta(map));
+    assertThat(counts(after)).containsOnly(Map.entry(NodeId.of("n0"), 12), Map.entry(NodeId.of("n1"), 12),
+        Map.entry(NodeId.of("n2"), 12), Map.entry(NodeId.of("n3"), 12));
+    assertThat(after.table("t").orElseThrow().layout()).isSameAs(map.table("t").orElseThrow().layout());
+  }
 }

@@ -208,6 +208,12 @@ class RebalanceTest {
       setMode(c, BalancerSettings.Mode.AUTO);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("history", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+      client.createTable("arcs", PartitioningSpec.newBuilder().setStrategy("ring").setVnodes(8).build());
+      Map<Integer, Long> arcValues = new java.util.TreeMap<>();
+      for (int i = 0; i < 300; i++) {
+        client.put("arcs", key(i), value(i));
+        arcValues.put(i, (long) i);
+      }
       RebalanceRecords records = new RebalanceRecords(c);
       try (History h = new History(client, "history", 500, 42)) {
         await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > 200 && h.reads.get() > 200);
@@ -224,6 +230,10 @@ class RebalanceTest {
         assertThat(shardsPerNode(map, "history")).containsExactlyInAnyOrderEntriesOf(
             Map.of(NodeId.of("n1"), 3, NodeId.of("n2"), 3, NodeId.of("n3"), 3, NodeId.of("n4"), 3));
         assertOnlyOwnersHold(cluster, "history", finalValues);
+        // The ring table moved whole arcs: 24 arcs, 6 per node, its points unchanged.
+        assertThat(shardsPerNode(map, "arcs")).containsExactlyInAnyOrderEntriesOf(
+            Map.of(NodeId.of("n1"), 6, NodeId.of("n2"), 6, NodeId.of("n3"), 6, NodeId.of("n4"), 6));
+        assertOnlyOwnersHold(cluster, "arcs", arcValues);
       }
     }
   }
