@@ -267,8 +267,11 @@ final class RebalanceCommand {
     @Spec CommandSpec spec;
     @Mixin Zk zk;
 
-    @Parameters(arity = "0..1", paramLabel = "MODE", description = "manual, suggest or auto.")
+    @Parameters(arity = "0..1", paramLabel = "MODE", description = "manual, suggest or auto (with --table also: default).")
     String mode;
+
+    @Option(names = "--table", paramLabel = "TABLE", description = "Set MODE for this table only (default: back to the cluster's mode).")
+    String table;
 
     @Option(names = "--max-moves-per-node", paramLabel = "K", description = "Concurrent moves a node takes part in.")
     Integer maxMoves;
@@ -284,7 +287,11 @@ final class RebalanceCommand {
 
     @Override
     public Integer call() {
-      BalancerSettings.Mode m = mode == null ? null : parseMode(mode);
+      if (table != null && mode == null) {
+        throw new IllegalArgumentException("--table needs a MODE: manual, suggest, auto or default");
+      }
+      boolean clearTable = table != null && mode.equals("default");
+      BalancerSettings.Mode m = mode == null || clearTable ? null : parseMode(mode);
       if (maxMoves != null && maxMoves < 1) {
         throw new IllegalArgumentException("--max-moves-per-node must be at least 1, not " + maxMoves);
       }
@@ -301,10 +308,14 @@ final class RebalanceCommand {
       BalancerSettings after;
       try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
         RebalanceRecords records = new RebalanceRecords(c);
-        boolean change = m != null || maxMoves != null || bandwidth != null || autoMaxFraction != null || grace != null;
+        boolean change = m != null || clearTable || maxMoves != null || bandwidth != null || autoMaxFraction != null || grace != null;
         after = !change ? records.settings() : records.updateSettings(s -> {
           BalancerSettings.Builder b = s.toBuilder();
-          if (m != null) {
+          if (clearTable) {
+            b.removeTableModes(table);
+          } else if (m != null && table != null) {
+            b.putTableModes(table, m);
+          } else if (m != null) {
             b.setMode(m);
           }
           if (maxMoves != null) {
@@ -348,13 +359,22 @@ final class RebalanceCommand {
       return String.format(Locale.ROOT, "balancer: mode %s%s, at most %d moves per node, bandwidth %s, auto limit %.0f%% of bytes, absent grace %s",
           s.getMode().name().toLowerCase(Locale.ROOT), s.getPaused() ? " (paused)" : "", s.getMaxMovesPerNode(),
           s.getBandwidthBytesPerSecond() == 0 ? "unlimited" : String.format(Locale.ROOT, "%.1f MB/s", s.getBandwidthBytesPerSecond() / 1e6),
-          100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())));
+          100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())))
+          + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s));
+    }
+
+    private static String tableModes(BalancerSettings s) {
+      List<String> out = new ArrayList<>();
+      new java.util.TreeMap<>(s.getTableModesMap()).forEach((t, m) -> out.add(t + " " + m.name().toLowerCase(Locale.ROOT)));
+      return String.join(", ", out);
     }
 
     static void settings(ObjectNode o, BalancerSettings s) {
       o.put("mode", s.getMode().name().toLowerCase(Locale.ROOT)).put("paused", s.getPaused()).put("maxMovesPerNode", s.getMaxMovesPerNode())
           .put("bandwidthBytesPerSecond", s.getBandwidthBytesPerSecond()).put("autoMaxFraction", s.getAutoMaxFraction())
           .put("absentGraceSeconds", s.getAbsentGraceSeconds());
+      ObjectNode tables = o.putObject("tableModes");
+      new java.util.TreeMap<>(s.getTableModesMap()).forEach((t, m) -> tables.put(t, m.name().toLowerCase(Locale.ROOT)));
     }
 
     static ObjectNode json(PlanRecord p) {

@@ -163,6 +163,16 @@ class MultiProcessIT {
     Result stale = cli("rebalance", "approve", id);
     assertThat(stale.exit()).isEqualTo(1);
     assertThat(stale.err()).contains("not pending");
+
+    // A per-table mode, shown with the settings, and back to the cluster's mode.
+    Result pin = cli("rebalance", "mode", "manual", "--table", "orders");
+    assertThat(pin.exit()).as(pin.err()).isZero();
+    assertThat(pin.out()).contains("mode suggest").contains("tables: orders manual");
+    Result unpin = cli("rebalance", "mode", "default", "--table", "orders");
+    assertThat(unpin.out()).doesNotContain("tables:");
+    Result bad = cli("rebalance", "mode", "--table", "orders");
+    assertThat(bad.exit()).isEqualTo(2);
+    assertThat(bad.err()).contains("--table needs a MODE");
   }
 
   @Test

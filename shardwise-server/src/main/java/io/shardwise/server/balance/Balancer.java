@@ -172,16 +172,23 @@ public final class Balancer implements AutoCloseable {
         markStale(p.getId(), "made at map epoch " + p.getBaseEpoch() + "; the map is at " + map.epoch());
       }
     }
-    if (settings.getMode() == BalancerSettings.Mode.MANUAL) {
-      return;
+    Set<String> balanced = new TreeSet<>();
+    for (String table : map.tables().keySet()) {
+      if (RebalanceRecords.modeOf(settings, table) != BalancerSettings.Mode.MANUAL) {
+        balanced.add(table);
+      }
+    }
+    if (balanced.isEmpty()) {
+      return; // every table is manual: plans are made only on request
     }
     Set<NodeId> drains = records.drains();
-    String fingerprint = map.epoch() + " " + live.keySet() + " " + drains + " " + absentInGrace + " " + absentPastGrace;
+    String fingerprint = map.epoch() + " " + live.keySet() + " " + drains + " " + absentInGrace + " " + absentPastGrace + " " + balanced;
     if (fingerprint.equals(lastFingerprint)) {
       return;
     }
     lastFingerprint = fingerprint;
-    PlanRecord desired = PlanMaker.make(map, live, drains, absentInGrace, PlanMaker.sizes(peers, live), reason(live, drains, absentPastGrace));
+    PlanRecord desired = PlanMaker.make(map, live, drains, absentInGrace, PlanMaker.sizes(peers, live), reason(live, drains, absentPastGrace),
+        balanced::contains);
     for (PlanRecord p : pending) {
       if (p.getBaseEpoch() == map.epoch()) {
         if (sameMoves(p, desired)) {
@@ -194,7 +201,8 @@ public final class Balancer implements AutoCloseable {
       return;
     }
     boolean sourceAbsent = desired.getMovesList().stream().anyMatch(MoveRecord::getSourceAbsent);
-    boolean auto = settings.getMode() == BalancerSettings.Mode.AUTO;
+    boolean auto = desired.getMovesList().stream()
+        .allMatch(m -> RebalanceRecords.modeOf(settings, m.getTable()) == BalancerSettings.Mode.AUTO);
     boolean withinLimits = desired.getMovedFraction() <= settings.getAutoMaxFraction() && !sourceAbsent;
     PlanRecord.State state = auto && withinLimits ? PlanRecord.State.APPROVED : PlanRecord.State.PENDING;
     PlanRecord created = records.create(desired.toBuilder().setState(state).setNeedsApproval(auto && !withinLimits).build());

@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * Turns the cluster as it is into a plan record: runs the core's {@link RebalancePlanner} for each
@@ -48,6 +49,12 @@ public final class PlanMaker {
    */
   public static PlanRecord make(ShardMap map, Map<NodeId, NodeInfo> live, Set<NodeId> drains, Set<NodeId> absentInGrace,
       Map<ShardId, ShardSize> sizes, String reason) {
+    return make(map, live, drains, absentInGrace, sizes, reason, table -> true);
+  }
+
+  /** The plan for the tables {@code include} accepts. */
+  public static PlanRecord make(ShardMap map, Map<NodeId, NodeInfo> live, Set<NodeId> drains, Set<NodeId> absentInGrace,
+      Map<ShardId, ShardSize> sizes, String reason, Predicate<String> include) {
     List<NodeCapacity> nodes = new ArrayList<>();
     for (NodeInfo n : live.values()) {
       nodes.add(new NodeCapacity(NodeId.of(n.getId()), weight(n), drains.contains(NodeId.of(n.getId()))));
@@ -64,6 +71,9 @@ public final class PlanMaker {
       return record.build();
     }
     for (Table table : map.tables().values()) {
+      if (!include.test(table.name())) {
+        continue;
+      }
       List<NodeId> waitingFor = new ArrayList<>();
       for (ShardAssignment s : table.shards()) {
         if (absentInGrace.contains(s.owner()) && !waitingFor.contains(s.owner())) {

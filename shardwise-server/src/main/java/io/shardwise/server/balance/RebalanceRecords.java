@@ -73,6 +73,11 @@ public final class RebalanceRecords {
     return b.build();
   }
 
+  /** The mode that applies to {@code table}: its override, else the cluster's. */
+  public static BalancerSettings.Mode modeOf(BalancerSettings settings, String table) {
+    return settings.getTableModesOrDefault(table, settings.getMode());
+  }
+
   /** Every plan, oldest first. */
   public List<PlanRecord> plans() {
     List<PlanRecord> out = new ArrayList<>();

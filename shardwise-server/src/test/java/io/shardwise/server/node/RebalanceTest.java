@@ -215,6 +215,9 @@ class RebalanceTest {
         arcValues.put(i, (long) i);
       }
       RebalanceRecords records = new RebalanceRecords(c);
+      client.createTable("pinned", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+      records.updateSettings(s -> s.toBuilder().putTableModes("pinned", BalancerSettings.Mode.MANUAL).build());
+      List<ShardAssignment> pinnedBefore = c.readMap().map().table("pinned").orElseThrow().shards();
       try (History h = new History(client, "history", 500, 42)) {
         await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > 200 && h.reads.get() > 200);
         cluster.nodes.add(cluster.startNode(4));
@@ -234,6 +237,9 @@ class RebalanceTest {
         assertThat(shardsPerNode(map, "arcs")).containsExactlyInAnyOrderEntriesOf(
             Map.of(NodeId.of("n1"), 6, NodeId.of("n2"), 6, NodeId.of("n3"), 6, NodeId.of("n4"), 6));
         assertOnlyOwnersHold(cluster, "arcs", arcValues);
+        // A table set to manual is left alone by the balancer.
+        assertThat(done.getMovesList()).noneMatch(m -> m.getTable().equals("pinned"));
+        assertThat(map.table("pinned").orElseThrow().shards()).isEqualTo(pinnedBefore);
       }
     }
   }
