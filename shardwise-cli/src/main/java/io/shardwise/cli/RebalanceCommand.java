@@ -20,6 +20,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -183,9 +187,12 @@ final class RebalanceCommand {
         Optional<PlanRecord> plan = find(r);
         if (await && plan.isPresent()) {
           long deadline = System.nanoTime() + limit.toNanos();
-          while (!RebalanceRecords.finished(plan.get().getState()) && System.nanoTime() < deadline) {
-            Thread.sleep(250);
-            plan = r.records().plan(plan.get().getId());
+          try (ProgressBar bar = output == OutputFormat.json ? null : PlanOutput.progressBar(plan.get())) {
+            while (!RebalanceRecords.finished(plan.get().getState()) && System.nanoTime() < deadline) {
+              Thread.sleep(250);
+              plan = r.records().plan(plan.get().getId());
+              PlanOutput.update(bar, plan.get());
+            }
           }
         }
         if (output == OutputFormat.json) {
@@ -406,12 +413,54 @@ final class RebalanceCommand {
           mo.put("error", m.getError());
         }
       }
+      if (p.getFinishedMillis() > 0 && p.getStartedMillis() > 0) {
+        o.putObject("report").put("movesCutOver", p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count())
+            .put("movedKeys", p.getReportMovedKeys()).put("movedBytes", p.getReportMovedBytes())
+            .put("durationMillis", p.getFinishedMillis() - p.getStartedMillis())
+            .put("longestWritePauseMicros", p.getReportLongestPauseMicros());
+      }
+      o.putObject("balanceBefore").put("shardPeakToAverage", p.getShardPeakToAverageBefore())
+          .put("bytesPeakToAverage", p.getBytesPeakToAverageBefore());
       o.putObject("forecast").put("movedBytes", p.getMovedBytes()).put("totalBytes", p.getTotalBytes())
           .put("movedFraction", p.getMovedFraction()).put("minimumFraction", p.getMinimumFraction())
           .put("shardPeakToAverageAfter", p.getShardPeakToAverageAfter()).put("bytesPeakToAverageAfter", p.getBytesPeakToAverageAfter());
       ArrayNode notes = o.putArray("notes");
       p.getNotesList().forEach(notes::add);
       return o;
+    }
+
+    /** A bar on stderr: bytes copied of the plan's moves, shards done of all, rate and ETA. */
+    static ProgressBar progressBar(PlanRecord p) {
+      ProgressBar bar = new ProgressBarBuilder().setTaskName("plan " + p.getId()).setInitialMax(Math.max(1, bytesToCopy(p)))
+          .setUnit(" MB", 1_000_000).showSpeed(new java.text.DecimalFormat("0.0")).setUpdateIntervalMillis(250)
+          .setStyle(ProgressBarStyle.ASCII).setConsumer(new ConsoleProgressBarConsumer(System.err)).setMaxRenderedLength(110).build();
+      update(bar, p);
+      return bar;
+    }
+
+    static void update(ProgressBar bar, PlanRecord p) {
+      if (bar == null) {
+        return;
+      }
+      long copied = 0;
+      long done = 0;
+      for (MoveRecord m : p.getMovesList()) {
+        boolean finished = m.getState() == MoveRecord.State.DONE;
+        copied += finished ? Math.max(m.getProgress().getTotalBytes(), m.getBytes()) : m.getProgress().getCopiedBytes();
+        done += finished ? 1 : 0;
+      }
+      bar.maxHint(Math.max(1, bytesToCopy(p)));
+      bar.stepTo(copied);
+      bar.setExtraMessage(" " + done + "/" + p.getMovesCount() + " shards");
+    }
+
+    /** What the moves carry: measured by their sources once they started, else as planned. */
+    private static long bytesToCopy(PlanRecord p) {
+      long total = 0;
+      for (MoveRecord m : p.getMovesList()) {
+        total += Math.max(m.getProgress().getTotalBytes(), m.getBytes());
+      }
+      return total;
     }
 
     static void print(PrintWriter out, PlanRecord p) {
@@ -422,6 +471,14 @@ final class RebalanceCommand {
       out.println("  " + p.getReason() + (p.getNeedsApproval() ? " — beyond auto mode's limits: waits for approval" : ""));
       if (!p.getError().isEmpty()) {
         out.println("  " + p.getError());
+      }
+      if (p.getFinishedMillis() > 0 && p.getStartedMillis() > 0) {
+        out.printf(Locale.ROOT, "  report: %d of %d moves cut over, %,d keys, %,d bytes in %.1f s; longest write pause %.1f ms;"
+                + " shards p/a %.3f -> %.3f, bytes p/a %.3f -> %.3f (forecast)%n",
+            p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count(), p.getMovesCount(),
+            p.getReportMovedKeys(), p.getReportMovedBytes(), (p.getFinishedMillis() - p.getStartedMillis()) / 1000.0,
+            p.getReportLongestPauseMicros() / 1000.0, p.getShardPeakToAverageBefore(), p.getShardPeakToAverageAfter(),
+            p.getBytesPeakToAverageBefore(), p.getBytesPeakToAverageAfter());
       }
       p.getNotesList().forEach(n -> out.println("  " + n));
       if (p.getMovesCount() == 0) {

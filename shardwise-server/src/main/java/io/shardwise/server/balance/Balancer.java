@@ -247,7 +247,9 @@ public final class Balancer implements AutoCloseable {
   private void drive(PlanRecord plan, BalancerSettings settings, ShardMap map, Map<NodeId, NodeInfo> live) {
     String id = plan.getId();
     if (plan.getState() == PlanRecord.State.APPROVED) {
-      plan = records.update(id, p -> p.getState() == PlanRecord.State.APPROVED ? p.toBuilder().setState(PlanRecord.State.RUNNING).build() : p);
+      plan = records.update(id, p -> p.getState() == PlanRecord.State.APPROVED
+          ? p.toBuilder().setState(PlanRecord.State.RUNNING).setStartedMillis(System.currentTimeMillis()).build()
+          : p);
       LOG.info("balancer: running plan {} ({} moves)", id, plan.getMovesCount());
     }
     if (plan.getCancelRequested()) {
@@ -305,6 +307,13 @@ public final class Balancer implements AutoCloseable {
       long failed = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.FAILED).count();
       long cancelled = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.CANCELLED).count();
       PlanRecord.Builder b = p.toBuilder().setFinishedMillis(System.currentTimeMillis());
+      for (MoveRecord m : p.getMovesList()) {
+        if (m.getState() == MoveRecord.State.DONE) {
+          b.setReportMovedKeys(b.getReportMovedKeys() + m.getProgress().getKeys())
+              .setReportMovedBytes(b.getReportMovedBytes() + m.getProgress().getTotalBytes())
+              .setReportLongestPauseMicros(Math.max(b.getReportLongestPauseMicros(), m.getProgress().getPauseMicros()));
+        }
+      }
       if (failed > 0) {
         b.setState(PlanRecord.State.FAILED).setError(failed + " of " + p.getMovesCount() + " moves failed");
       } else if (cancelled > 0 || p.getCancelRequested()) {
@@ -339,14 +348,21 @@ public final class Balancer implements AutoCloseable {
     NodeInfo source = live.get(NodeId.of(move.getFrom()));
     movers.execute(() -> {
       try {
+        MoveProgress last;
         if (move.getSourceAbsent()) {
           reassign(move);
+          last = MoveProgress.newBuilder().setPhase(MoveProgress.Phase.DONE).build();
         } else if (source == null) {
           throw new IllegalStateException("the source " + move.getFrom() + " is not live");
         } else {
-          context.run(() -> runMove(planId, index, move, source, settings));
+          Context previous = context.attach(); // cancelling the context cancels the call to the source
+          try {
+            last = runMove(planId, index, move, source, settings);
+          } finally {
+            context.detach(previous);
+          }
         }
-        records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder().setState(MoveRecord.State.DONE)));
+        records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder().setState(MoveRecord.State.DONE).setProgress(last)));
       } catch (RuntimeException e) {
         failed(planId, index, move, e);
       } finally {
@@ -357,22 +373,28 @@ public final class Balancer implements AutoCloseable {
     });
   }
 
-  private void runMove(String planId, int index, MoveRecord move, NodeInfo source, BalancerSettings settings) {
+  /**
+   * Asks the source to move the shard and records its progress in the plan at most once a second
+   * (every write to ZooKeeper is a synced transaction; a table of 1024 small slots moves hundreds
+   * of shards). Returns the last report, which the caller stores with the move's end.
+   */
+  private MoveProgress runMove(String planId, int index, MoveRecord move, NodeInfo source, BalancerSettings settings) {
     MoveShardRequest request = MoveShardRequest.newBuilder().setMoveId(planId + "-" + index + "-" + move.getAttempts())
         .setTable(move.getTable()).setTableId(move.getTableId()).setNumber(move.getNumber()).setTo(move.getTo())
         .setShardEpoch(move.getShardEpoch()).setBandwidthBytesPerSecond(settings.getBandwidthBytesPerSecond()).build();
     Iterator<MoveProgress> progress = MoveServiceGrpc.newBlockingStub(peers.channel(source.getAddress())).moveShard(request);
-    long lastWrite = 0;
-    MoveProgress.Phase lastPhase = MoveProgress.Phase.PHASE_UNSPECIFIED;
+    long lastWrite = System.currentTimeMillis();
+    MoveProgress last = MoveProgress.getDefaultInstance();
     while (progress.hasNext()) {
       MoveProgress p = progress.next();
+      last = p;
       long now = System.currentTimeMillis();
-      if (p.getPhase() != lastPhase || now - lastWrite >= PROGRESS_EVERY_MILLIS) {
+      if (now - lastWrite >= PROGRESS_EVERY_MILLIS && p.getPhase() != MoveProgress.Phase.DONE) {
         records.update(planId, r -> withMove(r, index, r.getMoves(index).toBuilder().setProgress(p)));
         lastWrite = now;
-        lastPhase = p.getPhase();
       }
     }
+    return last;
   }
 
   /** The source is gone for good: give its shard to the destination without data (there is no replica to copy). */

@@ -66,6 +66,8 @@ public final class PlanMaker {
     double minimumBytes = 0;
     double shardsAfter = 1;
     double bytesAfter = 1;
+    double shardsBefore = 1;
+    double bytesBefore = 1;
     if (nodes.stream().allMatch(NodeCapacity::draining)) {
       record.addNotes("no plan: no live node to place shards on (live: " + live.keySet() + ", draining: " + drains + ")");
       return record.build();
@@ -94,6 +96,9 @@ public final class PlanMaker {
             .setShardEpoch(s.epoch()).setFrom(m.from().value()).setTo(m.to().value()).setKeys(m.keys()).setBytes(m.bytes())
             .setState(MoveRecord.State.WAITING).setSourceAbsent(!live.containsKey(m.from())));
       }
+      Plan.Forecast now = RebalancePlanner.balanceNow(map, table.name(), nodes, sizes);
+      shardsBefore = Math.max(shardsBefore, now.shardPeakToAverageAfter());
+      bytesBefore = Math.max(bytesBefore, now.bytesPeakToAverageAfter());
       Plan.Forecast f = plan.forecast();
       movedBytes += f.movedBytes();
       totalBytes += f.totalBytes();
@@ -104,7 +109,8 @@ public final class PlanMaker {
     return record.setMovedBytes(movedBytes).setTotalBytes(totalBytes)
         .setMovedFraction(totalBytes == 0 ? 0 : (double) movedBytes / totalBytes)
         .setMinimumFraction(totalBytes == 0 ? 0 : minimumBytes / totalBytes)
-        .setShardPeakToAverageAfter(shardsAfter).setBytesPeakToAverageAfter(bytesAfter).build();
+        .setShardPeakToAverageAfter(shardsAfter).setBytesPeakToAverageAfter(bytesAfter)
+        .setShardPeakToAverageBefore(shardsBefore).setBytesPeakToAverageBefore(bytesBefore).build();
   }
 
   /** A node's weight: its {@code capacity} label, default 1. */

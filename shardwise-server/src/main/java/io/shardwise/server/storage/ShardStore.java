@@ -376,7 +376,11 @@ public final class ShardStore implements AutoCloseable {
   public void ingest(ShardRef shard, Path file) {
     enter();
     try {
-      drop(shard);
+      // A range deletion in the memtable overlapping the file would force a flush before the
+      // ingestion: drop only when there is something to drop.
+      if (hasData(shard)) {
+        drop(shard);
+      }
       if (file == null) {
         return;
       }
@@ -387,6 +391,15 @@ public final class ShardStore implements AutoCloseable {
       }
     } finally {
       exit();
+    }
+  }
+
+  private boolean hasData(ShardRef shard) {
+    try (Slice bound = new Slice(shard.prefixEnd());
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+        RocksIterator it = db.newIterator(read)) {
+      it.seek(shard.prefix());
+      return it.isValid();
     }
   }
 
