@@ -3,23 +3,81 @@ package io.shardwise.cli;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.ClusterStatusResponse;
+import io.shardwise.proto.v1.Metric;
+import io.shardwise.proto.v1.MetricsRequest;
+import io.shardwise.proto.v1.MetricsResponse;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code shardwise cluster status}. */
-@Command(name = "cluster", mixinStandardHelpOptions = true, description = "Cluster-wide views.", subcommands = ClusterCommand.Status.class)
+/** {@code shardwise cluster status|metrics}. */
+@Command(name = "cluster", mixinStandardHelpOptions = true, description = "Cluster-wide views.",
+    subcommands = {ClusterCommand.Status.class, ClusterCommand.Metrics.class})
 final class ClusterCommand {
+
+  @Command(name = "metrics", mixinStandardHelpOptions = true,
+      description = "Every live node's meters: moves (bytes, keys, in flight, write pause, catch-up lag) and the balancer's.")
+  static final class Metrics implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin RebalanceCommand.Zk zk;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+
+    @Override
+    public Integer call() {
+      List<MetricsResponse> all = new ArrayList<>();
+      try (Coordinator c = ClusterOptions.coordinator(zk.zk); Peers peers = new Peers(4 << 20)) {
+        for (NodeInfo n : c.liveNodesNow().values()) {
+          all.add(AdminServiceGrpc.newBlockingStub(peers.channel(n.getAddress())).withDeadlineAfter(10, TimeUnit.SECONDS)
+              .metrics(MetricsRequest.getDefaultInstance()));
+        }
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      if (output == OutputFormat.json) {
+        ObjectNode root = Output.object();
+        for (MetricsResponse r : all) {
+          ArrayNode metrics = root.putArray(r.getNode());
+          for (Metric m : r.getMetricsList()) {
+            ObjectNode o = metrics.addObject().put("name", m.getName()).put("statistic", m.getStatistic()).put("value", m.getValue());
+            if (!m.getUnit().isEmpty()) {
+              o.put("unit", m.getUnit());
+            }
+            if (!m.getTagsMap().isEmpty()) {
+              ObjectNode tags = o.putObject("tags");
+              m.getTagsMap().forEach(tags::put);
+            }
+          }
+        }
+        Output.json(out, root);
+        return Main.EXIT_OK;
+      }
+      List<List<String>> rows = new ArrayList<>();
+      for (MetricsResponse r : all) {
+        for (Metric m : r.getMetricsList()) {
+          String tags = m.getTagsMap().isEmpty() ? "" : " " + new java.util.TreeMap<>(m.getTagsMap());
+          rows.add(List.of(r.getNode(), m.getName() + tags, m.getStatistic(), String.format(java.util.Locale.ROOT, "%.6g", m.getValue()),
+              m.getUnit()));
+        }
+      }
+      Output.table(out, List.of("NODE", "METRIC", "STATISTIC", "VALUE", "UNIT"), rows);
+      return Main.EXIT_OK;
+    }
+  }
 
   @Command(name = "status", mixinStandardHelpOptions = true, description = "Nodes and shards with owners, keys and bytes, and the map epoch.")
   static final class Status implements Callable<Integer> {

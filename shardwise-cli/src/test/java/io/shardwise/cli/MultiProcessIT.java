@@ -164,6 +164,15 @@ class MultiProcessIT {
     assertThat(stale.exit()).isEqualTo(1);
     assertThat(stale.err()).contains("not pending");
 
+    JsonNode metrics = new ObjectMapper().readTree(cli("cluster", "metrics", "--output", "json").out());
+    double movedBytes = 0;
+    for (JsonNode m : metrics.get("n1")) {
+      if (m.get("name").asText().equals("shardwise.move.bytes")) {
+        movedBytes = m.get("value").asDouble();
+      }
+    }
+    assertThat(movedBytes).as("n1 sent its shards").isPositive();
+
     // A per-table mode, shown with the settings, and back to the cluster's mode.
     Result pin = cli("rebalance", "mode", "manual", "--table", "orders");
     assertThat(pin.exit()).as(pin.err()).isZero();

@@ -1,6 +1,8 @@
 package io.shardwise.server.balance;
 
 import io.grpc.Context;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
@@ -94,8 +96,10 @@ public final class Balancer implements AutoCloseable {
     });
   }
 
-  public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick) {
+  public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     Balancer b = new Balancer(self, coordinator, peers);
+    Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
+        .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
     return b;
   }

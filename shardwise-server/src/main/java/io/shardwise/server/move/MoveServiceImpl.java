@@ -48,6 +48,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   private final Path workDir;
   private final Consumer<ShardMap> applyMap;
   private final Consumer<MoveProgress> listener;
+  private final MoveMetrics metrics;
   private final ConcurrentHashMap<String, ShardRef> incoming = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<ShardRef, String> outgoing = new ConcurrentHashMap<>();
 
@@ -61,6 +62,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   public MoveServiceImpl(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, Consumer<MoveProgress> listener) {
     this.ctx = ctx;
     this.listener = listener;
+    this.metrics = new MoveMetrics(ctx.metrics());
     this.workDir = workDir;
     this.applyMap = applyMap;
     try {
@@ -91,7 +93,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
           + " is already being moved (move " + outgoing.get(shard) + ")").asRuntimeException());
       return;
     }
-    ShardMover mover = new ShardMover(ctx, workDir, applyMap, request, shard);
+    ShardMover mover = new ShardMover(ctx, workDir, applyMap, request, shard, metrics);
     call.setOnCancelHandler(mover::cancel);
     try {
       mover.run(progress -> {

@@ -77,10 +77,13 @@ final class ShardMover {
   private final MoveShardRequest request;
   private final ShardRef shard;
   private final NodeId to;
+  private final MoveMetrics metrics;
   private volatile boolean cancelled;
   private MoveProgress.Builder progress = MoveProgress.newBuilder();
 
-  ShardMover(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, MoveShardRequest request, ShardRef shard) {
+  ShardMover(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, MoveShardRequest request, ShardRef shard,
+      MoveMetrics metrics) {
+    this.metrics = metrics;
     this.ctx = ctx;
     this.workDir = workDir;
     this.applyMap = applyMap;
@@ -104,6 +107,7 @@ final class ShardMover {
     MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(channel);
     ShardStore store = ctx.store();
     ChangeLog log = store.track(shard);
+    metrics.started(log);
     Path file = workDir.resolve("out-" + MoveServiceImpl.fileSafe(request.getMoveId()) + ".sst");
     boolean cutOver = false;
     try {
@@ -111,6 +115,7 @@ final class ShardMover {
       progress.setPhase(MoveProgress.Phase.COPYING).setTotalBytes(exported.bytes()).setKeys(exported.liveKeys());
       report.accept(progress.build());
       sendSnapshot(channel, exported.entries() == 0 ? null : file, report);
+      metrics.sent(exported.bytes(), exported.liveKeys());
       MoveServiceImpl.deleteQuietly(file);
 
       progress.setPhase(MoveProgress.Phase.CATCHING_UP);
@@ -135,6 +140,7 @@ final class ShardMover {
       cutOver = true;
       applyMap.accept(next);
       long pauseMicros = (System.nanoTime() - pauseStart) / 1_000;
+      metrics.paused(Duration.ofNanos(System.nanoTime() - pauseStart));
       store.untrack(log);
       progress.setPhase(MoveProgress.Phase.DONE).setPauseMicros(pauseMicros).setNewEpoch(next.epoch());
       report.accept(progress.build());
@@ -142,6 +148,7 @@ final class ShardMover {
           request.getMoveId(), request.getTable(), request.getNumber(), to, next.epoch(), progress.getKeys(), progress.getTotalBytes(),
           progress.getCaughtUpKeys(), pauseMicros);
     } finally {
+      metrics.ended(log);
       MoveServiceImpl.deleteQuietly(file);
       if (!cutOver) {
         store.untrack(log);
@@ -293,8 +300,10 @@ final class ShardMover {
         }
         changes.addValues(b);
       }
-      peer.withDeadlineAfter(CALL_DEADLINE.toSeconds(), TimeUnit.SECONDS).applyChanges(changes.build());
+      ShardChanges batch = changes.build();
+      peer.withDeadlineAfter(CALL_DEADLINE.toSeconds(), TimeUnit.SECONDS).applyChanges(batch);
       progress.setCaughtUpKeys(progress.getCaughtUpKeys() + (end - sent));
+      metrics.sent(batch.getSerializedSize(), end - sent);
       sent = end;
     }
     return keys.size();

@@ -1,6 +1,8 @@
 package io.shardwise.server.node;
 
 import io.grpc.Server;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
@@ -54,6 +56,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final AtomicBoolean writable = new AtomicBoolean(false);
   private final Peers peers;
   private final ScheduledExecutorService cleaner;
+  private final MeterRegistry metrics = new SimpleMeterRegistry();
   private Duration dropGrace = Duration.ofSeconds(30);
   private MoveServiceImpl moves;
   private Balancer balancer;
@@ -99,7 +102,7 @@ public final class ShardwiseNode implements AutoCloseable {
   }
 
   private void run(NodeConfig config) {
-    ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, config.limits(), writable::get);
+    ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, config.limits(), writable::get, metrics);
     TableAdmin tables = new TableAdmin(ctx);
     coordinator.watchConnection(this::onConnectionChange);
     dropGrace = config.dropGrace();
@@ -112,7 +115,7 @@ public final class ShardwiseNode implements AutoCloseable {
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     coordinator.register(false, info.build(), Duration.ofSeconds(20));
-    balancer = Balancer.start(id, coordinator, peers, config.balancerTick());
+    balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics);
     LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
   }
 
@@ -223,6 +226,11 @@ public final class ShardwiseNode implements AutoCloseable {
   /** This node's storage, for tests and tools that check where keys live. */
   public ShardStore store() {
     return store;
+  }
+
+  /** This node's meters: moves, pauses, catch-up lag, the balancer's moves in flight. */
+  public MeterRegistry metrics() {
+    return metrics;
   }
 
   /** This node's balancer (it acts only while this node leads). */

@@ -1,6 +1,8 @@
 package io.shardwise.server.rpc;
 
 import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.Measurement;
+import io.micrometer.core.instrument.Meter;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
@@ -13,12 +15,18 @@ import io.shardwise.proto.v1.GetShardMapRequest;
 import io.shardwise.proto.v1.GetShardMapResponse;
 import io.shardwise.proto.v1.HealthRequest;
 import io.shardwise.proto.v1.HealthResponse;
+import io.shardwise.proto.v1.Metric;
+import io.shardwise.proto.v1.MetricsRequest;
+import io.shardwise.proto.v1.MetricsResponse;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 
 /** The admin API: the shard map for clients, cluster status, per-node shard stats, health. */
@@ -89,6 +97,27 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         b.addNodes(n.setShards((int) shards).setKeys(keys).setBytes(bytes));
       }
       map.tables().values().forEach(t -> b.addTables(TableAdmin.info(t, map.epoch(), stats)));
+      return b.build();
+    });
+  }
+
+  @Override
+  public void metrics(MetricsRequest request, StreamObserver<MetricsResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      MetricsResponse.Builder b = MetricsResponse.newBuilder().setNode(ctx.isRouter() ? "" : ctx.self().value());
+      List<Meter> meters = new ArrayList<>(ctx.metrics().getMeters());
+      meters.sort(Comparator.comparing(m -> m.getId().getName()));
+      for (Meter meter : meters) {
+        for (Measurement m : meter.measure()) {
+          Metric.Builder metric = Metric.newBuilder().setName(meter.getId().getName()).setStatistic(m.getStatistic().getTagValueRepresentation())
+              .setValue(m.getValue());
+          if (meter.getId().getBaseUnit() != null) {
+            metric.setUnit(meter.getId().getBaseUnit());
+          }
+          meter.getId().getTags().forEach(t -> metric.putTags(t.getKey(), t.getValue()));
+          b.addMetrics(metric);
+        }
+      }
       return b.build();
     });
   }

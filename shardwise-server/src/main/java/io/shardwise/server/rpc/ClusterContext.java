@@ -1,5 +1,6 @@
 package io.shardwise.server.rpc;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.storage.ShardStore;
@@ -12,9 +13,11 @@ import java.util.function.BooleanSupplier;
  * @param self this node's id, or {@code null} in a router
  * @param store this node's shards, or {@code null} in a router
  * @param writable false while the node is fenced (lost its ZooKeeper session)
+ * @param metrics this process's meters (served by the admin API)
  */
 public record ClusterContext(
-    NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, Limits limits, BooleanSupplier writable) {
+    NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, Limits limits, BooleanSupplier writable,
+    MeterRegistry metrics) {
 
   public boolean isRouter() {
     return self == null;

@@ -237,6 +237,19 @@ class RebalanceTest {
         assertThat(shardsPerNode(map, "arcs")).containsExactlyInAnyOrderEntriesOf(
             Map.of(NodeId.of("n1"), 6, NodeId.of("n2"), 6, NodeId.of("n3"), 6, NodeId.of("n4"), 6));
         assertOnlyOwnersHold(cluster, "arcs", arcValues);
+        // The sources' meters saw every move: bytes sent, one write pause per cutover, nothing left in flight.
+        double bytes = 0;
+        long pauses = 0;
+        for (ShardwiseNode n : cluster.nodes) {
+          bytes += n.metrics().counter("shardwise.move.bytes").count();
+          pauses += n.metrics().timer("shardwise.move.write.pause").count();
+          assertThat(n.metrics().get("shardwise.moves.in.flight").gauge().value()).isZero();
+          assertThat(n.metrics().get("shardwise.move.catchup.lag").gauge().value()).isZero();
+        }
+        assertThat(pauses).isEqualTo(done.getMovesCount());
+        assertThat(bytes).isGreaterThanOrEqualTo((double) done.getReportMovedBytes()); // the meter counts catch-up too
+        assertThat(done.getReportMovedKeys()).isPositive();
+        assertThat(done.getReportLongestPauseMicros()).isPositive();
         // A table set to manual is left alone by the balancer.
         assertThat(done.getMovesList()).noneMatch(m -> m.getTable().equals("pinned"));
         assertThat(map.table("pinned").orElseThrow().shards()).isEqualTo(pinnedBefore);
