@@ -79,7 +79,7 @@ final class ShardMover {
   private final NodeId to;
   private final MoveMetrics metrics;
   private volatile boolean cancelled;
-  private MoveProgress.Builder progress = MoveProgress.newBuilder();
+  private final MoveProgress.Builder progress = MoveProgress.newBuilder();
 
   ShardMover(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, MoveShardRequest request, ShardRef shard,
       MoveMetrics metrics) {
@@ -139,19 +139,20 @@ final class ShardMover {
       ShardMap next = cutOver(assignment);
       cutOver = true;
       applyMap.accept(next);
-      long pauseMicros = (System.nanoTime() - pauseStart) / 1_000;
-      metrics.paused(Duration.ofNanos(System.nanoTime() - pauseStart));
       store.untrack(log);
+      long pausedNanos = System.nanoTime() - pauseStart;
+      long pauseMicros = pausedNanos / 1_000;
+      metrics.paused(Duration.ofNanos(pausedNanos));
       progress.setPhase(MoveProgress.Phase.DONE).setPauseMicros(pauseMicros).setNewEpoch(next.epoch());
       report.accept(progress.build());
       LOG.info("move {}: shard {}/{} now on {} at epoch {} ({} keys, {} bytes, {} caught up, writes paused {} µs)",
           request.getMoveId(), request.getTable(), request.getNumber(), to, next.epoch(), progress.getKeys(), progress.getTotalBytes(),
           progress.getCaughtUpKeys(), pauseMicros);
     } finally {
+      store.untrack(log); // never leave the shard paused, whatever failed
       metrics.ended(log);
       MoveServiceImpl.deleteQuietly(file);
       if (!cutOver) {
-        store.untrack(log);
         dropCopy(peer);
       }
     }
