@@ -384,8 +384,16 @@ class RebalanceTest {
           assertThat(t.shards().get((int) m.getNumber()).owner().value()).as("owner of %s/%d", m.getTable(), m.getNumber())
               .isEqualTo(m.getFrom());
         }
-        long writes = h.writes.get();
-        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > writes + 100);
+        // ...and takes writes: a key of a rolled-back shard is written on the source. (Shards that
+        // did cut over before the kill are unavailable until n4 is back: there is no replica.)
+        MoveRecord back = rolledBack.get(0);
+        int probe = 0;
+        while (t.shardFor(Key.of(("probe-" + probe).getBytes(StandardCharsets.UTF_8)).partitionKey()).id().number() != back.getNumber()) {
+          probe++;
+        }
+        Key probeKey = Key.of(("probe-" + probe).getBytes(StandardCharsets.UTF_8));
+        client.put("crash", probeKey, value(7));
+        assertThat(cluster.node(back.getFrom()).store().get(new ShardRef(t.id(), back.getNumber()), probeKey.encode())).isNotNull();
 
         // Back with the same data directory: its partial copy is dropped, and a new plan runs.
         records.updateSettings(s -> s.toBuilder().setBandwidthBytesPerSecond(0).build());
