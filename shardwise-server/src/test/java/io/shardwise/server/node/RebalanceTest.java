@@ -491,4 +491,60 @@ class RebalanceTest {
       assertThat(shardsPerNode(c.readMap().map(), "slow2")).containsEntry(NodeId.of("n2"), 2);
     }
   }
+
+  @Test
+  void whenTheBalancerLeaderDiesMidPlanAnotherNodeLeadsAndTheClusterConverges() throws Exception {
+    java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
+          if (p.getPhase() == MoveProgress.Phase.COPYING && p.getCopiedBytes() > 0) {
+            copying.countDown();
+          }
+        })));
+      }
+      RebalanceRecords records = new RebalanceRecords(c);
+      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
+          .setBandwidthBytesPerSecond(200_000).setMaxMovesPerNode(1).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("leader", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      byte[] filler = new byte[1000];
+      new java.util.Random(5).nextBytes(filler);
+      List<java.util.Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < 2000; i++) {
+        batch.add(java.util.Map.entry(Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)), filler));
+        if (batch.size() == 500) {
+          client.batchPut("leader", batch);
+          batch.clear();
+        }
+      }
+      try (History h = new History(client, "leader", 300, 13)) {
+        cluster.nodes.add(cluster.startNode(4));
+        PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
+        assertThat(copying.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("a copy started").isTrue();
+        ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
+        int index = cluster.nodes.indexOf(leader);
+        leader.close();
+        // Another node leads, takes over the plan (moves the old leader was driving are re-read
+        // from the map), and the plan ends; the old leader comes back with its data.
+        await().atMost(PLAN_TIMEOUT).until(() -> cluster.nodes.stream().anyMatch(n -> n != leader && n.balancer().isLeader()));
+        records.updateSettings(s -> s.toBuilder().setBandwidthBytesPerSecond(0).build());
+        assertThat(awaitFinished(records, plan.getId()).getMovesList())
+            .noneMatch(m -> m.getState() == MoveRecord.State.MOVING || m.getState() == MoveRecord.State.WAITING);
+        cluster.nodes.set(index, cluster.startNode(Integer.parseInt(leader.id().value().substring(1))));
+        await().atMost(PLAN_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() ->
+            shardsPerNode(c.readMap().map(), "leader").getOrDefault(NodeId.of("n4"), 0) == 2
+                && records.plans().stream().allMatch(p -> RebalanceRecords.finished(p.getState())));
+        Map<Integer, Long> finalValues = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+        assertThat(shardsPerNode(c.readMap().map(), "leader")).containsOnly(Map.entry(NodeId.of("n1"), 2), Map.entry(NodeId.of("n2"), 2),
+            Map.entry(NodeId.of("n3"), 2), Map.entry(NodeId.of("n4"), 2));
+        assertOnlyOwnersHold(cluster, "leader", finalValues);
+        for (int i = 0; i < 2000; i += 89) {
+          assertThat(client.get("leader", Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)))).isPresent();
+        }
+      }
+    }
+  }
 }
