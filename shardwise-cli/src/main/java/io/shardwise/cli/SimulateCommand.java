@@ -1,22 +1,16 @@
 package io.shardwise.cli;
 
-import io.shardwise.core.hash.HashFunction;
+import io.shardwise.console.SimulationOutput;
+import io.shardwise.console.SimulationRequest;
 import io.shardwise.core.hash.HashFunctions;
-import io.shardwise.core.key.ByteStrings;
 import io.shardwise.core.partition.PartitionerSpec;
 import io.shardwise.core.partition.RingPartitioner;
 import io.shardwise.core.partition.SlotPartitioner;
-import io.shardwise.core.partition.Strategy;
-import io.shardwise.core.sim.KeyGenerators;
-import io.shardwise.core.sim.KeySource;
 import io.shardwise.core.sim.Simulation;
 import io.shardwise.core.sim.SimulationReport;
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -47,9 +41,6 @@ import picocli.CommandLine.Model.CommandSpec;
     })
 final class SimulateCommand implements Callable<Integer> {
 
-  static final String DEFAULT_PATTERN = "user-%06d";
-  static final long DEFAULT_COUNT = 100_000;
-
   @Spec CommandSpec spec;
 
   @ArgGroup(exclusive = true)
@@ -62,7 +53,7 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(
         names = "--keys",
         paramLabel = "FORMAT",
-        description = "A printf pattern with one integer ('user-%%06d'), or uuid, timestamp, zipf. Default: " + DEFAULT_PATTERN + ".")
+        description = "A printf pattern with one integer ('user-%%06d'), or uuid, timestamp, zipf. Default: " + SimulationRequest.DEFAULT_PATTERN + ".")
     String format;
   }
 
@@ -116,7 +107,11 @@ final class SimulateCommand implements Callable<Integer> {
   public Integer call() {
     SimulationReport report;
     try {
-      report = Simulation.run(keys(), from, to, specs(), list);
+      SimulationRequest request = new SimulationRequest(
+          keysChoice == null || keysChoice.format == null ? SimulationRequest.DEFAULT_PATTERN : keysChoice.format,
+          null, count, start, from, to, strategies, hash, vnodes, vnodeName, slots, tokens,
+          splitPoints == null ? List.of() : splitPoints, seed, list ? Simulation.Detail.MOVED_KEYS : Simulation.Detail.SUMMARY);
+      report = request.run(keysChoice != null && keysChoice.keysFile != null ? KeysFile.open(keysChoice.keysFile) : null);
     } catch (IllegalArgumentException e) {
       // Bad input, even when only placement can tell (more nodes than slots): a usage error.
       throw new ParameterException(spec.commandLine(), e.getMessage(), e);
@@ -134,63 +129,5 @@ final class SimulateCommand implements Callable<Integer> {
     }
     out.flush();
     return Main.EXIT_OK;
-  }
-
-  private KeySource keys() {
-    if (count < 0) {
-      throw new IllegalArgumentException("--count must not be negative, not " + count);
-    }
-    if (keysChoice != null && keysChoice.keysFile != null) {
-      return KeysFile.open(keysChoice.keysFile);
-    }
-    String format = keysChoice == null ? DEFAULT_PATTERN : keysChoice.format;
-    return KeyGenerators.byName(format, count, start, seed);
-  }
-
-  private List<PartitionerSpec> specs() {
-    if (from < 1) {
-      throw new IllegalArgumentException("--from must be at least 1, not " + from);
-    }
-    if (to < 1) {
-      throw new IllegalArgumentException("--to must be at least 1, not " + to);
-    }
-    HashFunction function = HashFunctions.byName(hash);
-    List<byte[]> points = new ArrayList<>();
-    if (splitPoints != null) {
-      for (String p : splitPoints) {
-        points.add(ByteStrings.utf8(p));
-      }
-    }
-    List<PartitionerSpec> out = new ArrayList<>();
-    for (Strategy strategy : parseStrategies(strategies)) {
-      PartitionerSpec.Builder b =
-          PartitionerSpec.builder(strategy)
-              .hash(function)
-              .vnodes(vnodes)
-              .vnodeTemplate(vnodeName)
-              .slots(slots)
-              .tokensPerNode(tokens)
-              .seed(seed);
-      if (strategy == Strategy.RANGE && !points.isEmpty()) {
-        b.splitPoints(points);
-      }
-      out.add(b.build());
-    }
-    return out;
-  }
-
-  static Set<Strategy> parseStrategies(String list) {
-    Set<Strategy> out = new LinkedHashSet<>();
-    for (String name : list.split(",")) {
-      if (name.trim().equalsIgnoreCase("all")) {
-        out.addAll(List.of(Strategy.values()));
-      } else if (!name.isBlank()) {
-        out.add(Strategy.byId(name));
-      }
-    }
-    if (out.isEmpty()) {
-      throw new IllegalArgumentException("--strategy names no strategy; valid strategies: " + Strategy.validIds() + ", or all");
-    }
-    return out;
   }
 }

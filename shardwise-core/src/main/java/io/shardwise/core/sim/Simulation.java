@@ -12,6 +12,7 @@ import io.shardwise.core.partition.RangePartitioner;
 import io.shardwise.core.partition.SlotPartitioner;
 import io.shardwise.core.partition.Strategy;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -28,18 +29,39 @@ public final class Simulation {
   /** Keys kept in the sample that range strategies split by. */
   public static final int SAMPLE_CAPACITY = 1 << 16;
 
+  /** Keys a simulation keeps per-key placements for, at most (a grid to show, not a dataset). */
+  public static final int MAX_PLACED_KEYS = 10_000;
+
+  /** How much per-key detail a report keeps besides the counts. */
+  public enum Detail {
+    /** Counts, balance and structure only. */
+    SUMMARY,
+    /** Also the moved keys, in input order. */
+    MOVED_KEYS,
+    /** Also every key's node before and after (at most {@link #MAX_PLACED_KEYS} keys). */
+    PLACEMENTS
+  }
+
   private Simulation() {}
+
+  /** {@link #run(KeySource, int, int, List, Detail)} with moved keys listed or not. */
+  public static SimulationReport run(
+      KeySource keys, int from, int to, List<PartitionerSpec> specs, boolean listMoved) {
+    return run(keys, from, to, specs, listMoved ? Detail.MOVED_KEYS : Detail.SUMMARY);
+  }
 
   /**
    * Runs the simulation.
    *
    * @param specs one per strategy, reported in this order
-   * @param listMoved whether to keep the moved keys, in input order
-   * @throws IllegalArgumentException if a node count is below 1, or a strategy cannot place onto
-   *     that many nodes
+   * @param detail what to keep per key besides the counts
+   * @throws IllegalArgumentException if a node count is below 1, a strategy cannot place onto
+   *     that many nodes, or placements are asked for more than {@link #MAX_PLACED_KEYS} keys
    */
   public static SimulationReport run(
-      KeySource keys, int from, int to, List<PartitionerSpec> specs, boolean listMoved) {
+      KeySource keys, int from, int to, List<PartitionerSpec> specs, Detail detail) {
+    boolean listMoved = detail != Detail.SUMMARY;
+    boolean place = detail == Detail.PLACEMENTS;
     if (from < 1 || to < 1) {
       throw new IllegalArgumentException("node counts must be at least 1: --from " + from + ", --to " + to);
     }
@@ -81,7 +103,23 @@ public final class Simulation {
     }
     long[] hashed = new long[hashes.size()];
     long count = 0;
+    List<byte[]> placedKeys = place ? new ArrayList<>() : null;
+    int[][] placedBefore = place ? new int[n][16] : null;
+    int[][] placedAfter = place ? new int[n][16] : null;
     for (byte[] key : keys) {
+      if (place) {
+        if (count == MAX_PLACED_KEYS) {
+          throw new IllegalArgumentException(
+              "per-key placements are kept for at most " + MAX_PLACED_KEYS + " keys; the source has more");
+        }
+        placedKeys.add(key);
+        if (count == placedBefore[0].length) {
+          for (int i = 0; i < n; i++) {
+            placedBefore[i] = Arrays.copyOf(placedBefore[i], (int) count * 2);
+            placedAfter[i] = Arrays.copyOf(placedAfter[i], (int) count * 2);
+          }
+        }
+      }
       for (int h = 0; h < hashed.length; h++) {
         hashed[h] = hashes.get(h).hash(key);
       }
@@ -97,6 +135,10 @@ public final class Simulation {
         }
         if (moves[i].record(a, b) && listMoved) {
           moved.get(i).add(new SimulationReport.MovedKey(key, a, b));
+        }
+        if (place) {
+          placedBefore[i][(int) count] = a;
+          placedAfter[i][(int) count] = b;
         }
       }
       count++;
@@ -116,9 +158,20 @@ public final class Simulation {
               before[i].shardCount(),
               after[i].shardCount(),
               structure(before[i], after[i]),
-              listMoved ? List.copyOf(moved.get(i)) : null));
+              listMoved ? List.copyOf(moved.get(i)) : null,
+              boxed(moves[i].beforeLoad()),
+              boxed(moves[i].afterLoad()),
+              place
+                  ? new SimulationReport.Placement(
+                      Arrays.copyOf(placedBefore[i], (int) count), Arrays.copyOf(placedAfter[i], (int) count))
+                  : null));
     }
-    return new SimulationReport(keys.description(), count, from, to, specs.get(0).hash().name(), results);
+    return new SimulationReport(
+        keys.description(), count, from, to, specs.get(0).hash().name(), results, place ? List.copyOf(placedKeys) : null);
+  }
+
+  private static List<Long> boxed(long[] values) {
+    return Arrays.stream(values).boxed().toList();
   }
 
   private static boolean needsSample(List<PartitionerSpec> specs) {

@@ -2,6 +2,7 @@ package io.shardwise.core.sim;
 
 import io.shardwise.core.analysis.LoadStats;
 import io.shardwise.core.partition.Strategy;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -9,7 +10,21 @@ import java.util.List;
  * nodes against the theoretical minimum, and how evenly keys were spread before and after.
  */
 public record SimulationReport(
-    String keySource, long keys, int from, int to, String hash, List<Result> results) {
+    String keySource, long keys, int from, int to, String hash, List<Result> results, List<byte[]> placedKeys) {
+
+  /** A report without per-key placements. */
+  public SimulationReport(String keySource, long keys, int from, int to, String hash, List<Result> results) {
+    this(keySource, keys, from, to, hash, results, null);
+  }
+
+  /**
+   * Every key in input order, when placements were asked for ({@link Simulation.Detail#PLACEMENTS});
+   * otherwise {@code null}. {@link Result#placement()} indexes into it.
+   */
+  @Override
+  public List<byte[]> placedKeys() {
+    return placedKeys;
+  }
 
   /** One strategy's outcome. */
   public record Result(
@@ -22,7 +37,10 @@ public record SimulationReport(
       int shardsBefore,
       int shardsAfter,
       Structure structure,
-      List<MovedKey> movedKeys) {
+      List<MovedKey> movedKeys,
+      List<Long> loadBefore,
+      List<Long> loadAfter,
+      Placement placement) {
 
     /** Moved keys over the theoretical minimum; 1.0 is optimal. NaN when nothing had to move. */
     public double movedOverMinimum() {
@@ -37,6 +55,26 @@ public record SimulationReport(
    * to compare (mod, jump, rendezvous).
    */
   public record Structure(String unit, long moved, long total, Double spaceFraction) {}
+
+  /**
+   * The node of every key before and after, in the order of {@link SimulationReport#placedKeys()}.
+   */
+  public record Placement(int[] before, int[] after) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Placement p && Arrays.equals(before, p.before) && Arrays.equals(after, p.after);
+    }
+
+    @Override
+    public int hashCode() {
+      return 31 * Arrays.hashCode(before) + Arrays.hashCode(after);
+    }
+
+    @Override
+    public String toString() {
+      return "Placement[" + before.length + " keys]";
+    }
+  }
 
   /** A key that changed node, in input order. */
   public record MovedKey(byte[] key, int from, int to) {}

@@ -81,4 +81,39 @@ class SimulationTest {
     assertThatThrownBy(() -> Simulation.run(KeyGenerators.pattern("k%d", 10, 0), 0, 1, slots, false))
         .hasMessageContaining("at least 1");
   }
+
+  @Test
+  void placementsGiveEveryKeysNodeBeforeAndAfterConsistentWithTheCounts() {
+    SimulationReport r = Simulation.run(KeyGenerators.pattern("key-%02d", 40, 1), 4, 5, allStrategies(), Simulation.Detail.PLACEMENTS);
+    assertThat(r.placedKeys()).hasSize(40);
+    assertThat(new String(r.placedKeys().get(0), StandardCharsets.UTF_8)).isEqualTo("key-01");
+    for (SimulationReport.Result result : r.results()) {
+      int[] before = result.placement().before();
+      int[] after = result.placement().after();
+      assertThat(before).hasSize(40);
+      long moved = 0;
+      long[] loadAfter = new long[5];
+      for (int i = 0; i < 40; i++) {
+        moved += before[i] != after[i] ? 1 : 0;
+        loadAfter[after[i]]++;
+      }
+      assertThat(moved).as(result.strategy().id()).isEqualTo(result.moved());
+      assertThat(result.movedKeys()).hasSize((int) moved);
+      assertThat(result.loadAfter()).containsExactly(java.util.Arrays.stream(loadAfter).boxed().toArray(Long[]::new));
+      assertThat(result.loadBefore()).hasSize(4);
+    }
+    SimulationReport again = Simulation.run(KeyGenerators.pattern("key-%02d", 40, 1), 4, 5, allStrategies(), Simulation.Detail.PLACEMENTS);
+    for (int i = 0; i < r.results().size(); i++) {
+      assertThat(again.results().get(i).placement()).isEqualTo(r.results().get(i).placement());
+    }
+  }
+
+  @Test
+  void placementsAreBoundedSoAHugeGridIsRefused() {
+    List<PartitionerSpec> mod = List.of(PartitionerSpec.builder(Strategy.MOD).build());
+    assertThatThrownBy(
+            () -> Simulation.run(KeyGenerators.pattern("k%d", Simulation.MAX_PLACED_KEYS + 1, 0), 4, 5, mod, Simulation.Detail.PLACEMENTS))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at most " + Simulation.MAX_PLACED_KEYS + " keys");
+  }
 }

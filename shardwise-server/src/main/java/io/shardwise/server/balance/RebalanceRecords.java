@@ -121,6 +121,27 @@ public final class RebalanceRecords {
     }
   }
 
+  /**
+   * The node leading the balancer, if any: the participant of the leader latch with the lowest
+   * sequence number (the latch's own rule), read without joining it.
+   */
+  public Optional<String> leader() {
+    List<String> latches = new ArrayList<>(coordinator.children(LEADER));
+    latches.sort(java.util.Comparator.comparing(RebalanceRecords::sequenceOf));
+    for (String latch : latches) {
+      Optional<Coordinator.Record> r = coordinator.read(LEADER + "/" + latch);
+      if (r.isPresent()) {
+        return Optional.of(new String(r.get().data(), java.nio.charset.StandardCharsets.UTF_8));
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static String sequenceOf(String latchNode) {
+    int dash = latchNode.lastIndexOf('-');
+    return dash < 0 ? latchNode : latchNode.substring(dash + 1);
+  }
+
   /** Nodes an operator is draining. */
   public Set<NodeId> drains() {
     Set<NodeId> out = new TreeSet<>();

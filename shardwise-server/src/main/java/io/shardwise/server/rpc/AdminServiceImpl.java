@@ -24,6 +24,7 @@ import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.ShardTraffic;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -62,9 +63,15 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         for (int position = 0; position < t.shards().size(); position++) {
           ShardAssignment s = t.shards().get(position);
           if (s.owner().equals(ctx.self())) {
-            ShardStore.ShardStats stats = ctx.store().stats(new ShardRef(t.id(), s.id().number()));
-            b.addShards(ShardInfo.newBuilder().setTable(t.name()).setNumber(s.id().number()).setPosition(position)
-                .setOwner(s.owner().value()).setEpoch(s.epoch()).setKeys(stats.keys()).setBytes(stats.bytes()));
+            ShardRef ref = new ShardRef(t.id(), s.id().number());
+            ShardTraffic.Counts served = ctx.store().traffic().counts(ref);
+            ShardInfo.Builder shard = ShardInfo.newBuilder().setTable(t.name()).setNumber(s.id().number()).setPosition(position)
+                .setOwner(s.owner().value()).setEpoch(s.epoch()).setReads(served.reads()).setWrites(served.writes());
+            if (!request.getSkipSizes()) {
+              ShardStore.ShardStats stats = ctx.store().stats(ref);
+              shard.setKeys(stats.keys()).setBytes(stats.bytes());
+            }
+            b.addShards(shard);
           }
         }
       }

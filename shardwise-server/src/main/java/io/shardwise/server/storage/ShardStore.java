@@ -73,6 +73,7 @@ public final class ShardStore implements AutoCloseable {
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
   private final ConcurrentHashMap<ShardRef, ChangeLog> logs = new ConcurrentHashMap<>();
   private final LongAdder inUse = new LongAdder();
+  private final ShardTraffic traffic = new ShardTraffic();
   private volatile boolean closed;
 
   private ShardStore(Path directory, Options options, WriteOptions writeOptions, RocksDB db) {
@@ -118,12 +119,18 @@ public final class ShardStore implements AutoCloseable {
     return directory;
   }
 
+  /** Reads and writes served per shard since the store opened. */
+  public ShardTraffic traffic() {
+    return traffic;
+  }
+
   /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
   public Versioned get(ShardRef shard, byte[] key) {
     enter();
     try {
       checkReadable(shard);
       byte[] raw = read(shard.storeKey(key));
+      traffic.read(shard);
       return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
     } finally {
       exit();
@@ -158,6 +165,7 @@ public final class ShardStore implements AutoCloseable {
           throw new ShardFrozenException(shard, log);
         }
         byte[] raw = read(storeKey);
+        traffic.write(shard);
         if (raw == null || raw[0] == TOMBSTONE) {
           return false;
         }
@@ -226,6 +234,9 @@ public final class ShardStore implements AutoCloseable {
             writes.put(storeKeys[i], encode(m.value(), versions[i]));
           }
           db.write(writeOptions, writes);
+        }
+        for (Mutation m : batch) {
+          traffic.write(m.shard());
         }
         if (tracked != null) {
           for (int i = 0; i < storeKeys.length; i++) {
@@ -408,6 +419,9 @@ public final class ShardStore implements AutoCloseable {
 
   /** The stored values of {@code storeKeys} (from a {@link ChangeLog}), as they are now. */
   public List<StoredValue> readStored(List<byte[]> storeKeys) {
+    if (storeKeys.isEmpty()) {
+      return List.of(); // RocksDB's multiGet asserts on an empty list
+    }
     enter();
     try {
       try {
@@ -486,6 +500,7 @@ public final class ShardStore implements AutoCloseable {
         throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
       }
       checkReadable(shard);
+      traffic.read(shard);
       List<StoredEntry> out = new ArrayList<>();
       byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
       try (Slice bound = new Slice(upper);

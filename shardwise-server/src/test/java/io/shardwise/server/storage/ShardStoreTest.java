@@ -145,6 +145,22 @@ class ShardStoreTest {
   }
 
   @Test
+  void trafficCountsServedKeysPerShardButNotMoves() throws Exception {
+    store.put(A, b("k1"), b("v"));
+    store.apply(List.of(Mutation.put(A, b("k2"), b("v")), Mutation.put(A_NEXT, b("k3"), b("v"))));
+    store.get(A, b("k1"));
+    store.get(A, b("missing"));
+    store.delete(A, b("k2"));
+    store.scan(A_NEXT, b(""), null, 10);
+    assertThatThrownBy(() -> store.putIfVersion(A, b("k1"), b("v"), 99)).isInstanceOf(VersionMismatchException.class);
+    assertThat(store.readStored(List.of())).isEmpty();
+    store.writeStored(A, store.readStored(List.of(A.storeKey(b("k1")))));
+    assertThat(store.traffic().counts(A)).isEqualTo(new ShardTraffic.Counts(2, 3));
+    assertThat(store.traffic().counts(A_NEXT)).isEqualTo(new ShardTraffic.Counts(1, 1));
+    assertThat(store.traffic().counts(OTHER_TABLE)).isEqualTo(ShardTraffic.Counts.ZERO);
+  }
+
+  @Test
   void reopeningTheDirectoryBringsEveryShardBack() {
     store.put(A, b("k"), b("kept"));
     store.put(A_NEXT, b("k"), b("also kept"));

@@ -1,4 +1,4 @@
-package io.shardwise.cli;
+package io.shardwise.console;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -16,10 +16,11 @@ import java.math.RoundingMode;
 import java.util.Locale;
 
 /**
- * Renders a {@link SimulationReport} as a table, JSON or CSV. Numbers are rounded to fixed decimal
- * places (fractions 6, statistics 4) so the output is the same on every JVM.
+ * Renders a {@link SimulationReport} as a table, JSON or CSV: the one rendering that {@code
+ * shardwise simulate} prints and {@code GET /api/v1/simulate} returns. Numbers are rounded to fixed
+ * decimal places (fractions 6, statistics 4) so the output is the same on every JVM.
  */
-final class SimulationOutput {
+public final class SimulationOutput {
 
   private static final ObjectMapper JSON = new ObjectMapper()
           .enable(SerializationFeature.INDENT_OUTPUT)
@@ -27,14 +28,22 @@ final class SimulationOutput {
 
   private SimulationOutput() {}
 
-  /** One JSON object: keys, from, to, hash, keySource and a result per strategy. */
-  static ObjectNode toJson(SimulationReport report) {
+  /**
+   * One JSON object: keys, from, to, hash, keySource and a result per strategy (moved count and
+   * fraction, the minimum, balance and keys per node before and after); with placements, also
+   * {@code placedKeys} and per result {@code placement.before/after}, the node of each key.
+   */
+  public static ObjectNode toJson(SimulationReport report) {
     ObjectNode root = JSON.createObjectNode();
     root.put("keys", report.keys());
     root.put("from", report.from());
     root.put("to", report.to());
     root.put("hash", report.hash());
     root.put("keySource", report.keySource());
+    if (report.placedKeys() != null) {
+      ArrayNode placed = root.putArray("placedKeys");
+      report.placedKeys().forEach(k -> placed.add(ByteStrings.toDisplay(k)));
+    }
     ArrayNode results = root.putArray("results");
     for (SimulationReport.Result r : report.results()) {
       ObjectNode o = results.addObject();
@@ -46,6 +55,10 @@ final class SimulationOutput {
       o.put("shardsAfter", r.shardsAfter());
       stats(o.putObject("before"), r.before());
       stats(o.putObject("after"), r.after());
+      ArrayNode loadBefore = o.putArray("loadBefore");
+      r.loadBefore().forEach(loadBefore::add);
+      ArrayNode loadAfter = o.putArray("loadAfter");
+      r.loadAfter().forEach(loadAfter::add);
       if (r.structure() != null) {
         ObjectNode s = o.putObject("structure");
         s.put("unit", r.structure().unit());
@@ -61,11 +74,22 @@ final class SimulationOutput {
           keys.addObject().put("key", ByteStrings.toDisplay(k.key())).put("from", k.from()).put("to", k.to());
         }
       }
+      if (r.placement() != null) {
+        ObjectNode p = o.putObject("placement");
+        ArrayNode before = p.putArray("before");
+        for (int node : r.placement().before()) {
+          before.add(node);
+        }
+        ArrayNode after = p.putArray("after");
+        for (int node : r.placement().after()) {
+          after.add(node);
+        }
+      }
     }
     return root;
   }
 
-  static void json(SimulationReport report, PrintWriter out) {
+  public static void json(SimulationReport report, PrintWriter out) {
     try {
       out.println(JSON.writeValueAsString(toJson(report)));
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
@@ -81,7 +105,7 @@ final class SimulationOutput {
     o.put("peakToAverage", round(s.peakToAverage(), 4));
   }
 
-  static void table(SimulationReport report, PrintWriter out) {
+  public static void table(SimulationReport report, PrintWriter out) {
     out.printf(
         Locale.ROOT,
         "%,d keys (%s), %d -> %d nodes, hash %s%n%n",
@@ -137,7 +161,7 @@ final class SimulationOutput {
    * CSV: one row per strategy; with moved keys listed, one row per moved key instead
    * ({@code strategy,key,from,to}).
    */
-  static void csv(SimulationReport report, PrintWriter out) {
+  public static void csv(SimulationReport report, PrintWriter out) {
     boolean listed = report.results().stream().anyMatch(r -> r.movedKeys() != null);
     if (listed) {
       out.println("strategy,key,from,to");
