@@ -1,5 +1,6 @@
 package io.shardwise.cli;
 
+import io.shardwise.console.Console;
 import io.shardwise.server.coordination.EmbeddedZooKeeper;
 import io.shardwise.server.node.NodeConfig;
 import io.shardwise.server.node.ShardwiseNode;
@@ -43,6 +44,9 @@ final class DevCommand implements Callable<Integer> {
   @Option(names = "--node-port", paramLabel = "PORT", defaultValue = "7101", description = "First node's port; the others follow. Default: ${DEFAULT-VALUE}.")
   int nodePort;
 
+  @Option(names = "--console-port", paramLabel = "PORT", defaultValue = "8080", description = "The web console's port (0: none). Default: ${DEFAULT-VALUE}.")
+  int consolePort;
+
   @Override
   public Integer call() {
     if (nodes < 1 || nodes > 64) {
@@ -53,6 +57,9 @@ final class DevCommand implements Callable<Integer> {
     Ports.requireFree(host, routerPort, "--router-port");
     for (int i = 0; i < nodes; i++) {
       Ports.requireFree(host, nodePort + i, "--node-port");
+    }
+    if (consolePort != 0) {
+      Ports.requireFree(host, consolePort, "--console-port");
     }
     List<AutoCloseable> started = new ArrayList<>();
     try {
@@ -67,6 +74,11 @@ final class DevCommand implements Callable<Integer> {
       }
       ShardwiseRouter router = ShardwiseRouter.start("router-1", host, routerPort, zk.connectString(), Limits.DEFAULT);
       started.add(0, router);
+      Console console = null;
+      if (consolePort != 0) {
+        console = Console.start(host, consolePort, zk.connectString());
+        started.add(0, console);
+      }
 
       PrintWriter out = spec.commandLine().getOut();
       out.println("Shardwise dev cluster is up (data in " + dataDir + "):");
@@ -74,6 +86,9 @@ final class DevCommand implements Callable<Integer> {
       out.println("  router     " + router.address());
       for (ShardwiseNode n : running) {
         out.println("  node " + n.id() + (n.id().value().length() < 3 ? " " : "") + "   " + n.address());
+      }
+      if (console != null) {
+        out.println("  console    " + console.url() + "  (the lab: " + console.url() + "lab)");
       }
       out.println();
       out.println("Try this, in another terminal:");

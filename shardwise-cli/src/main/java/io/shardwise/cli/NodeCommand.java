@@ -1,5 +1,6 @@
 package io.shardwise.cli;
 
+import io.shardwise.console.Console;
 import io.shardwise.server.node.NodeConfig;
 import io.shardwise.server.node.ShardwiseNode;
 import java.io.PrintWriter;
@@ -48,6 +49,9 @@ final class NodeCommand implements Callable<Integer> {
       description = "How long to keep the data of a shard that moved away before dropping it. Default: ${DEFAULT-VALUE}.")
   String dropGrace;
 
+  @Option(names = "--console-port", paramLabel = "PORT", description = "Also serve the web console on this port of the --listen host.")
+  Integer consolePort;
+
   @Override
   public Integer call() {
     if (dataDir == null) {
@@ -56,14 +60,31 @@ final class NodeCommand implements Callable<Integer> {
     String[] hp = listen == null ? new String[] {"127.0.0.1", "0"} : Ports.hostAndPort(listen);
     int port = Integer.parseInt(hp[1]);
     Ports.requireFree(hp[0], port, "--listen");
+    if (consolePort != null) {
+      Ports.requireFree(hp[0], consolePort, "--console-port");
+    }
     NodeConfig base = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels);
     NodeConfig config = new NodeConfig(base.id(), dataDir, hp[0], port, base.zk(), base.labels(), base.limits(), syncWrites,
         base.sessionTimeout(), Durations.parse("--drop-grace", dropGrace), base.balancerTick(), base.moveListener(), base.interceptors());
     ShardwiseNode node = ShardwiseNode.start(config);
+    Console console;
+    try {
+      console = consolePort == null ? null : Console.start(hp[0], consolePort, config.zk());
+    } catch (RuntimeException e) {
+      node.close();
+      throw e;
+    }
     PrintWriter out = spec.commandLine().getOut();
     out.println("node " + node.id() + " serving on " + node.address() + " (ZooKeeper " + config.zk() + ", data " + dataDir + "); Ctrl-C stops it");
+    if (console != null) {
+      out.println("console on " + console.url());
+    }
     out.flush();
-    Waiting.untilInterrupted(node);
+    if (console != null) {
+      Waiting.untilInterrupted(console, node);
+    } else {
+      Waiting.untilInterrupted(node);
+    }
     return Main.EXIT_OK;
   }
 }

@@ -20,7 +20,7 @@ public final class PlanJson {
 
   private PlanJson() {}
 
-public static void settings(ObjectNode o, BalancerSettings s) {
+  public static void settings(ObjectNode o, BalancerSettings s) {
     o.put("mode", s.getMode().name().toLowerCase(Locale.ROOT)).put("paused", s.getPaused()).put("maxMovesPerNode", s.getMaxMovesPerNode())
         .put("bandwidthBytesPerSecond", s.getBandwidthBytesPerSecond()).put("autoMaxFraction", s.getAutoMaxFraction())
         .put("absentGraceSeconds", s.getAbsentGraceSeconds());

@@ -1,0 +1,271 @@
+package io.shardwise.console;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.server.balance.RebalanceRecords;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * What the live page shows: the map, the nodes, the balancer and its plans from ZooKeeper, and per
+ * shard the reads, writes, keys and bytes that each node reports. Read on demand, never in the
+ * background: a console nobody looks at costs the cluster nothing, and many open pages cost it no
+ * more than one, because a view younger than {@link #FRESH_NANOS} is shared.
+ *
+ * <p>Rates come from two readings of the owners' counters ({@code NodeStats}): requests per second
+ * over the time between them. Keys and bytes take a scan of each shard, so they are read at most
+ * every {@link #SIZES_NANOS} and marked with their age.
+ */
+final class ClusterWatch {
+
+  static final long FRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(900);
+  static final long SIZES_NANOS = TimeUnit.SECONDS.toNanos(10);
+  private static final long NODE_DEADLINE_MILLIS = 2_000;
+  /** A node is marked as carrying too much when it has this much more than the average. */
+  static final double SKEW = 1.25;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final Coordinator coordinator;
+  private final Peers peers;
+  private final RebalanceRecords records;
+  private final LongSupplier nanos;
+
+  // Guarded by this.
+  private ObjectNode view;
+  private long viewAt;
+  private final Map<String, Reading> readings = new HashMap<>();
+  private final Map<String, long[]> sizes = new HashMap<>();
+  private long sizesAt = Long.MIN_VALUE;
+
+  /** One reading of a shard's counters, at its owner. */
+  private record Reading(String owner, long reads, long writes, long at, double readRate, double writeRate) {}
+
+  ClusterWatch(Coordinator coordinator, Peers peers, LongSupplier nanos) {
+    this.coordinator = coordinator;
+    this.peers = peers;
+    this.records = new RebalanceRecords(coordinator);
+    this.nanos = nanos;
+  }
+
+  /** The current view, read again if it is older than a second. */
+  synchronized ObjectNode view() {
+    long now = nanos.getAsLong();
+    if (view == null || now - viewAt > FRESH_NANOS) {
+      view = read(now);
+      viewAt = now;
+    }
+    return view;
+  }
+
+  /** Makes the next {@link #view()} read afresh (after an approval, say). */
+  synchronized void invalidate() {
+    view = null;
+  }
+
+  private ObjectNode read(long now) {
+    ShardMap map = coordinator.readMap().map();
+    Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
+    Set<NodeId> drains = records.drains();
+    BalancerSettings settings = records.settings();
+    List<PlanRecord> plans = records.plans();
+    Optional<String> leader = records.leader();
+
+    boolean readSizes = sizesAt == Long.MIN_VALUE || now - sizesAt > SIZES_NANOS;
+    Set<String> unreachable = new TreeSet<>();
+    for (NodeInfo node : live.values()) {
+      NodeStatsResponse stats;
+      try {
+        stats = peers.admin(node.getAddress()).withDeadlineAfter(NODE_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
+            .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(!readSizes).build());
+      } catch (RuntimeException e) {
+        unreachable.add(node.getId());
+        continue;
+      }
+      for (ShardInfo s : stats.getShardsList()) {
+        String key = s.getTable() + "/" + s.getNumber();
+        Reading before = readings.get(key);
+        double readRate = 0;
+        double writeRate = 0;
+        if (before != null && before.owner.equals(s.getOwner()) && s.getReads() >= before.reads && s.getWrites() >= before.writes) {
+          double seconds = (now - before.at) / 1e9;
+          if (seconds > 0) {
+            readRate = (s.getReads() - before.reads) / seconds;
+            writeRate = (s.getWrites() - before.writes) / seconds;
+          }
+        }
+        readings.put(key, new Reading(s.getOwner(), s.getReads(), s.getWrites(), now, readRate, writeRate));
+        if (readSizes) {
+          sizes.put(key, new long[] {s.getKeys(), s.getBytes()});
+        }
+      }
+    }
+    if (readSizes) {
+      sizesAt = now;
+    }
+
+    ObjectNode root = JSON.createObjectNode();
+    root.put("mapEpoch", map.epoch());
+    root.put("sizesAgeSeconds", Math.round((now - sizesAt) / 1e9));
+
+    // Shards, and per node the sums over the shards the map gives it.
+    Map<NodeId, double[]> perNode = new TreeMap<>(); // shards, keys, bytes, reads/s, writes/s
+    for (NodeId id : live.keySet()) {
+      perNode.put(id, new double[5]);
+    }
+    ArrayNode shards = JSON.createArrayNode();
+    ArrayNode tables = JSON.createArrayNode();
+    int shardCount = 0;
+    for (Table t : map.tables().values()) {
+      tables.addObject().put("name", t.name()).put("strategy", t.spec().strategy().id()).put("shards", t.shards().size());
+      for (ShardAssignment s : t.shards()) {
+        shardCount++;
+        String key = t.name() + "/" + s.id().number();
+        Reading r = readings.get(key);
+        boolean current = r != null && r.owner.equals(s.owner().value());
+        double readRate = current ? r.readRate : 0;
+        double writeRate = current ? r.writeRate : 0;
+        long[] size = sizes.getOrDefault(key, new long[2]);
+        shards.addObject().put("table", t.name()).put("number", s.id().number()).put("owner", s.owner().value())
+            .put("epoch", s.epoch()).put("keys", size[0]).put("bytes", size[1])
+            .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
+            .put("requestsPerSecond", round(readRate + writeRate));
+        double[] n = perNode.computeIfAbsent(s.owner(), id -> new double[5]);
+        n[0]++;
+        n[1] += size[0];
+        n[2] += size[1];
+        n[3] += readRate;
+        n[4] += writeRate;
+      }
+    }
+    root.put("tables", map.tables().size());
+    root.put("shards", shardCount);
+
+    // Averages over the nodes that can hold shards (up and not draining), for the skew marks.
+    double[] sum = new double[5];
+    int holders = 0;
+    for (Map.Entry<NodeId, double[]> e : perNode.entrySet()) {
+      if (live.containsKey(e.getKey()) && !drains.contains(e.getKey())) {
+        holders++;
+        for (int i = 0; i < 5; i++) {
+          sum[i] += e.getValue()[i];
+        }
+      }
+    }
+    double[] peak = new double[4];
+    ArrayNode nodes = JSON.createArrayNode();
+    for (Map.Entry<NodeId, double[]> e : perNode.entrySet()) {
+      NodeId id = e.getKey();
+      double[] n = e.getValue();
+      NodeInfo info = live.get(id);
+      String state = info == null ? "down" : drains.contains(id) ? "draining" : unreachable.contains(id.value()) ? "unreachable" : "up";
+      ObjectNode o = nodes.addObject().put("id", id.value()).put("address", info == null ? "" : info.getAddress()).put("state", state)
+          .put("shards", (long) n[0]).put("keys", (long) n[1]).put("bytes", (long) n[2])
+          .put("readsPerSecond", round(n[3])).put("writesPerSecond", round(n[4])).put("requestsPerSecond", round(n[3] + n[4]));
+      ObjectNode labels = o.putObject("labels");
+      if (info != null) {
+        new TreeMap<>(info.getLabelsMap()).forEach(labels::put);
+      }
+      ArrayNode skewed = o.putArray("skewed");
+      String[] names = {"shards", "keys", "bytes", "requests"};
+      double[] values = {n[0], n[1], n[2], n[3] + n[4]};
+      double[] sums = {sum[0], sum[1], sum[2], sum[3] + sum[4]};
+      for (int i = 0; i < names.length; i++) {
+        double average = holders == 0 ? 0 : sums[i] / holders;
+        if (average > 0 && values[i] > SKEW * average && values[i] - average >= 1) {
+          skewed.add(names[i]);
+        }
+        if (info != null && !drains.contains(id)) {
+          peak[i] = Math.max(peak[i], values[i]);
+        }
+      }
+    }
+    root.put("nodes", live.size());
+    root.set("nodeList", nodes);
+    ObjectNode balance = root.putObject("balance");
+    String[] names = {"shards", "keys", "bytes", "requests"};
+    double[] sums = {sum[0], sum[1], sum[2], sum[3] + sum[4]};
+    for (int i = 0; i < names.length; i++) {
+      double average = holders == 0 ? 0 : sums[i] / holders;
+      balance.put(names[i] + "PeakToAverage", average == 0 ? 0 : round(peak[i] / average, 3));
+    }
+    root.set("tableList", tables);
+    root.set("shardList", shards);
+
+    ObjectNode balancer = root.putObject("balancer");
+    PlanJson.settings(balancer, settings);
+    balancer.put("leader", leader.orElse(""));
+    PlanRecord pending = null;
+    PlanRecord active = null;
+    PlanRecord last = null;
+    for (PlanRecord p : plans) { // oldest first: the last of each kind wins
+      switch (p.getState()) {
+        case PENDING -> pending = p;
+        case APPROVED, RUNNING -> active = p;
+        case DONE, FAILED, CANCELLED -> last = p;
+        default -> { }
+      }
+    }
+    balancer.put("state", active != null ? "running " + active.getId()
+        : pending != null ? "waiting for approval of " + pending.getId()
+        : settings.getPaused() ? "paused" : "idle");
+    ObjectNode plansNode = root.putObject("plans");
+    plansNode.set("pending", pending == null ? null : PlanJson.plan(pending));
+    plansNode.set("active", active == null ? null : PlanJson.plan(active));
+    plansNode.set("last", last == null ? null : PlanJson.plan(last));
+    return root;
+  }
+
+  /** The busiest shards first, by {@code sort} (requests, reads, writes, bytes or keys), at most {@code limit}. */
+  static ArrayNode busiest(ObjectNode view, String sort, int limit) {
+    String field = switch (sort) {
+      case "requests" -> "requestsPerSecond";
+      case "reads" -> "readsPerSecond";
+      case "writes" -> "writesPerSecond";
+      case "bytes" -> "bytes";
+      case "keys" -> "keys";
+      default -> throw new IllegalArgumentException("sort must be requests, reads, writes, bytes or keys, not '" + sort + "'");
+    };
+    if (limit < 1 || limit > 10_000) {
+      throw new IllegalArgumentException("limit must be in [1, 10000], not " + limit);
+    }
+    List<ObjectNode> all = new ArrayList<>();
+    view.withArray("shardList").forEach(n -> all.add((ObjectNode) n));
+    all.sort(Comparator.comparingDouble((ObjectNode n) -> n.get(field).asDouble()).reversed()
+        .thenComparing(n -> n.get("table").asText()).thenComparingLong(n -> n.get("number").asLong()));
+    ArrayNode out = JSON.createArrayNode();
+    all.stream().limit(limit).forEach(out::add);
+    return out;
+  }
+
+  private static double round(double value) {
+    return round(value, 1);
+  }
+
+  private static double round(double value, int places) {
+    double scale = Math.pow(10, places);
+    return Math.round(value * scale) / scale;
+  }
+}

@@ -1,0 +1,206 @@
+package io.shardwise.console;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.javalin.Javalin;
+import io.javalin.http.Context;
+import io.javalin.http.HttpStatus;
+import io.javalin.http.staticfiles.Location;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.server.balance.Rebalancing;
+import io.shardwise.server.coordination.CoordinationException;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import java.time.Duration;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The web console: two pages (the "add a shard" lab and the live cluster) and the JSON API under
+ * {@code /api/v1} that they use, served over HTTP by Javalin. Pages and API hold no state of
+ * their own: the lab asks the core's simulation, the cluster page asks ZooKeeper and the nodes.
+ * Everything the pages need ships in the jar (no CDN, no web fonts).
+ *
+ * <p>API (errors are {@code {"error": message, "status": code}}; bad parameters are 400):
+ * <ul>
+ *   <li>{@code GET /api/v1/simulate}: the parameters and JSON of {@code shardwise simulate}, plus
+ *       {@code placements=true} (every key's node, at most {@value SimulationRequest#MAX_GRID_KEYS}
+ *       keys) and {@code keyList} (pasted keys, one per line);
+ *   <li>{@code GET /api/v1/cluster}: nodes, tables, shards with their load, balance, balancer and
+ *       plans;
+ *   <li>{@code GET /api/v1/shards?sort=requests|reads|writes|bytes|keys&limit=N}: the busiest shards;
+ *   <li>{@code GET /api/v1/plans}, {@code GET /api/v1/plans/{id}}, {@code POST
+ *       /api/v1/plans/{id}/approve|reject|cancel}.
+ * </ul>
+ */
+public final class Console implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(Console.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  /** A form or query string larger than this is refused (a pasted key list is the largest input). */
+  static final long MAX_REQUEST_BYTES = 256 * 1024;
+
+  private final Coordinator coordinator;
+  private final Peers peers;
+  private final ClusterWatch watch;
+  private final Rebalancing rebalancing;
+  private final Javalin app;
+  private final String host;
+
+  private Console(Coordinator coordinator, String host, int port) {
+    this.coordinator = coordinator;
+    this.host = host.equals("0.0.0.0") ? "127.0.0.1" : host;
+    this.peers = new Peers(16 << 20);
+    this.watch = new ClusterWatch(coordinator, peers, System::nanoTime);
+    this.rebalancing = new Rebalancing(coordinator);
+    this.app = Javalin.create(config -> {
+      config.showJavalinBanner = false;
+      config.http.maxRequestSize = MAX_REQUEST_BYTES;
+      config.staticFiles.add(files -> {
+        files.hostedPath = "/";
+        files.directory = "/console";
+        files.location = Location.CLASSPATH;
+      });
+    });
+    routes();
+    app.start(host, port);
+  }
+
+  /**
+   * Starts a console on {@code host:port} ({@code port} 0: a free one) for the cluster whose
+   * ZooKeeper is {@code zk}.
+   *
+   * @throws CoordinationException if ZooKeeper cannot be reached
+   */
+  public static Console start(String host, int port, String zk) {
+    Coordinator coordinator = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(5));
+    try {
+      Console console = new Console(coordinator, host, port);
+      log.info("console on {}", console.url());
+      return console;
+    } catch (RuntimeException e) {
+      coordinator.close();
+      throw e;
+    }
+  }
+
+  /** The port it serves on. */
+  public int port() {
+    return app.port();
+  }
+
+  /** The address of the cluster page, e.g. {@code http://127.0.0.1:8080/}. */
+  public String url() {
+    return "http://" + host + ":" + port() + "/";
+  }
+
+  private void routes() {
+    app.get("/lab", ctx -> ctx.redirect("/lab.html"));
+    app.get("/api/v1/simulate", this::simulate);
+    app.post("/api/v1/simulate", this::simulate);
+    app.get("/api/v1/cluster", ctx -> json(ctx, watch.view()));
+    app.get("/api/v1/shards", ctx -> json(ctx, ClusterWatch.busiest(watch.view(),
+        orDefault(ctx.queryParam("sort"), "requests"), intParam(ctx, "limit", 20))));
+    app.get("/api/v1/plans", ctx -> {
+      ArrayNode out = JSON.createArrayNode();
+      rebalancing.records().plans().forEach(p -> out.add(PlanJson.plan(p)));
+      json(ctx, out);
+    });
+    app.get("/api/v1/plans/{id}", ctx -> json(ctx, PlanJson.plan(plan(ctx.pathParam("id")))));
+    app.post("/api/v1/plans/{id}/approve", ctx -> act(ctx, rebalancing::approve));
+    app.post("/api/v1/plans/{id}/reject", ctx -> act(ctx, rebalancing::reject));
+    app.post("/api/v1/plans/{id}/cancel", ctx -> act(ctx, rebalancing::cancel));
+
+    app.exception(IllegalArgumentException.class, (e, ctx) -> error(ctx, HttpStatus.BAD_REQUEST, e.getMessage()));
+    app.exception(NotFound.class, (e, ctx) -> error(ctx, HttpStatus.NOT_FOUND, e.getMessage()));
+    app.exception(IllegalStateException.class, (e, ctx) -> error(ctx, HttpStatus.CONFLICT, e.getMessage()));
+    app.exception(CoordinationException.class, (e, ctx) -> error(ctx, HttpStatus.SERVICE_UNAVAILABLE, e.getMessage()));
+    app.exception(Exception.class, (e, ctx) -> {
+      log.warn("console: {} {} failed", ctx.method(), ctx.path(), e);
+      error(ctx, HttpStatus.INTERNAL_SERVER_ERROR, "internal error: " + e);
+    });
+    app.error(HttpStatus.NOT_FOUND, ctx -> {
+      // A handler's own 404 (no such plan) is already JSON; only an unknown path gets this one.
+      String type = ctx.res().getContentType();
+      if (ctx.path().startsWith("/api/") && (type == null || !type.startsWith("application/json"))) {
+        error(ctx, HttpStatus.NOT_FOUND, "no such API: " + ctx.method() + " " + ctx.path());
+      }
+    });
+    app.error(HttpStatus.CONTENT_TOO_LARGE, ctx -> error(ctx, HttpStatus.CONTENT_TOO_LARGE,
+        "request larger than " + MAX_REQUEST_BYTES + " bytes"));
+  }
+
+  private void simulate(Context ctx) {
+    // GET takes the query string; POST (a long pasted key list) a form. The same names either way.
+    Function<String, String> param = ctx.method().name().equals("POST") ? ctx::formParam : ctx::queryParam;
+    java.util.Set<String> names = ctx.method().name().equals("POST") ? ctx.formParamMap().keySet() : ctx.queryParamMap().keySet();
+    SimulationRequest request = SimulationRequest.fromParameters(names, param).checkHttpLimits();
+    json(ctx, SimulationOutput.toJson(request.run()));
+  }
+
+  private PlanRecord plan(String id) {
+    try {
+      return rebalancing.records().plan(id).orElseThrow(() -> new NotFound("no plan " + id));
+    } catch (IllegalArgumentException e) {
+      throw new NotFound(e.getMessage());
+    }
+  }
+
+  private void act(Context ctx, Function<String, PlanRecord> action) {
+    String id = ctx.pathParam("id");
+    plan(id);
+    PlanRecord after = action.apply(id);
+    watch.invalidate();
+    json(ctx, PlanJson.plan(after));
+  }
+
+  private static int intParam(Context ctx, String name, int fallback) {
+    String value = ctx.queryParam(name);
+    if (value == null || value.isEmpty()) {
+      return fallback;
+    }
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be a whole number, not '" + value + "'", e);
+    }
+  }
+
+  private static String orDefault(String value, String fallback) {
+    return value == null || value.isEmpty() ? fallback : value;
+  }
+
+  private static void json(Context ctx, JsonNode body) {
+    try {
+      ctx.contentType("application/json").result(JSON.writeValueAsString(body));
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void error(Context ctx, HttpStatus status, String message) {
+    ObjectNode body = JSON.createObjectNode().put("error", message == null ? status.getMessage() : message).put("status", status.getCode());
+    ctx.status(status);
+    json(ctx, body);
+  }
+
+  /** A missing plan or page: 404. */
+  private static final class NotFound extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    NotFound(String message) {
+      super(message);
+    }
+  }
+
+  @Override
+  public void close() {
+    app.stop();
+    peers.close();
+    coordinator.close();
+  }
+}

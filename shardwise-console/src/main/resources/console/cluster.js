@@ -1,0 +1,176 @@
+// The live cluster page: polls /api/v1/cluster every second and redraws.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const POLL_MILLIS = 1000;
+let hotSort = "requestsPerSecond";
+let last = null;
+
+async function poll() {
+  try {
+    last = await api("/api/v1/cluster");
+    $("error").textContent = "";
+    draw(last);
+    $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    document.body.dataset.epoch = last.mapEpoch;
+  } catch (e) {
+    $("error").textContent = "cannot read the cluster: " + e.message;
+  } finally {
+    setTimeout(poll, POLL_MILLIS);
+  }
+}
+
+function draw(c) {
+  drawStats(c);
+  drawNodes(c);
+  drawRebalancing(c);
+  drawHeat(c);
+  drawHot(c);
+}
+
+function stat(label, value, id) {
+  return el("div", { class: "card stat", id }, el("div", { class: "value" }, value), el("div", { class: "label" }, label));
+}
+
+function drawStats(c) {
+  const b = c.balancer;
+  $("stats").replaceChildren(
+    stat("nodes", c.nodes, "stat-nodes"),
+    stat("tables", c.tables, "stat-tables"),
+    stat("shards", fmtInt(c.shards), "stat-shards"),
+    stat("map epoch", c.mapEpoch, "stat-epoch"),
+    stat("balancer: " + b.state + (b.leader ? " (leader " + b.leader + ")" : ""), b.mode + (b.paused ? " · paused" : ""), "stat-balancer"));
+}
+
+function drawNodes(c) {
+  const rows = c.nodeList.map((n) => {
+    const skew = (what) => (n.skewed.includes(what) ? "num skewed" : "num");
+    const labels = Object.entries(n.labels).map(([k, v]) => k + "=" + v).join(" ");
+    return el("tr", { "data-node": n.id },
+      el("td", {}, n.id),
+      el("td", { class: "state-" + n.state }, n.state),
+      el("td", { class: skew("shards") }, n.shards),
+      el("td", { class: skew("keys") }, fmtInt(n.keys)),
+      el("td", { class: skew("bytes") }, fmtBytes(n.bytes)),
+      el("td", { class: skew("requests") }, fmtRate(n.requestsPerSecond)),
+      el("td", { class: "muted" }, n.address),
+      el("td", { class: "muted" }, labels));
+  });
+  $("nodes").tBodies[0].replaceChildren(...rows);
+  const b = c.balance;
+  $("balance").textContent = `Peak-to-average over the nodes that hold shards: shards ${b.shardsPeakToAverage}, ` +
+    `bytes ${b.bytesPeakToAverage}, requests ${b.requestsPeakToAverage}. Orange: more than 1.25× the average. ` +
+    `Sizes are ${c.sizesAgeSeconds}s old (read every 10 s).`;
+}
+
+function planSummary(p) {
+  const f = p.forecast;
+  return el("div", {},
+    el("div", {}, el("b", {}, p.id), ` · ${p.state} · ${p.reason}`),
+    el("div", { class: "muted" },
+      `${p.moves.length} moves, ${fmtBytes(f.movedBytes)} of ${fmtBytes(f.totalBytes)} (${fmtPct(f.movedFraction)}; minimum ${fmtPct(f.minimumFraction)}); ` +
+      `balance of shards ${p.balanceBefore.shardPeakToAverage.toFixed(2)} → ${f.shardPeakToAverageAfter.toFixed(2)}, ` +
+      `bytes ${p.balanceBefore.bytesPeakToAverage.toFixed(2)} → ${f.bytesPeakToAverageAfter.toFixed(2)}`),
+    ...p.notes.map((n) => el("div", { class: "muted" }, "note: " + n)));
+}
+
+async function act(id, action) {
+  try {
+    await api(`/api/v1/plans/${id}/${action}`, { method: "POST" });
+    $("error").textContent = "";
+  } catch (e) {
+    $("error").textContent = `${action} ${id}: ${e.message}`;
+  }
+}
+
+function movesTable(p) {
+  const rows = p.moves.map((m) => {
+    const pr = m.progress;
+    const total = pr ? pr.totalBytes : m.bytes;
+    const done = m.state === "done" ? total : pr ? pr.copiedBytes : 0;
+    const bar = el("progress", { max: Math.max(1, total), value: done });
+    return el("tr", { "data-shard": m.shard, "data-state": m.state },
+      el("td", {}, m.shard), el("td", {}, m.from + " → " + m.to), el("td", { class: "move-state" }, m.state + (pr && m.state === "moving" ? " · " + pr.phase : "")),
+      el("td", {}, bar), el("td", { class: "num" }, fmtBytes(m.bytes)), el("td", { class: "muted" }, m.error || ""));
+  });
+  return el("table", { class: "moves" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Shard"), el("th", {}, "Move"), el("th", {}, "State"), el("th", {}, "Progress"),
+      el("th", { class: "num" }, "Bytes"), el("th", {}, ""))),
+    el("tbody", {}, ...rows));
+}
+
+function drawRebalancing(c) {
+  const out = [];
+  const { pending, active, last: done } = c.plans;
+  if (pending) {
+    out.push(el("div", { class: "card plan", id: "pending-plan", "data-plan": pending.id },
+      el("div", {}, el("b", {}, "Waiting for approval")), planSummary(pending),
+      el("div", { class: "actions" },
+        el("button", { id: "approve", type: "button", onclick: () => act(pending.id, "approve") }, "Approve"),
+        el("button", { id: "reject", type: "button", class: "danger", onclick: () => act(pending.id, "reject") }, "Reject"))));
+  }
+  if (active) {
+    const moved = active.moves.filter((m) => m.state === "done").length;
+    out.push(el("div", { class: "card plan", id: "active-plan", "data-plan": active.id, "data-state": active.state },
+      el("div", {}, el("b", {}, `Running: ${moved} of ${active.moves.length} moves done`)), planSummary(active),
+      movesTable(active),
+      el("div", { class: "actions" },
+        el("button", { id: "cancel", type: "button", class: "danger", onclick: () => act(active.id, "cancel") }, "Cancel"))));
+  }
+  if (done) {
+    const r = done.report;
+    out.push(el("div", { class: "card plan", id: "last-plan", "data-plan": done.id, "data-state": done.state },
+      el("div", {}, el("b", {}, "Last plan: " + done.state)), planSummary(done),
+      r ? el("div", { id: "report" }, `Report: ${r.movesCutOver} moves cut over, ${fmtInt(r.movedKeys)} keys, ${fmtBytes(r.movedBytes)} ` +
+        `in ${(r.durationMillis / 1000).toFixed(1)} s; longest write pause ${(r.longestWritePauseMicros / 1000).toFixed(1)} ms.`) : null,
+      done.error ? el("div", { class: "error" }, done.error) : null));
+  }
+  if (!out.length) {
+    out.push(el("p", { class: "muted" }, "No plan waiting or running. The balancer proposes one when nodes join, leave or are drained."));
+  }
+  $("rebalancing").replaceChildren(...out);
+}
+
+// One square per shard, grouped by owner; darker is busier (or bigger).
+function drawHeat(c) {
+  const metric = $("heat-metric").value;
+  const max = Math.max(1e-9, ...c.shardList.map((s) => s[metric]));
+  const byNode = new Map(c.nodeList.map((n) => [n.id, []]));
+  for (const s of c.shardList) {
+    if (!byNode.has(s.owner)) byNode.set(s.owner, []);
+    byNode.get(s.owner).push(s);
+  }
+  const rows = [];
+  for (const [node, shards] of byNode) {
+    const cells = shards.map((s) => {
+      const v = s[metric] / max;
+      const color = v === 0 ? "#e9edf3" : `rgba(229, 72, 77, ${0.15 + 0.85 * v})`;
+      return el("div", { class: "cell", style: "background:" + color,
+        title: `${s.table}/${s.number}: ${fmtRate(s.requestsPerSecond)} req/s, ${fmtBytes(s.bytes)}, ${fmtInt(s.keys)} keys` });
+    });
+    rows.push(el("div", { class: "node-row", "data-node": node }, el("div", { class: "node-name" }, `${node} (${shards.length})`),
+      el("div", { class: "cells" }, ...cells)));
+  }
+  $("heat").replaceChildren(...rows);
+}
+
+function drawHot(c) {
+  const key = (s) => (hotSort === "shard" ? s.table + "/" + String(s.number).padStart(6, "0") : s[hotSort]);
+  const shards = [...c.shardList].sort((a, b) => {
+    const x = key(a), y = key(b);
+    if (typeof x === "string") return x < y ? -1 : x > y ? 1 : 0;
+    return y - x;
+  }).slice(0, 20);
+  $("hot").tBodies[0].replaceChildren(...shards.map((s) => el("tr", {},
+    el("td", {}, s.table + "/" + s.number), el("td", {}, s.owner), el("td", { class: "num" }, fmtRate(s.requestsPerSecond)),
+    el("td", { class: "num" }, fmtRate(s.readsPerSecond)), el("td", { class: "num" }, fmtRate(s.writesPerSecond)),
+    el("td", { class: "num" }, fmtInt(s.keys)), el("td", { class: "num" }, fmtBytes(s.bytes)))));
+}
+
+document.querySelectorAll("#hot th.sortable").forEach((th) => th.addEventListener("click", () => {
+  hotSort = th.dataset.sort;
+  document.querySelectorAll("#hot th").forEach((h) => h.classList.toggle("sorted", h === th));
+  if (last) drawHot(last);
+}));
+$("heat-metric").addEventListener("change", () => last && drawHeat(last));
+poll();

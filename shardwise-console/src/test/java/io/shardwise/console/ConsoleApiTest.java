@@ -1,0 +1,193 @@
+package io.shardwise.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.sim.Simulation;
+import io.shardwise.proto.v1.PartitioningSpec;
+import java.io.IOException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The console's JSON API over real HTTP, against a real cluster (ZooKeeper, three nodes, RocksDB). */
+class ConsoleApiTest {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+  @TempDir static Path dir;
+  private static LocalCluster cluster;
+
+  @BeforeAll
+  static void start() {
+    cluster = new LocalCluster(dir, 3);
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  record Reply(int status, JsonNode body) {}
+
+  private static Reply get(String pathAndQuery) throws IOException, InterruptedException {
+    return send(HttpRequest.newBuilder(URI.create(cluster.console.url() + pathAndQuery.substring(1))).GET().build());
+  }
+
+  private static Reply post(String path, String form) throws IOException, InterruptedException {
+    return send(HttpRequest.newBuilder(URI.create(cluster.console.url() + path.substring(1)))
+        .header("Content-Type", "application/x-www-form-urlencoded").POST(HttpRequest.BodyPublishers.ofString(form)).build());
+  }
+
+  private static Reply send(HttpRequest request) throws IOException, InterruptedException {
+    HttpResponse<String> r = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+    assertThat(r.headers().firstValue("Content-Type")).as(r.body()).hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
+    return new Reply(r.statusCode(), JSON.readTree(r.body()));
+  }
+
+  private static String query(Map<String, String> params) {
+    return params.entrySet().stream()
+        .map(e -> e.getKey() + "=" + URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8))
+        .collect(Collectors.joining("&"));
+  }
+
+  @Test
+  void simulateGivesTheSameJsonAsTheSharedRenderingForTheSameParameters() throws Exception {
+    Map<String, String> params = Map.of("keys", "key-%02d", "start", "1", "count", "40", "from", "4", "to", "5",
+        "strategy", "mod,ring,slots,jump,rendezvous", "vnodes", "64", "placements", "true");
+    Reply reply = get("/api/v1/simulate?" + query(params));
+    assertThat(reply.status()).isEqualTo(200);
+    SimulationRequest same = SimulationRequest.fromParameters(params.keySet(), params::get);
+    JsonNode expected = JSON.readTree(JSON.writeValueAsString(SimulationOutput.toJson(same.run())));
+    assertThat(reply.body()).isEqualTo(expected);
+    assertThat(reply.body().get("placedKeys")).hasSize(40);
+    JsonNode mod = reply.body().get("results").get(0);
+    JsonNode ring = reply.body().get("results").get(1);
+    assertThat(mod.get("strategy").asText()).isEqualTo("mod");
+    assertThat(ring.get("moved").asLong()).isLessThan(mod.get("moved").asLong());
+    // The grid agrees with the counts: cells whose node changed are exactly the moved keys.
+    long changed = 0;
+    for (int i = 0; i < 40; i++) {
+      changed += mod.get("placement").get("before").get(i).asInt() != mod.get("placement").get("after").get(i).asInt() ? 1 : 0;
+    }
+    assertThat(changed).isEqualTo(mod.get("moved").asLong());
+  }
+
+  @Test
+  void pastedKeysArePostedAsAFormAndPlacedInTheirOrder() throws Exception {
+    Reply reply = post("/api/v1/simulate", query(Map.of("keyList", "carol\nalice\n\nbob\n", "from", "2", "to", "3",
+        "strategy", "ring", "placements", "true")));
+    assertThat(reply.status()).isEqualTo(200);
+    assertThat(reply.body().get("placedKeys")).extracting(JsonNode::asText).containsExactly("carol", "alice", "bob");
+    assertThat(reply.body().get("keySource").asText()).isEqualTo("3 listed keys");
+  }
+
+  @Test
+  void badParametersAre400sThatNameTheProblem() throws Exception {
+    Map<String, String> cases = Map.of(
+        "from=-1", "from (nodes) must be in [1, 1024], not -1",
+        "count=100000&placements=true", "the lab grid shows at most 1000 keys, not 100000",
+        "strategy=bogus", "unknown strategy 'bogus'",
+        "count=abc", "count must be a whole number, not 'abc'",
+        "bogus=1", "unknown parameter 'bogus'",
+        "hash=crc7", "crc7",
+        "count=2000000", "count must be at most 1000000 over HTTP",
+        "from=4&to=5&strategy=slots&slots=4", "more nodes (5) than slots (4)",
+        "vnodes=0", "vnodes must be in [1, 4096], not 0",
+        "placements=maybe", "placements must be true or false");
+    for (Map.Entry<String, String> c : cases.entrySet()) {
+      Reply reply = get("/api/v1/simulate?" + c.getKey());
+      assertThat(reply.status()).as(c.getKey()).isEqualTo(400);
+      assertThat(reply.body().get("status").asInt()).isEqualTo(400);
+      assertThat(reply.body().get("error").asText()).as(c.getKey()).contains(c.getValue());
+    }
+    String tooLong = "k\n".repeat(200_000);
+    Reply big = post("/api/v1/simulate", query(Map.of("keyList", tooLong)));
+    assertThat(big.status()).isEqualTo(413);
+    assertThat(big.body().get("error").asText()).contains("larger than " + Console.MAX_REQUEST_BYTES);
+
+    Reply unknown = get("/api/v1/nothing-here");
+    assertThat(unknown.status()).isEqualTo(404);
+    assertThat(unknown.body().get("error").asText()).contains("/api/v1/nothing-here");
+    Reply noPlan = post("/api/v1/plans/p-0000009999/approve", "");
+    assertThat(noPlan.status()).isEqualTo(404);
+    assertThat(noPlan.body().get("error").asText()).isEqualTo("no plan p-0000009999");
+    assertThat(get("/api/v1/shards?sort=colour").status()).isEqualTo(400);
+    assertThat(get("/api/v1/shards?limit=0").status()).isEqualTo(400);
+  }
+
+  @Test
+  void theClusterViewCountsKeysPerNodeAndRequestsPerShard() throws Exception {
+    ShardwiseClient client = cluster.client();
+    client.createTable("stats", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+    for (int i = 0; i < 300; i++) {
+      client.put("stats", Key.of("k" + i), ("v" + i).getBytes(StandardCharsets.UTF_8));
+    }
+    // Sizes are read at most every 10 s; wait for a reading taken after the writes.
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      JsonNode view = get("/api/v1/cluster").body();
+      long keys = 0;
+      for (JsonNode shard : view.get("shardList")) {
+        if (shard.get("table").asText().equals("stats")) {
+          keys += shard.get("keys").asLong();
+        }
+      }
+      assertThat(keys).isEqualTo(300);
+    });
+    JsonNode view = get("/api/v1/cluster").body();
+    assertThat(view.get("nodes").asInt()).isEqualTo(cluster.nodes.size());
+    assertThat(view.get("nodeList")).extracting(n -> n.get("state").asText()).containsOnly("up");
+    assertThat(view.get("balancer").get("mode").asText()).isEqualTo("suggest");
+    assertThat(view.get("balancer").get("leader").asText()).isIn("n1", "n2", "n3", "n4");
+
+    // Reads of one key between two readings show up as that shard's requests per second.
+    Key hot = Key.of("k7");
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      for (int i = 0; i < 200; i++) {
+        client.get("stats", hot);
+      }
+      JsonNode top = get("/api/v1/shards?sort=reads&limit=1").body().get(0);
+      assertThat(top.get("readsPerSecond").asDouble()).isGreaterThan(0);
+      JsonNode again = get("/api/v1/shards?sort=reads&limit=1").body().get(0);
+      assertThat(again.get("table").asText()).isEqualTo("stats");
+      assertThat(again.get("readsPerSecond").asDouble()).isGreaterThan(0);
+    });
+  }
+
+  @Test
+  void aPendingPlanCanBeRejectedAndThenNotApproved() throws Exception {
+    ShardwiseClient client = cluster.client();
+    client.createTable("moving", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+    cluster.addNode(4);
+    JsonNode pending = await().atMost(Duration.ofSeconds(30)).until(
+        () -> get("/api/v1/cluster").body().get("plans").get("pending"), p -> p != null && !p.isNull());
+    String id = pending.get("id").asText();
+    assertThat(pending.get("moves").size()).isPositive();
+    assertThat(get("/api/v1/plans/" + id).body().get("state").asText()).isEqualTo("pending");
+
+    Reply rejected = post("/api/v1/plans/" + id + "/reject", "");
+    assertThat(rejected.status()).isEqualTo(200);
+    assertThat(rejected.body().get("state").asText()).isEqualTo("rejected");
+    Reply late = post("/api/v1/plans/" + id + "/approve", "");
+    assertThat(late.status()).isEqualTo(409);
+    assertThat(late.body().get("error").asText()).isEqualTo("plan " + id + " is rejected, not pending");
+    assertThat(get("/api/v1/plans").body()).anySatisfy(p -> assertThat(p.get("id").asText()).isEqualTo(id));
+    assertThat(Simulation.MAX_PLACED_KEYS).isGreaterThanOrEqualTo(SimulationRequest.MAX_GRID_KEYS);
+  }
+}
