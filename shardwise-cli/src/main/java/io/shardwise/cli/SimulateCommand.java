@@ -111,7 +111,7 @@ final class SimulateCommand implements Callable<Integer> {
           keysChoice == null || keysChoice.format == null ? SimulationRequest.DEFAULT_PATTERN : keysChoice.format,
           null, count, start, from, to, strategies, hash, vnodes, vnodeName, slots, tokens,
           splitPoints == null ? List.of() : splitPoints, seed, list ? Simulation.Detail.MOVED_KEYS : Simulation.Detail.SUMMARY);
-      report = request.run(keysChoice != null && keysChoice.keysFile != null ? KeysFile.open(keysChoice.keysFile) : null);
+      report = request.run(keysChoice != null && keysChoice.keysFile != null ? KeysFile.open(keysChoice.keysFile) : null, name -> "--" + name);
     } catch (IllegalArgumentException e) {
       // Bad input, even when only placement can tell (more nodes than slots): a usage error.
       throw new ParameterException(spec.commandLine(), e.getMessage(), e);

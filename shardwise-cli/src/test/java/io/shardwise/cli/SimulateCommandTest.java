@@ -120,8 +120,8 @@ class SimulateCommandTest {
       value = {
         "--strategy foo | unknown strategy 'foo'; valid strategies: range, mod, ring, slots, hashrange, tokens, jump, rendezvous",
         "--hash crc32 | unknown hash 'crc32'; valid hashes: murmur3-32, murmur3-128",
-        "--from 0 | --from must be at least 1, not 0",
-        "--to -2 | --to must be at least 1, not -2",
+        "--from 0 | --from must be in [1, 1024] nodes, not 0",
+        "--to -2 | --to must be in [1, 1024] nodes, not -2",
         "--count -5 | --count must not be negative, not -5",
         "--strategy range --split-points m,f | split points are not sorted: 'm' comes before 'f'",
         "--strategy range --split-points f,f | duplicate split point 'f'",
@@ -149,6 +149,27 @@ class SimulateCommandTest {
     assertThat(r.exit()).isZero();
     for (String option : List.of("--keys-file", "--keys", "--count", "--start", "--from", "--to", "--strategy", "--hash", "--vnodes", "--vnode-name", "--slots", "--tokens", "--seed", "--list", "--output")) {
       assertThat(r.out()).contains(option);
+    }
+  }
+
+  @Test
+  void theConsoleApiAnswersTheSameJsonForTheSameParameters(@TempDir Path dir) throws Exception {
+    Run cli = run("simulate", "--keys", "order-%05d", "--count", "3000", "--start", "7", "--from", "5", "--to", "7",
+        "--strategy", "mod,ring,slots,tokens", "--hash", "xxhash64", "--vnodes", "32", "--slots", "256", "--tokens", "8",
+        "--seed", "3", "--output", "json");
+    assertThat(cli.exit()).as(cli.err()).isZero();
+    try (io.shardwise.server.coordination.EmbeddedZooKeeper zk = io.shardwise.server.coordination.EmbeddedZooKeeper.start(0, dir);
+        io.shardwise.console.Console console = io.shardwise.console.Console.start("127.0.0.1", 0, zk.connectString())) {
+      String query = "keys=order-%2505d&count=3000&start=7&from=5&to=7&strategy=mod,ring,slots,tokens&hash=xxhash64"
+          + "&vnodes=32&slots=256&tokens=8&seed=3";
+      java.net.http.HttpResponse<String> api = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(console.url() + "api/v1/simulate?" + query)).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(api.statusCode()).as(api.body()).isEqualTo(200);
+      JsonNode fromApi = JSON.readTree(api.body());
+      JsonNode fromCli = JSON.readTree(cli.out());
+      fromApi.fieldNames().forEachRemaining(f -> assertThat(fromApi.get(f)).as(f).isEqualTo(fromCli.get(f)));
+      assertThat(fromApi).isEqualTo(fromCli);
     }
   }
 }

@@ -150,6 +150,7 @@ final class ClusterWatch {
         long[] size = sizes.getOrDefault(key, new long[2]);
         shards.addObject().put("table", t.name()).put("number", s.id().number()).put("owner", s.owner().value())
             .put("epoch", s.epoch()).put("keys", size[0]).put("bytes", size[1])
+            .put("reads", current ? r.reads : 0).put("writes", current ? r.writes : 0)
             .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
             .put("requestsPerSecond", round(readRate + writeRate));
         double[] n = perNode.computeIfAbsent(s.owner(), id -> new double[5]);

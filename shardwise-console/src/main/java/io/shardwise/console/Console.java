@@ -1,5 +1,6 @@
 package io.shardwise.console;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -40,7 +41,8 @@ import org.slf4j.LoggerFactory;
 public final class Console implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(Console.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
+  /** Decimals as the CLI prints them (plain, no exponent), so the API and the CLI agree to the byte. */
+  private static final ObjectMapper JSON = new ObjectMapper().enable(JsonGenerator.Feature.WRITE_BIGDECIMAL_AS_PLAIN);
   /** A form or query string larger than this is refused (a pasted key list is the largest input). */
   static final long MAX_REQUEST_BYTES = 256 * 1024;
 

@@ -115,20 +115,22 @@ public record SimulationRequest(
         placements ? Simulation.Detail.PLACEMENTS : list ? Simulation.Detail.MOVED_KEYS : Simulation.Detail.SUMMARY);
   }
 
-  /** Runs the simulation on the generated or listed keys. */
+  /** Runs the simulation on the generated or listed keys; errors name parameters as the API does. */
   public SimulationReport run() {
-    return run(null);
+    return run(null, name -> name);
   }
 
   /**
    * Runs the simulation on {@code source} when not null (a keys file), else on the generated or
    * listed keys.
    *
+   * @param parameterName how errors name a parameter ({@code from} for the API, {@code --from} for
+   *     the command)
    * @throws IllegalArgumentException naming the parameter that is out of its limits
    */
-  public SimulationReport run(KeySource source) {
-    KeySource keys = source != null ? source : keys();
-    return Simulation.run(keys, from, to, specs(), detail);
+  public SimulationReport run(KeySource source, Function<String, String> parameterName) {
+    KeySource keys = source != null ? source : keys(parameterName);
+    return Simulation.run(keys, from, to, specs(parameterName), detail);
   }
 
   /** Checks the limits a request over HTTP must also keep (on top of those every request keeps). */
@@ -148,9 +150,9 @@ public record SimulationRequest(
     return this;
   }
 
-  private KeySource keys() {
+  private KeySource keys(Function<String, String> name) {
     if (count < 0) {
-      throw new IllegalArgumentException("count must not be negative, not " + count);
+      throw new IllegalArgumentException(name.apply("count") + " must not be negative, not " + count);
     }
     if (keyList != null) {
       if (keyList.size() > MAX_GRID_KEYS * 100) {
@@ -169,14 +171,14 @@ public record SimulationRequest(
     return KeyGenerators.byName(format, count, start, seed);
   }
 
-  private List<PartitionerSpec> specs() {
-    checkNodes("from", from);
-    checkNodes("to", to);
+  private List<PartitionerSpec> specs(Function<String, String> name) {
+    checkNodes(name.apply("from"), from);
+    checkNodes(name.apply("to"), to);
     if (vnodes < 1 || vnodes > MAX_POINTS_PER_NODE) {
-      throw new IllegalArgumentException("vnodes must be in [1, " + MAX_POINTS_PER_NODE + "], not " + vnodes);
+      throw new IllegalArgumentException(name.apply("vnodes") + " must be in [1, " + MAX_POINTS_PER_NODE + "], not " + vnodes);
     }
     if (tokens < 1 || tokens > MAX_POINTS_PER_NODE) {
-      throw new IllegalArgumentException("tokens must be in [1, " + MAX_POINTS_PER_NODE + "], not " + tokens);
+      throw new IllegalArgumentException(name.apply("tokens") + " must be in [1, " + MAX_POINTS_PER_NODE + "], not " + tokens);
     }
     HashFunction function = HashFunctions.byName(hash);
     List<byte[]> points = new ArrayList<>();
@@ -184,7 +186,7 @@ public record SimulationRequest(
       points.add(ByteStrings.utf8(p));
     }
     List<PartitionerSpec> out = new ArrayList<>();
-    for (Strategy strategy : parseStrategies(strategies)) {
+    for (Strategy strategy : parseStrategies(strategies, name.apply("strategy"))) {
       PartitionerSpec.Builder b = PartitionerSpec.builder(strategy)
           .hash(function)
           .vnodes(vnodes)
@@ -202,12 +204,12 @@ public record SimulationRequest(
 
   private static void checkNodes(String name, int nodes) {
     if (nodes < 1 || nodes > MAX_NODES) {
-      throw new IllegalArgumentException(name + " (nodes) must be in [1, " + MAX_NODES + "], not " + nodes);
+      throw new IllegalArgumentException(name + " must be in [1, " + MAX_NODES + "] nodes, not " + nodes);
     }
   }
 
   /** Strategies from a comma-separated list; {@code all} is every strategy. */
-  public static Set<Strategy> parseStrategies(String list) {
+  public static Set<Strategy> parseStrategies(String list, String parameterName) {
     Set<Strategy> out = new LinkedHashSet<>();
     for (String name : list.split(",")) {
       if (name.trim().equalsIgnoreCase("all")) {
@@ -217,7 +219,7 @@ public record SimulationRequest(
       }
     }
     if (out.isEmpty()) {
-      throw new IllegalArgumentException("strategy names no strategy; valid strategies: " + Strategy.validIds() + ", or all");
+      throw new IllegalArgumentException(parameterName + " names no strategy; valid strategies: " + Strategy.validIds() + ", or all");
     }
     return out;
   }

@@ -74,7 +74,9 @@ class ConsoleApiTest {
     Reply reply = get("/api/v1/simulate?" + query(params));
     assertThat(reply.status()).isEqualTo(200);
     SimulationRequest same = SimulationRequest.fromParameters(params.keySet(), params::get);
-    JsonNode expected = JSON.readTree(JSON.writeValueAsString(SimulationOutput.toJson(same.run())));
+    java.io.StringWriter text = new java.io.StringWriter();
+    SimulationOutput.json(same.run(), new java.io.PrintWriter(text, true));
+    JsonNode expected = JSON.readTree(text.toString());
     assertThat(reply.body()).isEqualTo(expected);
     assertThat(reply.body().get("placedKeys")).hasSize(40);
     JsonNode mod = reply.body().get("results").get(0);
@@ -101,7 +103,7 @@ class ConsoleApiTest {
   @Test
   void badParametersAre400sThatNameTheProblem() throws Exception {
     Map<String, String> cases = Map.of(
-        "from=-1", "from (nodes) must be in [1, 1024], not -1",
+        "from=-1", "from must be in [1, 1024] nodes, not -1",
         "count=100000&placements=true", "the lab grid shows at most 1000 keys, not 100000",
         "strategy=bogus", "unknown strategy 'bogus'",
         "count=abc", "count must be a whole number, not 'abc'",
