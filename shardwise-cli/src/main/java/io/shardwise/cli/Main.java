@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
     description = "A sharded key-value store that shows every sharding decision before it is made.",
     subcommands = {
       SimulateCommand.class,
+      BenchCommand.class,
       DevCommand.class,
       NodeCommand.class,
       RouterCommand.class,

@@ -1,0 +1,72 @@
+package io.shardwise.bench;
+
+import io.shardwise.server.coordination.EmbeddedZooKeeper;
+import io.shardwise.server.node.NodeConfig;
+import io.shardwise.server.node.ShardwiseNode;
+import io.shardwise.server.node.ShardwiseRouter;
+import io.shardwise.server.rpc.Limits;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A cluster for one benchmark run ({@code shardwise bench --dev}): an embedded ZooKeeper, nodes
+ * n1…nN and a router, in this process, on loopback ports chosen by the OS, data under a directory
+ * of the caller's. Nodes can be added during the run (a rebalance under load).
+ */
+public final class EmbeddedCluster implements AutoCloseable {
+
+  private final Path dir;
+  private final EmbeddedZooKeeper zk;
+  private final List<ShardwiseNode> nodes = new ArrayList<>();
+  private final ShardwiseRouter router;
+
+  public EmbeddedCluster(Path dir, int nodeCount) {
+    this.dir = dir;
+    this.zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
+    try {
+      for (int i = 1; i <= nodeCount; i++) {
+        addNode();
+      }
+      this.router = ShardwiseRouter.start("router-1", "127.0.0.1", 0, zk.connectString(), Limits.DEFAULT);
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** Starts the next node, n(N+1). */
+  public synchronized ShardwiseNode addNode() {
+    int i = nodes.size() + 1;
+    ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
+        .withBalancerTick(Duration.ofMillis(500)).withDropGrace(Duration.ofSeconds(5)));
+    nodes.add(node);
+    return node;
+  }
+
+  public String zk() {
+    return zk.connectString();
+  }
+
+  public synchronized List<String> nodeAddresses() {
+    return nodes.stream().map(ShardwiseNode::address).toList();
+  }
+
+  public String routerAddress() {
+    return router.address();
+  }
+
+  public synchronized int size() {
+    return nodes.size();
+  }
+
+  @Override
+  public synchronized void close() {
+    if (router != null) {
+      router.close();
+    }
+    nodes.forEach(ShardwiseNode::close);
+    zk.close();
+  }
+}
