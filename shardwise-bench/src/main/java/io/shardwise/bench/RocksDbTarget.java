@@ -43,6 +43,10 @@ public final class RocksDbTarget implements Target {
 
   @Override
   public void prepare() {
+    if (db != null) {
+      db.close();
+      db = null;
+    }
     try {
       deleteDirectory();
       Files.createDirectories(directory);

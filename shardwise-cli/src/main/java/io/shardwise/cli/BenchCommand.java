@@ -202,6 +202,9 @@ final class BenchCommand implements Callable<Integer> {
       deleteTree(work);
     }
 
+    if (System.console() != null) {
+      spec.commandLine().getErr().println(); // end the progress line
+    }
     if (output == OutputFormat.json) {
       ObjectNode root = BenchReport.json(results.get(0), spread);
       root.put("via", routing.name().toLowerCase(Locale.ROOT));
@@ -252,14 +255,16 @@ final class BenchCommand implements Callable<Integer> {
   /** A progress line on stderr, rewritten in place on a terminal, one line a second otherwise. */
   private Bench.Listener progress(String target) {
     boolean terminal = System.console() != null;
+    PrintWriter err = spec.commandLine().getErr();
     return (phase, seconds, ops, rate, p99, errors) -> {
       String line = String.format(Locale.ROOT, "%-13s %-7s %6.1f s %,12d ops %,10.0f ops/s%s%s", target, phase, seconds, ops, rate,
           p99 > 0 ? "  p99 " + BenchReportAccess.ms(p99) + " ms" : "", errors > 0 ? "  errors " + errors : "");
       if (terminal) {
-        System.err.print("\r" + line + "   ");
+        err.print("\r" + line + "   ");
       } else {
-        System.err.println(line);
+        err.println(line);
       }
+      err.flush();
     };
   }
 
