@@ -171,27 +171,25 @@ public final class ShardwiseDB extends DB {
 
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
+    return write(table, key, values, values.size() < fieldCount);
+  }
+
+  @Override
+  public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    return write(table, key, values, false);
+  }
+
+  /** Writes the fields; with {@code merge}, over the record's other fields (one read first). */
+  private Status write(String table, String key, Map<String, ByteIterator> values, boolean merge) {
     try {
       Map<String, byte[]> record = new LinkedHashMap<>();
-      if (values.size() < fieldCount) { // some fields only: keep the others
+      if (merge) {
         var current = client.get(table, Key.of(key));
         if (current.isEmpty()) {
           return Status.NOT_FOUND;
         }
         decodeRaw(current.get().value(), record);
       }
-      values.forEach((f, v) -> record.put(f, v.toArray()));
-      client.put(table, Key.of(key), encode(record));
-      return Status.OK;
-    } catch (RuntimeException e) {
-      return Status.ERROR;
-    }
-  }
-
-  @Override
-  public Status insert(String table, String key, Map<String, ByteIterator> values) {
-    try {
-      Map<String, byte[]> record = new LinkedHashMap<>();
       values.forEach((f, v) -> record.put(f, v.toArray()));
       client.put(table, Key.of(key), encode(record));
       return Status.OK;
