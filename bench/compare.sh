@@ -45,7 +45,7 @@ data="$(mktemp -d)"
 zk_port=22181
 ./shardwise dev --data-dir "$data" --zk-port $zk_port --router-port 27100 --node-port 27101 --console-port 0 >"$out/dev.log" 2>&1 &
 dev_pid=$!
-trap 'kill -TERM $dev_pid 2>/dev/null; wait $dev_pid 2>/dev/null; rm -rf "$data"' EXIT
+trap 'kill -TERM $dev_pid 2>/dev/null; wait $dev_pid 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 120); do
   grep -q "cluster is up" "$out/dev.log" && break
   sleep 0.5
