@@ -19,14 +19,21 @@ import java.util.Map;
  */
 public final class ShardwiseTarget implements Target {
 
+  /** YCSB's table name, so YCSB's driver can run against the same data. */
   public static final String TABLE = "usertable";
 
   private final ShardwiseClient client;
+  private final String table;
   private final int shards;
 
-  public ShardwiseTarget(ShardwiseClient client, int shards) {
+  public ShardwiseTarget(ShardwiseClient client, String table, int shards) {
     this.client = client;
+    this.table = table;
     this.shards = shards;
+  }
+
+  public String table() {
+    return table;
   }
 
   @Override
@@ -34,16 +41,22 @@ public final class ShardwiseTarget implements Target {
     return "shardwise";
   }
 
+  /**
+   * Creates the table.
+   *
+   * @throws IllegalStateException if it exists: a benchmark never drops data it did not make
+   */
   @Override
   public void prepare() {
-    if (client.listTables().stream().anyMatch(t -> t.getName().equals(TABLE))) {
-      client.dropTable(TABLE);
+    if (client.listTables().stream().anyMatch(t -> t.getName().equals(table))) {
+      throw new IllegalStateException("table " + table + " already exists; drop it first (shardwise table drop " + table
+          + ") or name another with --table");
     }
     PartitioningSpec.Builder spec = PartitioningSpec.newBuilder().setStrategy("range");
     for (String point : KeySpace.splitPoints(shards)) {
       spec.addSplitPoints(ByteString.copyFromUtf8(point));
     }
-    client.createTable(TABLE, spec.build());
+    client.createTable(table, spec.build());
   }
 
   @Override
@@ -52,22 +65,22 @@ public final class ShardwiseTarget implements Target {
     for (Map.Entry<String, byte[]> e : batch) {
       entries.add(Map.entry(Key.of(e.getKey()), e.getValue()));
     }
-    client.batchPut(TABLE, entries);
+    client.batchPut(table, entries);
   }
 
   @Override
   public boolean read(String key) {
-    return client.get(TABLE, Key.of(key)).isPresent();
+    return client.get(table, Key.of(key)).isPresent();
   }
 
   @Override
   public void update(String key, byte[] value) {
-    client.put(TABLE, Key.of(key), value);
+    client.put(table, Key.of(key), value);
   }
 
   @Override
   public void insert(String key, byte[] value) {
-    client.put(TABLE, Key.of(key), value);
+    client.put(table, Key.of(key), value);
   }
 
   @Override
@@ -75,7 +88,7 @@ public final class ShardwiseTarget implements Target {
     int rows = 0;
     ByteString token = ByteString.EMPTY;
     do {
-      ScanResponse page = client.scan(ScanRequest.newBuilder().setTable(TABLE)
+      ScanResponse page = client.scan(ScanRequest.newBuilder().setTable(table)
           .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFrom(startKey, StandardCharsets.UTF_8)))
           .setLimit(count - rows).setPageToken(token).build());
       rows += page.getRowsCount();

@@ -92,6 +92,10 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--shards", paramLabel = "N", description = "Shards of the benchmark table. Default: 4 per node.")
   Integer shards;
 
+  @Option(names = "--table", paramLabel = "NAME", defaultValue = ShardwiseTarget.TABLE,
+      description = "The benchmark's table; it must not exist (the bench makes it, and never drops data). Default: ${DEFAULT-VALUE}.")
+  String table;
+
   @Option(names = "--baseline", paramLabel = "NAME", description = "rocksdb or redis-cluster; repeatable.")
   List<String> baselines = new ArrayList<>();
 
@@ -158,7 +162,7 @@ final class BenchCommand implements Callable<Integer> {
           int nodeCount = coordinator == null ? 3 : coordinator.liveNodesNow().size();
           Bench bench = new Bench(options);
           try (Target target = new ShardwiseTarget(ShardwiseClient.builder().routing(routing).seeds(seeds).build(),
-              shards != null ? shards : 4 * Math.max(1, nodeCount))) {
+              table, shards != null ? shards : 4 * Math.max(1, nodeCount))) {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();
@@ -172,7 +176,7 @@ final class BenchCommand implements Callable<Integer> {
               @Override
               public void measuring() {
                 if (coordinator != null) {
-                  before.set(ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), ShardwiseTarget.TABLE));
+                  before.set(ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
                 }
               }
             };
@@ -187,7 +191,7 @@ final class BenchCommand implements Callable<Integer> {
             }
             results.add(result);
             spread = before.get() == null ? null
-                : ClusterTraffic.between(before.get(), ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), ShardwiseTarget.TABLE));
+                : ClusterTraffic.between(before.get(), ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
           }
         }
       } finally {
@@ -234,7 +238,8 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     out.flush();
-    return results.get(0).errorCount() == 0 ? Main.EXIT_OK : Main.EXIT_FAILURE;
+    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || !rebalanceReport.has("plan"));
+    return results.get(0).errorCount() == 0 && !rebalanceFailed ? Main.EXIT_OK : Main.EXIT_FAILURE;
   }
 
   private Bench.Result runBaseline(String name, Bench.Options options, Path work) {

@@ -64,4 +64,23 @@ class BenchCommandTest {
     assertThat(threads.exit()).isEqualTo(2);
     assertThat(threads.err()).contains("--threads must be in [1, 1024], not 0");
   }
+
+  @Test
+  void aRunningClusterIsMeasuredThroughZooKeeperAndItsTablesAreNeverDropped(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    try (io.shardwise.bench.EmbeddedCluster cluster = new io.shardwise.bench.EmbeddedCluster(dir, 2)) {
+      SimulateCommandTest.Run first = SimulateCommandTest.run("bench", "--zk", cluster.zk(), "--via", "router", "--records", "50",
+          "--operations", "80", "--warmup", "0s", "--threads", "2", "--workload", "c", "-o", "json");
+      assertThat(first.exit()).as(first.err()).isZero();
+      JsonNode root = JSON.readTree(first.out());
+      assertThat(root.get("via").asText()).isEqualTo("router");
+      assertThat(root.get("read").get("count").asLong()).isEqualTo(80);
+      assertThat(root.get("spread").get("perShard").size()).isEqualTo(8); // 4 per node
+
+      SimulateCommandTest.Run again = SimulateCommandTest.run("bench", "--zk", cluster.zk(), "--records", "50", "--operations", "80",
+          "--warmup", "0s");
+      assertThat(again.exit()).isEqualTo(1);
+      assertThat(again.err()).contains("table usertable already exists; drop it first");
+    }
+  }
 }
