@@ -84,8 +84,16 @@ class MultiProcessIT {
   @Test
   void separateNodeProcessesServeTheCliInEveryRoutingMode() throws Exception {
     zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
+    int consolePort;
+    try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+      consolePort = probe.getLocalPort();
+    }
     for (int i = 1; i <= 3; i++) {
-      startServer("n" + i, "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n" + i).toString(), "--id", "n" + i);
+      List<String> args = new ArrayList<>(List.of("node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n" + i).toString(), "--id", "n" + i));
+      if (i == 1) {
+        args.addAll(List.of("--console-port", String.valueOf(consolePort))); // n1 also serves the web console
+      }
+      startServer("n" + i, args.toArray(new String[0]));
     }
     startServer("router", "router", "--zk", zk.connectString());
 
@@ -118,6 +126,15 @@ class MultiProcessIT {
     }
     assertThat(keys).isEqualTo(9);
     assertThat(json.get("shards")).hasSize(6);
+
+    // The console n1 serves sees the same cluster.
+    java.net.http.HttpResponse<String> console = java.net.http.HttpClient.newHttpClient().send(
+        java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + consolePort + "/api/v1/cluster")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(console.statusCode()).isEqualTo(200);
+    JsonNode view = new ObjectMapper().readTree(console.body());
+    assertThat(view.get("nodes").asInt()).isEqualTo(3);
+    assertThat(view.get("shards").asInt()).isEqualTo(6);
 
     // The planner's preview: balanced as it is; draining n1 moves exactly n1's two shards.
     Result plan = cli("rebalance", "plan", "--preview", "--output", "json");
