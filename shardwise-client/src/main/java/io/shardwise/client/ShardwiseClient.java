@@ -238,6 +238,10 @@ public final class ShardwiseClient implements AutoCloseable {
    * its owner at once; if that attempt fails for a reason a retry can fix (WRONG_SHARD, MAP_BEHIND,
    * an unavailable node), the request continues as a blocking {@link #get} with all its retries on
    * a client thread. In router and node modes it is a {@link #get} on a client thread.
+   *
+   * <p>The future may complete on the client's network thread: attach blocking work with the
+   * {@code ...Async} methods of {@link CompletableFuture} and an executor of your own, never with
+   * {@code thenApply}/{@code thenAccept}, or every request of the client waits behind it.
    */
   public CompletableFuture<Optional<Versioned>> getAsync(String table, Key key) {
     if (routing != Routing.CLIENT) {
@@ -535,7 +539,7 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private ManagedChannel channel(String address) {
-    return channels.computeIfAbsent(address, a -> Channels.open(a, maxMessageBytes));
+    return channels.computeIfAbsent(address, a -> Channels.openDirect(a, maxMessageBytes));
   }
 
   private static io.shardwise.proto.v1.Key proto(Key key) {

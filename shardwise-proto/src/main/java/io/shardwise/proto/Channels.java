@@ -15,6 +15,15 @@ public final class Channels {
     return NettyChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(maxMessageBytes).build();
   }
 
+  /**
+   * A channel whose callbacks run on its I/O thread instead of being handed to an executor: one
+   * thread switch less per call, which on few cores is much of a small call's cost. Only for
+   * callers whose callbacks never block (they complete futures and send the next request).
+   */
+  public static ManagedChannel openDirect(String address, int maxMessageBytes) {
+    return NettyChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(maxMessageBytes).directExecutor().build();
+  }
+
   /** Shuts every channel down and waits up to 5 s for each. */
   public static void closeAll(Collection<ManagedChannel> channels) {
     channels.forEach(ManagedChannel::shutdownNow);
