@@ -16,7 +16,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Handlers run on gRPC's default (unbounded, cached) executor on purpose: a forwarding handler
  * blocks on the call it forwards, so a bounded pool can deadlock when two nodes forward to each
- * other with every thread waiting. A bounded pool needs asynchronous forwarding first.
+ * other with every thread waiting. A bounded pool needs asynchronous forwarding first. A node's hot
+ * data calls run on the network thread instead, and leave it wherever they would block (see
+ * {@code DataServiceImpl.callExecutors}).
  */
 final class GrpcServers {
 
@@ -28,12 +30,16 @@ final class GrpcServers {
    * @throws IllegalStateException naming the port when it is already in use
    */
   static Server start(String host, int port, int maxMessageBytes, BindableService... services) {
-    return start(host, port, maxMessageBytes, List.of(), services);
+    return start(host, port, maxMessageBytes, List.of(), null, services);
   }
 
+  /** With {@code callExecutors} (may be null: gRPC's default executor for every call). */
   static Server start(String host, int port, int maxMessageBytes, List<ServerInterceptor> interceptors,
-      BindableService... services) {
+      io.grpc.ServerCallExecutorSupplier callExecutors, BindableService... services) {
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port)).maxInboundMessageSize(maxMessageBytes);
+    if (callExecutors != null) {
+      builder.callExecutor(callExecutors);
+    }
     for (BindableService s : services) {
       builder.addService(ServerInterceptors.intercept(s, interceptors));
     }

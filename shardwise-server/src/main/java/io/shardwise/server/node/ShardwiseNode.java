@@ -111,6 +111,7 @@ public final class ShardwiseNode implements AutoCloseable {
     dropForeignShards();
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
+        DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty()),
         new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());

@@ -417,6 +417,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         try {
           return local.serve(map, ref(table, ((Route.Serve) route).shard()));
         } catch (ShardFrozenException e) {
+          Inline.mayBlock(); // nothing was written: the store refuses a paused shard before writing
           last = moving(e);
           e.log().awaitOpen(PAUSE_WAIT);
           map = ctx.map().current(); // the shard may belong to another node now
@@ -434,6 +435,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       if (!mayForward(h)) {
         throw Errors.wrongShard(map.epoch(), wrong.shard().toString(), wrong.ownerHint().value(), address);
       }
+      Inline.mayBlock();
       try {
         return remote.call(ctx.peers().data(liveAddress(wrong.ownerHint())), forwardHeader(map));
       } catch (StatusRuntimeException e) {
@@ -477,6 +479,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         }
       }
       List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
+      if (!byOwner.isEmpty()) {
+        Inline.mayBlock(); // before serving this node's group, so a second run writes nothing twice
+      }
       List<Integer> retry = new ArrayList<>();
       if (mine != null) {
         if (write && !ctx.writable().getAsBoolean()) {
@@ -485,6 +490,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         try {
           local.serve(current, table, mine);
         } catch (ShardFrozenException e) {
+          Inline.mayBlock(); // the batch is all or nothing: nothing was written
           last = moving(e);
           e.log().awaitOpen(PAUSE_WAIT);
           map = ctx.map().current();
@@ -532,7 +538,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   /** This process's map, after waiting briefly for it to reach the caller's epoch. */
   private ShardMap mapFor(RequestHeader h) {
     ShardMap map = ctx.map().current();
-    return h.getMapEpoch() > map.epoch() ? ctx.map().await(h.getMapEpoch(), CATCH_UP) : map;
+    if (h.getMapEpoch() > map.epoch()) {
+      Inline.mayBlock();
+      return ctx.map().await(h.getMapEpoch(), CATCH_UP);
+    }
+    return map;
   }
 
   /** After a forward was refused: wait for a newer map if the refusal says one exists, else rethrow. */
@@ -575,10 +585,21 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   /** Runs a handler and maps its outcome to the stream: a value, or a status naming the problem. */
+  /**
+   * How a node's server picks the executor of each call: hot data calls on the network thread
+   * ({@link Inline}), unless writes fsync or interceptors (which may block) wrap the calls.
+   */
+  public static io.grpc.ServerCallExecutorSupplier callExecutors(boolean syncWrites, boolean intercepted) {
+    return Inline.callExecutors(!syncWrites && !intercepted);
+  }
+
   static <R> void respond(StreamObserver<R> out, Supplier<R> handler) {
     R result;
     try {
       result = handler.get();
+    } catch (Inline.MustBlock e) {
+      Inline.BLOCKING.execute(() -> respond(out, handler)); // again from the start, off the event loop
+      return;
     } catch (StatusRuntimeException e) {
       out.onError(e);
       return;
