@@ -58,7 +58,7 @@ function drawNodes(c) {
   });
   $("nodes").tBodies[0].replaceChildren(...rows);
   const b = c.balance;
-  $("balance").textContent = `Peak-to-average over the nodes that hold shards: shards ${b.shardsPeakToAverage}, ` +
+  $("balance").textContent = `Peak-to-average over the nodes that can hold shards (up, not draining): shards ${b.shardsPeakToAverage}, ` +
     `bytes ${b.bytesPeakToAverage}, requests ${b.requestsPeakToAverage}. Orange: more than 1.25× the average. ` +
     `Sizes are ${c.sizesAgeSeconds}s old (read every 10 s).`;
 }
