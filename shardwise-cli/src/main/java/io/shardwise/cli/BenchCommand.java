@@ -136,7 +136,7 @@ final class BenchCommand implements Callable<Integer> {
     if (dev && (zk != null || router != null)) {
       throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
     }
-    Routing routing = router != null ? Routing.ROUTER : routing(via);
+    Routing routing = router != null ? Routing.ROUTER : ClusterOptions.routing(via);
 
     PrintWriter out = spec.commandLine().getOut();
     Path work = Files.createTempDirectory("shardwise-bench");
@@ -271,19 +271,6 @@ final class BenchCommand implements Callable<Integer> {
       }
       err.flush();
     };
-  }
-
-  private static Routing routing(String via) {
-    switch (via) {
-      case "client":
-        return Routing.CLIENT;
-      case "router":
-        return Routing.ROUTER;
-      case "node":
-        return Routing.NODE;
-      default:
-        throw new IllegalArgumentException("--via must be client, router or node, not '" + via + "'");
-    }
   }
 
   private static double round(double v) {

@@ -54,6 +54,11 @@ final class ClusterOptions {
   }
 
   Routing routing() {
+    return routing(via);
+  }
+
+  /** A routing mode from its --via name. */
+  static Routing routing(String via) {
     switch (via) {
       case "client":
         return Routing.CLIENT;
