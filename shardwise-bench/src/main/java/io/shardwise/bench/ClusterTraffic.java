@@ -1,14 +1,14 @@
 package io.shardwise.bench;
 
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.server.rpc.NodeStatsPoll;
 import io.shardwise.server.rpc.Peers;
 import java.util.Collection;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 
 /**
  * Requests each shard of a table served, read from its owner's counters ({@code NodeStats}, the
@@ -47,9 +47,7 @@ public final class ClusterTraffic {
   public static Reading read(Peers peers, Collection<NodeInfo> nodes, String table) {
     Map<String, Long> perShard = new TreeMap<>();
     Map<String, String> owner = new TreeMap<>();
-    for (NodeInfo node : nodes) {
-      NodeStatsResponse stats = peers.admin(node.getAddress()).withDeadlineAfter(5, TimeUnit.SECONDS)
-          .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(true).build());
+    for (NodeStatsResponse stats : NodeStatsPoll.ask(peers, nodes, false, Duration.ofSeconds(5)).answers()) {
       for (ShardInfo s : stats.getShardsList()) {
         if (s.getTable().equals(table)) {
           String key = s.getTable() + "/" + s.getNumber();

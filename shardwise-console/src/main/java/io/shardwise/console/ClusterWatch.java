@@ -9,12 +9,12 @@ import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.NodeStatsPoll;
 import io.shardwise.server.rpc.Peers;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -24,7 +24,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
@@ -42,7 +41,7 @@ final class ClusterWatch {
 
   static final long FRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(900);
   static final long SIZES_NANOS = TimeUnit.SECONDS.toNanos(10);
-  private static final long NODE_DEADLINE_MILLIS = 2_000;
+  private static final java.time.Duration NODE_DEADLINE = java.time.Duration.ofSeconds(2);
   /** A node is marked as carrying too much when it has this much more than the average. */
   static final double SKEW = 1.25;
 
@@ -94,16 +93,9 @@ final class ClusterWatch {
     Optional<String> leader = records.leader();
 
     boolean readSizes = sizesAt == Long.MIN_VALUE || now - sizesAt > SIZES_NANOS;
-    Set<String> unreachable = new TreeSet<>();
-    for (NodeInfo node : live.values()) {
-      NodeStatsResponse stats;
-      try {
-        stats = peers.admin(node.getAddress()).withDeadlineAfter(NODE_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
-            .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(!readSizes).build());
-      } catch (RuntimeException e) {
-        unreachable.add(node.getId());
-        continue;
-      }
+    NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), readSizes, NODE_DEADLINE);
+    Set<String> unreachable = polled.unreachable();
+    for (NodeStatsResponse stats : polled.answers()) {
       for (ShardInfo s : stats.getShardsList()) {
         String key = s.getTable() + "/" + s.getNumber();
         Reading before = readings.get(key);

@@ -10,12 +10,10 @@ import io.shardwise.core.plan.NodeCapacity;
 import io.shardwise.core.plan.Plan;
 import io.shardwise.core.plan.RebalancePlanner;
 import io.shardwise.core.plan.ShardSize;
-import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.PlanRecord;
-import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.server.rpc.NodeStatsPoll;
 import io.shardwise.server.rpc.Peers;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,7 +21,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
@@ -130,17 +127,10 @@ public final class PlanMaker {
    */
   public static Map<ShardId, ShardSize> sizes(Peers peers, Map<NodeId, NodeInfo> live) {
     Map<ShardId, ShardSize> sizes = new HashMap<>();
-    for (NodeInfo n : live.values()) {
-      try {
-        for (ShardInfo s : AdminServiceGrpc.newBlockingStub(peers.channel(n.getAddress()))
-            .withDeadlineAfter(STATS_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
-            .nodeStats(NodeStatsRequest.getDefaultInstance()).getShardsList()) {
-          sizes.put(new ShardId(s.getTable(), s.getNumber()), new ShardSize(s.getKeys(), s.getBytes()));
-        }
-      } catch (RuntimeException slowOrUnreachable) {
-        // sizes unknown for this node's shards; the node stays a node
-      }
-    }
+    // Sizes of a node that does not answer stay unknown; the node stays a node.
+    NodeStatsPoll.ask(peers, live.values(), true, STATS_DEADLINE).answers().forEach(stats -> stats.getShardsList()
+        .forEach(s -> sizes.put(new ShardId(s.getTable(), s.getNumber()), new ShardSize(s.getKeys(), s.getBytes()))));
     return sizes;
   }
+
 }

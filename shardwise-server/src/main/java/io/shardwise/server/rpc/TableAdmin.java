@@ -18,9 +18,6 @@ import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.CreateTableRequest;
 import io.shardwise.proto.v1.DropTableResponse;
 import io.shardwise.proto.v1.ListTablesResponse;
-import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.NodeStatsRequest;
-import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.proto.v1.TableInfo;
 import java.time.Duration;
@@ -114,16 +111,9 @@ public final class TableAdmin {
   /** Keys and bytes of every shard, asked of every live node; shards of unreachable nodes are left out. */
   Map<String, ShardInfo> shardStats() {
     Map<String, ShardInfo> out = new HashMap<>();
-    for (NodeInfo node : ctx.coordinator().liveNodes().values()) {
-      try {
-        NodeStatsResponse stats = ctx.peers().admin(node.getAddress()).withDeadlineAfter(5, java.util.concurrent.TimeUnit.SECONDS)
-            .nodeStats(NodeStatsRequest.getDefaultInstance());
-        stats.getShardsList().forEach(s -> out.put(s.getTable() + "/" + s.getNumber(), s));
-      } catch (RuntimeException unreachable) {
-        // reported as missing stats; cluster status marks the node
-      }
-    }
-    return out;
+    NodeStatsPoll.ask(ctx.peers(), ctx.coordinator().liveNodes().values(), true, Duration.ofSeconds(5)).answers()
+        .forEach(stats -> stats.getShardsList().forEach(s -> out.put(s.getTable() + "/" + s.getNumber(), s)));
+    return out; // shards of unreachable nodes are missing; cluster status marks the node
   }
 
   /** A table as the API describes it; {@code stats} by "table/number" (may be empty). */

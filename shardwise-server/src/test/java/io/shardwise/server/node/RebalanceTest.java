@@ -343,29 +343,10 @@ class RebalanceTest {
     java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
     try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
-      for (int i = 1; i <= 3; i++) {
-        cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
-          if (p.getPhase() == MoveProgress.Phase.COPYING && p.getCopiedBytes() > 0) {
-            copying.countDown();
-          }
-        })));
-      }
-      RebalanceRecords records = new RebalanceRecords(c);
-      // 200 kB/s: a shard of ~1 MB takes seconds to copy.
-      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
-          .setBandwidthBytesPerSecond(200_000).setMaxMovesPerNode(1).build());
+      RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("crash", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
-      byte[] filler = new byte[1000];
-      new java.util.Random(3).nextBytes(filler); // incompressible: the snapshot really has ~3 MB
-      List<java.util.Map.Entry<Key, byte[]>> batch = new ArrayList<>();
-      for (int i = 0; i < 3000; i++) {
-        batch.add(java.util.Map.entry(Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)), filler));
-        if (batch.size() == 500) {
-          client.batchPut("crash", batch);
-          batch.clear();
-        }
-      }
+      loadIncompressible(client, "crash", 3000, 3); // ~3 MB: a shard takes seconds to copy at 200 kB/s
       try (History h = new History(client, "crash", 300, 7)) {
         ShardwiseNode n4 = cluster.startNode(4);
         cluster.nodes.add(n4);
@@ -497,28 +478,10 @@ class RebalanceTest {
     java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
     try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
-      for (int i = 1; i <= 3; i++) {
-        cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
-          if (p.getPhase() == MoveProgress.Phase.COPYING && p.getCopiedBytes() > 0) {
-            copying.countDown();
-          }
-        })));
-      }
-      RebalanceRecords records = new RebalanceRecords(c);
-      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
-          .setBandwidthBytesPerSecond(200_000).setMaxMovesPerNode(1).build());
+      RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("leader", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
-      byte[] filler = new byte[1000];
-      new java.util.Random(5).nextBytes(filler);
-      List<java.util.Map.Entry<Key, byte[]>> batch = new ArrayList<>();
-      for (int i = 0; i < 2000; i++) {
-        batch.add(java.util.Map.entry(Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)), filler));
-        if (batch.size() == 500) {
-          client.batchPut("leader", batch);
-          batch.clear();
-        }
-      }
+      loadIncompressible(client, "leader", 2000, 5);
       try (History h = new History(client, "leader", 300, 13)) {
         cluster.nodes.add(cluster.startNode(4));
         PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
@@ -547,4 +510,38 @@ class RebalanceTest {
       }
     }
   }
+
+  /**
+   * Nodes n1..n3 whose move listener opens {@code copying} once a snapshot is being copied, and a
+   * balancer in auto mode at 200 kB/s and one move per node, so a move of ~1 MB takes seconds.
+   */
+  private static RebalanceRecords startThrottledAutoCluster(TestCluster cluster, Coordinator c,
+      java.util.concurrent.CountDownLatch copying) {
+    for (int i = 1; i <= 3; i++) {
+      cluster.nodes.add(cluster.startNode(i, cfg -> cfg.withMoveListener(p -> {
+        if (p.getPhase() == MoveProgress.Phase.COPYING && p.getCopiedBytes() > 0) {
+          copying.countDown();
+        }
+      })));
+    }
+    RebalanceRecords records = new RebalanceRecords(c);
+    records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
+        .setBandwidthBytesPerSecond(200_000).setMaxMovesPerNode(1).build());
+    return records;
+  }
+
+  /** {@code rows} keys bulk-0… each holding the same 1,000 random (incompressible) bytes. */
+  private static void loadIncompressible(ShardwiseClient client, String table, int rows, long seed) {
+    byte[] filler = new byte[1000];
+    new java.util.Random(seed).nextBytes(filler);
+    List<java.util.Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+    for (int i = 0; i < rows; i++) {
+      batch.add(java.util.Map.entry(Key.of(("bulk-" + i).getBytes(StandardCharsets.UTF_8)), filler));
+      if (batch.size() == 500 || i == rows - 1) {
+        client.batchPut(table, batch);
+        batch.clear();
+      }
+    }
+  }
+
 }
