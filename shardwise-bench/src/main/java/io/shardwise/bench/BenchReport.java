@@ -112,11 +112,13 @@ public final class BenchReport {
     out.printf(Locale.ROOT, "latencies in ms; load: %,.0f records/s%n", first.load() == null ? 0 : first.load().throughput());
   }
 
-  static String ms(double micros) {
+  /** Microseconds as milliseconds, with fewer decimals the larger they are. */
+  public static String ms(double micros) {
     return String.format(Locale.ROOT, micros >= 100_000 ? "%.0f" : micros >= 10_000 ? "%.1f" : "%.2f", micros / 1000);
   }
 
-  static double round(double v) {
+  /** Two decimals, for reports. */
+  public static double round(double v) {
     return Math.round(v * 100) / 100.0;
   }
 }

@@ -3,10 +3,8 @@ package io.shardwise.bench;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
@@ -48,7 +46,7 @@ public final class RocksDbTarget implements Target {
       db = null;
     }
     try {
-      deleteDirectory();
+      Directories.delete(directory);
       Files.createDirectories(directory);
       db = RocksDB.open(options, directory.toString());
     } catch (RocksDBException | java.io.IOException e) {
@@ -111,17 +109,6 @@ public final class RocksDbTarget implements Target {
     return key.getBytes(StandardCharsets.UTF_8);
   }
 
-  private void deleteDirectory() throws java.io.IOException {
-    if (!Files.exists(directory)) {
-      return;
-    }
-    try (Stream<Path> files = Files.walk(directory)) {
-      for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
-      }
-    }
-  }
-
   @Override
   public void close() {
     if (db != null) {
@@ -131,7 +118,7 @@ public final class RocksDbTarget implements Target {
     writes.close();
     options.close();
     try {
-      deleteDirectory();
+      Directories.delete(directory);
     } catch (java.io.IOException e) {
       // a leftover benchmark directory is not worth failing the report for
     }

@@ -3,10 +3,7 @@ package io.shardwise.bench;
 import com.google.protobuf.ByteString;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitionRange;
 import io.shardwise.proto.v1.PartitioningSpec;
-import io.shardwise.proto.v1.ScanRequest;
-import io.shardwise.proto.v1.ScanResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -85,17 +82,9 @@ public final class ShardwiseTarget implements Target {
 
   @Override
   public int scan(String startKey, int count) {
-    int rows = 0;
-    ByteString token = ByteString.EMPTY;
-    do {
-      ScanResponse page = client.scan(ScanRequest.newBuilder().setTable(table)
-          .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFrom(startKey, StandardCharsets.UTF_8)))
-          .setLimit(count - rows).setPageToken(token).build());
-      rows += page.getRowsCount();
-      token = page.getNextPageToken();
-    } while (rows < count && !token.isEmpty());
-    return rows;
+    return client.scanFrom(table, startKey.getBytes(StandardCharsets.UTF_8), count).size();
   }
+
 
   @Override
   public void close() {

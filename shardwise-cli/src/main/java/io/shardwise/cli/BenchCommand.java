@@ -221,8 +221,8 @@ final class BenchCommand implements Callable<Integer> {
         for (Bench.Result r : results.subList(1, results.size())) {
           others.set(r.target(), BenchReport.json(r, null));
           ratios.putObject(r.target())
-              .put("throughput", round(results.get(0).run().throughput() / Math.max(1e-9, r.run().throughput())))
-              .put("p99", round(results.get(0).run().all().p99() / Math.max(1, r.run().all().p99())));
+              .put("throughput", BenchReport.round(results.get(0).run().throughput() / Math.max(1e-9, r.run().throughput())))
+              .put("p99", BenchReport.round(results.get(0).run().all().p99() / Math.max(1, r.run().all().p99())));
         }
       }
       Output.json(out, root);
@@ -263,7 +263,7 @@ final class BenchCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     return (phase, seconds, ops, rate, p99, errors) -> {
       String line = String.format(Locale.ROOT, "%-13s %-7s %6.1f s %,12d ops %,10.0f ops/s%s%s", target, phase, seconds, ops, rate,
-          p99 > 0 ? "  p99 " + BenchReportAccess.ms(p99) + " ms" : "", errors > 0 ? "  errors " + errors : "");
+          p99 > 0 ? "  p99 " + BenchReport.ms(p99) + " ms" : "", errors > 0 ? "  errors " + errors : "");
       if (terminal) {
         err.print("\r" + line + "   ");
       } else {
@@ -273,26 +273,14 @@ final class BenchCommand implements Callable<Integer> {
     };
   }
 
-  private static double round(double v) {
-    return Math.round(v * 100) / 100.0;
-  }
-
   private static void deleteTree(Path dir) {
-    try (var files = Files.walk(dir)) {
-      for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+    try {
+      io.shardwise.bench.Directories.delete(dir);
     } catch (IOException e) {
       System.err.println("shardwise bench: could not delete " + dir + ": " + e.getMessage());
     }
   }
 
-  /** Formatting shared with the report. */
-  private static final class BenchReportAccess {
-    static String ms(double micros) {
-      return String.format(Locale.ROOT, "%.2f", micros / 1000);
-    }
-  }
 
   /**
    * Cuts a run into before / during / after a rebalance: after a third of --duration, a node joins,
@@ -367,7 +355,7 @@ final class BenchCommand implements Callable<Integer> {
       }
       PlanRecord p = plan.get();
       for (Bench.Phase ph : result.phases()) {
-        o.putObject(ph.name()).put("seconds", round(ph.seconds())).put("throughput", round(ph.throughput()))
+        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p99", ph.all().p99()).put("p50", ph.all().p50());
       }
       if (p != null) {
@@ -375,9 +363,9 @@ final class BenchCommand implements Callable<Integer> {
         o.put("plan", p.getId()).put("state", Rebalancing.describe(p.getState()))
             .put("moves", p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count())
             .put("movedBytes", p.getReportMovedBytes()).put("movedKeys", p.getReportMovedKeys())
-            .put("moveSeconds", round(seconds))
-            .put("moveMBps", round(seconds <= 0 ? 0 : p.getReportMovedBytes() / 1e6 / seconds))
-            .put("longestWritePauseMs", round(p.getReportLongestPauseMicros() / 1000.0));
+            .put("moveSeconds", BenchReport.round(seconds))
+            .put("moveMBps", BenchReport.round(seconds <= 0 ? 0 : p.getReportMovedBytes() / 1e6 / seconds))
+            .put("longestWritePauseMs", BenchReport.round(p.getReportLongestPauseMicros() / 1000.0));
       }
       return o;
     }

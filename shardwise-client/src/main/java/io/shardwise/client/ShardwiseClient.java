@@ -97,6 +97,9 @@ public final class ShardwiseClient implements AutoCloseable {
     }
   }
 
+  /** Rows per scan page, at most (the API's limit). */
+  static final int MAX_SCAN_PAGE = 1000;
+
   public static Builder builder() {
     return new Builder();
   }
@@ -372,6 +375,23 @@ public final class ShardwiseClient implements AutoCloseable {
       return call(request.getTable(), key, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
     }
     return withRetries(request.getTable(), null, null, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
+  }
+
+  /**
+   * Up to {@code limit} rows whose partition keys are at or after {@code from}, in key order,
+   * across as many pages (and shards) as it takes: a short range scan on a {@code range} table.
+   */
+  public List<io.shardwise.proto.v1.KeyValue> scanFrom(String table, byte[] from, int limit) {
+    List<io.shardwise.proto.v1.KeyValue> rows = new ArrayList<>();
+    ByteString token = ByteString.EMPTY;
+    do {
+      ScanResponse page = scan(ScanRequest.newBuilder().setTable(table)
+          .setPartitionRange(io.shardwise.proto.v1.PartitionRange.newBuilder().setFrom(ByteString.copyFrom(from)))
+          .setLimit(Math.min(limit - rows.size(), MAX_SCAN_PAGE)).setPageToken(token).build());
+      rows.addAll(page.getRowsList());
+      token = page.getNextPageToken();
+    } while (rows.size() < limit && !token.isEmpty());
+    return rows;
   }
 
   // ------------------------------------------------------------------ tables and cluster

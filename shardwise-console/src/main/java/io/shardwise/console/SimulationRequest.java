@@ -58,6 +58,8 @@ public record SimulationRequest(
   public static final long MAX_HTTP_COUNT = 1_000_000;
   /** Keys a lab grid shows (per-key placements), at most. */
   public static final int MAX_GRID_KEYS = 1000;
+  /** Keys whose moves are listed ({@code list=true}) or that are pasted ({@code keyList}), at most. */
+  public static final int MAX_LISTED_KEYS = 100 * MAX_GRID_KEYS;
   /** Bytes of one pasted key, at most. */
   public static final int MAX_KEY_BYTES = 1024;
 
@@ -144,8 +146,8 @@ public record SimulationRequest(
       throw new IllegalArgumentException("the lab grid shows at most " + MAX_GRID_KEYS + " keys, not " + gridKeys
           + "; lower count or drop placements=true");
     }
-    if (detail == Simulation.Detail.MOVED_KEYS && gridKeys > MAX_GRID_KEYS * 100L) {
-      throw new IllegalArgumentException("list=true lists moved keys of at most " + MAX_GRID_KEYS * 100 + " keys, not " + gridKeys);
+    if (detail == Simulation.Detail.MOVED_KEYS && gridKeys > MAX_LISTED_KEYS) {
+      throw new IllegalArgumentException("list=true lists moved keys of at most " + MAX_LISTED_KEYS + " keys, not " + gridKeys);
     }
     return this;
   }
@@ -155,8 +157,8 @@ public record SimulationRequest(
       throw new IllegalArgumentException(name.apply("count") + " must not be negative, not " + count);
     }
     if (keyList != null) {
-      if (keyList.size() > MAX_GRID_KEYS * 100) {
-        throw new IllegalArgumentException("keyList has " + keyList.size() + " keys; at most " + MAX_GRID_KEYS * 100);
+      if (keyList.size() > MAX_LISTED_KEYS) {
+        throw new IllegalArgumentException("keyList has " + keyList.size() + " keys; at most " + MAX_LISTED_KEYS);
       }
       List<byte[]> bytes = new ArrayList<>(keyList.size());
       for (String k : keyList) {

@@ -1,6 +1,7 @@
 package io.shardwise.ycsb;
 
 import com.google.protobuf.ByteString;
+import io.shardwise.bench.KeySpace;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.ShardwiseException;
@@ -8,10 +9,7 @@ import io.shardwise.core.key.Key;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.proto.v1.KeyValue;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.PartitionRange;
 import io.shardwise.proto.v1.PartitioningSpec;
-import io.shardwise.proto.v1.ScanRequest;
-import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.server.coordination.Coordinator;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -101,17 +99,14 @@ public final class ShardwiseDB extends DB {
     return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
   }
 
-  /** Makes the table at the first load: range shards split evenly over "user" + 19-digit numbers. */
+  /** Makes the table at the first load: range shards split evenly over YCSB's hashed keys, as the bench does. */
   private void ensureTable(String table, int shards) throws DBException {
     synchronized (LOCK) {
       if (client.listTables().stream().anyMatch(t -> t.getName().equals(table))) {
         return;
       }
       PartitioningSpec.Builder spec = PartitioningSpec.newBuilder().setStrategy("range");
-      for (int i = 1; i < shards; i++) {
-        long bound = (long) (Long.MAX_VALUE / (double) shards * i);
-        spec.addSplitPoints(ByteString.copyFromUtf8("user" + String.format(java.util.Locale.ROOT, "%019d", bound)));
-      }
+      KeySpace.splitPoints(shards).forEach(point -> spec.addSplitPoints(ByteString.copyFromUtf8(point)));
       try {
         client.createTable(table, spec.build());
       } catch (ShardwiseException e) {
@@ -149,20 +144,11 @@ public final class ShardwiseDB extends DB {
   @Override
   public Status scan(String table, String startKey, int count, Set<String> fields, Vector<HashMap<String, ByteIterator>> result) {
     try {
-      ByteString token = ByteString.EMPTY;
-      int rows = 0;
-      do {
-        ScanResponse page = client.scan(ScanRequest.newBuilder().setTable(table)
-            .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8(startKey)))
-            .setLimit(count - rows).setPageToken(token).build());
-        for (KeyValue row : page.getRowsList()) {
-          HashMap<String, ByteIterator> values = new HashMap<>();
-          decode(row.getValue().toByteArray(), fields, values);
-          result.add(values);
-          rows++;
-        }
-        token = page.getNextPageToken();
-      } while (rows < count && !token.isEmpty());
+      for (KeyValue row : client.scanFrom(table, startKey.getBytes(StandardCharsets.UTF_8), count)) {
+        HashMap<String, ByteIterator> values = new HashMap<>();
+        decode(row.getValue().toByteArray(), fields, values);
+        result.add(values);
+      }
       return Status.OK;
     } catch (RuntimeException e) {
       return Status.ERROR;

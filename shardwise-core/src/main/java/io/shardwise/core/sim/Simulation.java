@@ -104,8 +104,9 @@ public final class Simulation {
     long[] hashed = new long[hashes.size()];
     long count = 0;
     List<byte[]> placedKeys = place ? new ArrayList<>() : null;
-    int[][] placedBefore = place ? new int[n][16] : null;
-    int[][] placedAfter = place ? new int[n][16] : null;
+    // Bounded by MAX_PLACED_KEYS, so allocated whole; trimmed to the key count at the end.
+    int[][] placedBefore = place ? new int[n][MAX_PLACED_KEYS] : null;
+    int[][] placedAfter = place ? new int[n][MAX_PLACED_KEYS] : null;
     for (byte[] key : keys) {
       if (place) {
         if (count == MAX_PLACED_KEYS) {
@@ -113,12 +114,6 @@ public final class Simulation {
               "per-key placements are kept for at most " + MAX_PLACED_KEYS + " keys; the source has more");
         }
         placedKeys.add(key);
-        if (count == placedBefore[0].length) {
-          for (int i = 0; i < n; i++) {
-            placedBefore[i] = Arrays.copyOf(placedBefore[i], (int) count * 2);
-            placedAfter[i] = Arrays.copyOf(placedAfter[i], (int) count * 2);
-          }
-        }
       }
       for (int h = 0; h < hashed.length; h++) {
         hashed[h] = hashes.get(h).hash(key);

@@ -8,23 +8,12 @@ import java.util.List;
 /**
  * What a simulation found: per strategy, how many keys moved going from {@code from} to {@code to}
  * nodes against the theoretical minimum, and how evenly keys were spread before and after.
+ *
+ * @param placedKeys every key in input order when placements were asked for ({@link
+ *     Simulation.Detail#PLACEMENTS}), else {@code null}; {@link Result#placement()} indexes into it
  */
 public record SimulationReport(
     String keySource, long keys, int from, int to, String hash, List<Result> results, List<byte[]> placedKeys) {
-
-  /** A report without per-key placements. */
-  public SimulationReport(String keySource, long keys, int from, int to, String hash, List<Result> results) {
-    this(keySource, keys, from, to, hash, results, null);
-  }
-
-  /**
-   * Every key in input order, when placements were asked for ({@link Simulation.Detail#PLACEMENTS});
-   * otherwise {@code null}. {@link Result#placement()} indexes into it.
-   */
-  @Override
-  public List<byte[]> placedKeys() {
-    return placedKeys;
-  }
 
   /** One strategy's outcome. */
   public record Result(
