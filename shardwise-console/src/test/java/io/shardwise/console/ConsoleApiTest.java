@@ -153,7 +153,7 @@ class ConsoleApiTest {
       assertThat(keys).isEqualTo(300);
     });
     JsonNode view = get("/api/v1/cluster").body();
-    assertThat(view.get("nodes").asInt()).isEqualTo(cluster.nodes.size());
+    assertThat(view.get("nodes").asInt()).isEqualTo(cluster.size());
     assertThat(view.get("nodeList")).extracting(n -> n.get("state").asText()).containsOnly("up");
     assertThat(view.get("balancer").get("mode").asText()).isEqualTo("suggest");
     assertThat(view.get("balancer").get("leader").asText()).isIn("n1", "n2", "n3", "n4");
@@ -176,7 +176,7 @@ class ConsoleApiTest {
   void aPendingPlanCanBeRejectedAndThenNotApproved() throws Exception {
     ShardwiseClient client = cluster.client();
     client.createTable("moving", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
-    cluster.addNode(4);
+    cluster.addNode();
     JsonNode pending = await().atMost(Duration.ofSeconds(30)).until(
         () -> get("/api/v1/cluster").body().get("plans").get("pending"), p -> p != null && !p.isNull());
     String id = pending.get("id").asText();

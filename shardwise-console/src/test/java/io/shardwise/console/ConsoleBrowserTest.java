@@ -137,7 +137,7 @@ class ConsoleBrowserTest {
       browser.waiting(Duration.ofSeconds(15)).until(d -> d.findElements(By.cssSelector("#nodes tbody tr")).size() == 3);
       assertThat(browser.driver.findElement(By.cssSelector("#stat-shards .value")).getText()).isEqualTo("12");
 
-      cluster.addNode(4);
+      cluster.addNode();
       WebElement approve = browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));
       String planId = browser.driver.findElement(By.id("pending-plan")).getAttribute("data-plan");
       assertThat(browser.driver.findElement(By.id("pending-plan")).getText()).contains("moves").contains("n4");

@@ -1,45 +1,35 @@
 package io.shardwise.console;
 
+import io.shardwise.bench.EmbeddedCluster;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
-import io.shardwise.server.coordination.EmbeddedZooKeeper;
-import io.shardwise.server.node.NodeConfig;
-import io.shardwise.server.node.ShardwiseNode;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-/** An embedded ZooKeeper, nodes n1..nN and a console, all on loopback ports chosen by the OS. */
+/** The bench's embedded cluster (ZooKeeper, nodes n1..nN, a router; OS-chosen ports) with a console. */
 final class LocalCluster implements AutoCloseable {
 
-  final Path dir;
-  final EmbeddedZooKeeper zk;
-  final List<ShardwiseNode> nodes = new ArrayList<>();
+  final EmbeddedCluster cluster;
   final Console console;
   private final List<ShardwiseClient> clients = new ArrayList<>();
 
   LocalCluster(Path dir, int nodeCount) {
-    this.dir = dir;
-    this.zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
-    for (int i = 1; i <= nodeCount; i++) {
-      addNode(i);
-    }
-    this.console = Console.start("127.0.0.1", 0, zk.connectString());
+    this.cluster = new EmbeddedCluster(dir, nodeCount);
+    this.console = Console.start("127.0.0.1", 0, cluster.zk());
   }
 
-  /** Starts node {@code n<i>} with a fast balancer tick and a short drop grace. */
-  ShardwiseNode addNode(int i) {
-    ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
-        .withBalancerTick(Duration.ofMillis(200)).withDropGrace(Duration.ofSeconds(1)));
-    nodes.add(node);
-    return node;
+  /** Starts the next node, n(N+1). */
+  void addNode() {
+    cluster.addNode();
+  }
+
+  int size() {
+    return cluster.size();
   }
 
   ShardwiseClient client() {
-    List<String> seeds = new ArrayList<>();
-    nodes.forEach(n -> seeds.add(n.address()));
-    ShardwiseClient c = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(seeds).build();
+    ShardwiseClient c = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(cluster.nodeAddresses()).build();
     clients.add(c);
     return c;
   }
@@ -48,7 +38,6 @@ final class LocalCluster implements AutoCloseable {
   public void close() {
     clients.forEach(ShardwiseClient::close);
     console.close();
-    nodes.forEach(ShardwiseNode::close);
-    zk.close();
+    cluster.close();
   }
 }
