@@ -63,9 +63,8 @@ final class NodeCommand implements Callable<Integer> {
     if (consolePort != null) {
       Ports.requireFree(hp[0], consolePort, "--console-port");
     }
-    NodeConfig base = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels);
-    NodeConfig config = new NodeConfig(base.id(), dataDir, hp[0], port, base.zk(), base.labels(), base.limits(), syncWrites,
-        base.sessionTimeout(), Durations.parse("--drop-grace", dropGrace), base.balancerTick(), base.moveListener(), base.interceptors());
+    NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
+        .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace));
     ShardwiseNode node = ShardwiseNode.start(config);
     Console console;
     try {

@@ -115,6 +115,20 @@ public final class Coordinator implements AutoCloseable {
   }
 
   /**
+   * Reads the map after a ZooKeeper {@code sync}, so the answer is at least as new as every
+   * change any client had stored when this was called: for deciding an outcome (did my cutover
+   * happen?), never for the request path.
+   */
+  public StoredMap readMapSynced() {
+    try {
+      client.sync().forPath(MAP_PATH);
+    } catch (Exception e) {
+      throw new CoordinationException("cannot sync with ZooKeeper: " + e.getMessage(), e);
+    }
+    return readMap();
+  }
+
+  /**
    * Changes the map: reads it, asks {@code plan} for a delta (empty: nothing to do), applies it,
    * and stores the result with a compare-and-set on the znode version. A writer that loses the
    * race re-reads and plans again, so {@code plan} may run more than once and must not have side

@@ -227,10 +227,22 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   @Override
   public void dropCopy(DropCopyRequest request, StreamObserver<DropCopyResponse> out) {
     ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
-    incoming.remove(request.getMoveId(), shard);
-    if (!ownedHere(shard)) {
-      ctx.store().drop(shard);
+    ShardMap map;
+    try {
+      map = ctx.coordinator().readMapSynced().map(); // the source's word is not enough: read the map
+    } catch (RuntimeException e) {
+      out.onError(Status.UNAVAILABLE.withDescription("cannot read the map to check the move's outcome: " + e.getMessage())
+          .asRuntimeException());
+      return;
     }
+    applyMap.accept(map);
+    if (map.owns(ctx.self(), shard.tableId(), shard.shardNumber()) || ownedHere(shard)) {
+      out.onError(Status.FAILED_PRECONDITION.withDescription("move " + request.getMoveId() + ": the map at epoch " + map.epoch()
+          + " gives shard " + shard + " to this node; its copy is kept").asRuntimeException());
+      return;
+    }
+    incoming.remove(request.getMoveId(), shard);
+    ctx.store().drop(shard); // an incomplete copy this node never served
     out.onNext(DropCopyResponse.getDefaultInstance());
     out.onCompleted();
   }

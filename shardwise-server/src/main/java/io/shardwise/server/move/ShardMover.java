@@ -20,7 +20,8 @@ import io.shardwise.proto.v1.ShardChunk;
 import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.coordination.CoordinationException;
 import io.shardwise.server.rpc.ClusterContext;
-import io.shardwise.server.storage.ChangeLog;
+import io.shardwise.server.shard.ChangeLog;
+import io.shardwise.server.shard.LocalShard;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
@@ -55,10 +56,11 @@ import org.slf4j.LoggerFactory;
  *       and answered with WRONG_SHARD (or forwarded) instead of being served here.
  * </ol>
  *
- * <p>Until the compare-and-set nothing has changed for anyone but the destination's unused copy:
- * any failure or a cancel ends the move, drops the copy, and this node remains the owner. After
- * it the destination has every acknowledged write. This node keeps its old copy (never served
- * again) until the node drops it after a grace period.
+ * <p>Until the compare-and-set is sent nothing has changed for anyone but the destination's unused
+ * copy: any failure or a cancel ends the move, drops the copy, and this node remains the owner.
+ * Once it is sent, the outcome is read from the map and nothing else; until it is known the shard
+ * stays paused here and neither copy is dropped. After the cutover the destination has every
+ * acknowledged write; this node keeps its old copy (never served again) for a grace period.
  */
 final class ShardMover {
 
@@ -96,20 +98,28 @@ final class ShardMover {
     cancelled = true;
   }
 
-  /** Runs the move, reporting progress; returns once cut over, throws if abandoned. */
+  /**
+   * Runs the move, reporting progress; returns once cut over, throws if abandoned. Before the
+   * cutover's compare-and-set is sent, any failure abandons the move: the shard serves here again
+   * and the destination drops its copy. Once it is sent, only the map decides (see {@link #cutOver}).
+   */
   void run(Consumer<MoveProgress> report) {
     ShardAssignment assignment = checkMovable(ctx.map().current());
     String destination = ctx.addressOf(to);
     if (destination == null) {
       throw Status.FAILED_PRECONDITION.withDescription("destination " + to + " is not live").asRuntimeException();
     }
+    LocalShard local = ctx.shards().get(shard);
+    if (local == null || local.state() != LocalShard.State.SERVING) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + shard + " is not served by " + ctx.self()).asRuntimeException();
+    }
     ManagedChannel channel = ctx.peers().channel(destination);
     MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(channel);
     ShardStore store = ctx.store();
-    ChangeLog log = store.track(shard);
+    ChangeLog log = local.track();
     metrics.started(log);
     Path file = workDir.resolve("out-" + MoveServiceImpl.fileSafe(request.getMoveId()) + ".sst");
-    boolean cutOver = false;
+    Outcome outcome = Outcome.ABANDONED;
     try {
       ShardStore.ExportStats exported = store.exportShard(shard, file);
       progress.setPhase(MoveProgress.Phase.COPYING).setTotalBytes(exported.bytes()).setKeys(exported.liveKeys());
@@ -131,15 +141,21 @@ final class ShardMover {
 
       checkNotCancelled();
       long pauseStart = System.nanoTime();
-      store.freeze(log, false);
+      local.pause(false);
       progress.setPhase(MoveProgress.Phase.PAUSED);
       catchUp(peer, log.drain()); // nothing is written to the shard any more: this is the last of it
       checkNotCancelled();
-      store.freeze(log, true); // from here until the new map is installed, reads wait too
-      ShardMap next = cutOver(assignment);
-      cutOver = true;
-      applyMap.accept(next);
-      store.untrack(log);
+      local.pause(true); // from here until the new map is installed, reads wait too
+      outcome = Outcome.UNKNOWN;
+      Optional<ShardMap> stored = cutOver(assignment);
+      if (stored.isEmpty()) {
+        outcome = Outcome.ABANDONED;
+        throw new IllegalStateException("the cutover was not stored: the map still gives shard " + shard + " to " + ctx.self());
+      }
+      ShardMap next = stored.get();
+      outcome = Outcome.CUT_OVER;
+      applyMap.accept(next); // hands the local shard off before anyone routes by the new map
+      local.resume(); // paused requests route again, to the new owner
       long pausedNanos = System.nanoTime() - pauseStart;
       long pauseMicros = pausedNanos / 1_000;
       metrics.paused(Duration.ofNanos(pausedNanos));
@@ -149,14 +165,22 @@ final class ShardMover {
           request.getMoveId(), request.getTable(), request.getNumber(), to, next.epoch(), progress.getKeys(), progress.getTotalBytes(),
           progress.getCaughtUpKeys(), pauseMicros);
     } finally {
-      store.untrack(log); // never leave the shard paused, whatever failed
       metrics.ended(log);
       MoveServiceImpl.deleteQuietly(file);
-      if (!cutOver) {
-        dropCopy(peer);
+      if (outcome == Outcome.ABANDONED) {
+        local.resume(); // this node is still the owner: serve again
+        dropCopy(peer, assignment);
+      } else if (outcome == Outcome.UNKNOWN) {
+        // Stopping before the map could be read: the shard stays paused (nothing is served or
+        // written here) and neither copy is dropped; after a restart the map decides.
+        LOG.warn("move {}: stopping with the cutover of shard {} unresolved; the shard stays paused and both copies are kept",
+            request.getMoveId(), shard);
       }
     }
   }
+
+  /** How a move ended, as far as this node knows. */
+  private enum Outcome { ABANDONED, UNKNOWN, CUT_OVER }
 
   private ShardAssignment checkMovable(ShardMap map) {
     ShardAssignment s = map.shard(request.getTableId(), request.getNumber())
@@ -311,48 +335,62 @@ final class ShardMover {
   }
 
   /**
-   * The compare-and-set that gives the shard to the destination. If ZooKeeper fails to answer,
-   * the outcome is read back from the map: the move either happened or it did not.
+   * The compare-and-set that gives the shard to the destination. Its outcome is decided only by
+   * reading the map: whatever went wrong while it was sent (a lost reply, a Curator retry answered
+   * with BadVersion, ZooKeeper unreachable, a check failing inside the change), the map is read
+   * again — however long ZooKeeper takes to answer — and shows either the destination owning the
+   * shard at a newer epoch (stored) or this node owning it at the planned epoch (not stored).
+   *
+   * @return the map that gives the shard to the destination, or empty if the cutover was not stored
+   * @throws IllegalStateException if the node stops before the map could be read (outcome unknown)
    */
-  private ShardMap cutOver(ShardAssignment planned) {
+  private Optional<ShardMap> cutOver(ShardAssignment planned) {
     NodeId self = ctx.self();
     try {
-      return ctx.coordinator().updateMap(map -> {
+      ShardMap stored = ctx.coordinator().updateMap(map -> {
         ShardAssignment now = checkMovable(map);
         if (now.epoch() != planned.epoch()) {
           throw new IllegalStateException("shard " + now.id() + " changed epoch during the move");
         }
         return Optional.of(ShardMapDelta.on(map).moveShard(now.id(), self, to).build());
       });
-    } catch (CoordinationException e) {
-      if (!ctx.writable().getAsBoolean()) {
-        // Fenced or stopping: writes stay refused until the map has been re-read from ZooKeeper.
-        throw new IllegalStateException("cannot tell whether the cutover was stored (the node is fenced): " + e.getMessage(), e);
-      }
-      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-      while (System.nanoTime() < deadline) {
-        try {
-          ShardMap map = ctx.coordinator().readMap().map();
-          if (map.owns(to, request.getTableId(), request.getNumber())) {
-            return map; // the compare-and-set did happen
-          }
-          throw new IllegalStateException("the cutover was not stored: " + e.getMessage(), e);
-        } catch (CoordinationException again) {
-          sleepQuietly(500);
-        }
-      }
-      // ZooKeeper is unreachable: this node is fenced (no writes) until it has re-read the map.
-      throw new IllegalStateException("cannot tell whether the cutover was stored: " + e.getMessage(), e);
+      ctx.hooks().cutOverStored(shard);
+      return Optional.of(stored);
+    } catch (RuntimeException e) {
+      LOG.warn("move {}: the cutover of shard {} did not answer cleanly ({}); reading the map to learn its outcome",
+          request.getMoveId(), shard, e.getMessage());
+      return resolveFromMap(planned);
     }
   }
 
-  private void dropCopy(MoveServiceGrpc.MoveServiceBlockingStub peer) {
+  private Optional<ShardMap> resolveFromMap(ShardAssignment planned) {
+    long backoffMillis = 50;
+    while (!ctx.store().isClosed()) {
+      try {
+        ShardMap map = ctx.coordinator().readMapSynced().map();
+        Optional<ShardAssignment> now = map.shard(request.getTableId(), request.getNumber());
+        if (now.isPresent() && now.get().owner().equals(ctx.self()) && now.get().epoch() == planned.epoch()) {
+          return Optional.empty();
+        }
+        // The destination owns it (or the table was dropped, or it changed hands since): this
+        // node must never serve it again, and the destination's copy is not ours to drop.
+        return Optional.of(map);
+      } catch (RuntimeException unreachable) {
+        sleepQuietly(backoffMillis);
+        backoffMillis = Math.min(2_000, backoffMillis * 2);
+      }
+    }
+    throw new IllegalStateException("the node stopped before it could read whether the cutover of shard " + shard + " was stored");
+  }
+
+  /** Asks the destination to drop its copy; it does so only if the map it reads shows the move did not happen. */
+  private void dropCopy(MoveServiceGrpc.MoveServiceBlockingStub peer, ShardAssignment planned) {
     try {
-      peer.withDeadlineAfter(10, TimeUnit.SECONDS)
-          .dropCopy(DropCopyRequest.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId()).setNumber(shard.shardNumber()).build());
+      peer.withDeadlineAfter(10, TimeUnit.SECONDS).dropCopy(DropCopyRequest.newBuilder().setMoveId(request.getMoveId())
+          .setTableId(shard.tableId()).setNumber(shard.shardNumber()).setShardEpoch(planned.epoch()).build());
     } catch (RuntimeException e) {
-      LOG.info("move {}: the destination's copy was not dropped now ({}); it drops it when it restarts", request.getMoveId(),
-          e.getMessage());
+      LOG.info("move {}: the destination's copy was not dropped now ({}); it goes to the destination's trash when it restarts",
+          request.getMoveId(), e.getMessage());
     }
   }
 

@@ -3,65 +3,131 @@ package io.shardwise.server.node;
 import io.grpc.ServerInterceptor;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.server.rpc.Limits;
+import io.shardwise.server.rpc.RequestHooks;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Consumer;
 
 /**
- * How to run a node.
+ * How to run a node: an immutable value. {@link #of} gives the defaults; each {@code withX}
+ * returns a copy with one setting changed and validates it at once.
  *
- * @param id the node id, or {@code null} to use the one kept in the data directory (a new one is
- *     made on first start)
- * @param dataDir where the node keeps its RocksDB data and its id
- * @param host the address to listen on and advertise
- * @param port the data/admin port; 0 lets the OS choose
- * @param zk ZooKeeper connect string ({@code host:port,host:port})
- * @param labels free-form labels (zone, region, capacity) advertised in ZooKeeper
- * @param syncWrites fsync the write-ahead log on every write
+ * <ul>
+ *   <li>{@code id}: the node id, or {@code null} to use the one kept in the data directory (a new
+ *       one is made on first start)
+ *   <li>{@code dataDir}: where the node keeps its RocksDB data, its id and its cluster id
+ *   <li>{@code host}, {@code port}: the address to listen on and advertise; port 0 lets the OS choose
+ *   <li>{@code zk}: ZooKeeper connect string ({@code host:port,host:port})
+ *   <li>{@code labels}: free-form labels (zone, region, capacity) advertised in ZooKeeper
+ *   <li>{@code syncWrites}: fsync the write-ahead log on every write
+ *   <li>{@code dropGrace}: how long a shard that moved away stays readable in place before it goes to
+ *       the trash (30 s)
+ *   <li>{@code trashGrace}: how long trashed copies are kept before they are purged (24 h)
+ *   <li>{@code adoptCluster}: let a data directory that holds data but no cluster id join the
+ *       cluster ZooKeeper names (data this node does not own goes to the trash, never deleted)
+ * </ul>
  */
-public record NodeConfig(
-    String id, Path dataDir, String host, int port, String zk, Map<String, String> labels, Limits limits,
-    boolean syncWrites, Duration sessionTimeout, Duration dropGrace, Duration balancerTick,
-    Consumer<MoveProgress> moveListener, List<ServerInterceptor> interceptors) {
+public final class NodeConfig {
 
-  public NodeConfig {
-    labels = Map.copyOf(labels);
-    interceptors = List.copyOf(interceptors);
-    if (port < 0 || port > 65_535) {
-      throw new IllegalArgumentException("port must be in [0, 65535], not " + port);
-    }
-  }
+  private String id;
+  private Path dataDir;
+  private String host = "127.0.0.1";
+  private int port;
+  private String zk;
+  private Map<String, String> labels = Map.of();
+  private Limits limits = Limits.DEFAULT;
+  private boolean syncWrites;
+  private Duration sessionTimeout = Duration.ofSeconds(10);
+  private Duration dropGrace = Duration.ofSeconds(30);
+  private Duration trashGrace = Duration.ofHours(24);
+  private Duration balancerTick = Duration.ofSeconds(1);
+  private boolean adoptCluster;
+  private Consumer<MoveProgress> moveListener = p -> {};
+  private List<ServerInterceptor> interceptors = List.of();
+  private RequestHooks hooks = RequestHooks.NONE;
+
+  private NodeConfig() {}
 
   /** Defaults for everything but where to keep data and which ZooKeeper to use. */
   public static NodeConfig of(Path dataDir, String zk) {
-    return new NodeConfig(null, dataDir, "127.0.0.1", 0, zk, Map.of(), Limits.DEFAULT, false, Duration.ofSeconds(10),
-        Duration.ofSeconds(30), Duration.ofSeconds(1), p -> {},
-        List.of());
+    NodeConfig c = new NodeConfig();
+    c.dataDir = Objects.requireNonNull(dataDir, "dataDir");
+    c.zk = Objects.requireNonNull(zk, "zk");
+    return c;
+  }
+
+  private NodeConfig copy(Consumer<NodeConfig> change) {
+    NodeConfig c = new NodeConfig();
+    c.id = id;
+    c.dataDir = dataDir;
+    c.host = host;
+    c.port = port;
+    c.zk = zk;
+    c.labels = labels;
+    c.limits = limits;
+    c.syncWrites = syncWrites;
+    c.sessionTimeout = sessionTimeout;
+    c.dropGrace = dropGrace;
+    c.trashGrace = trashGrace;
+    c.balancerTick = balancerTick;
+    c.adoptCluster = adoptCluster;
+    c.moveListener = moveListener;
+    c.interceptors = interceptors;
+    c.hooks = hooks;
+    change.accept(c);
+    return c;
   }
 
   public NodeConfig withId(String newId) {
-    return new NodeConfig(newId, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener, interceptors);
+    return copy(c -> c.id = newId);
+  }
+
+  public NodeConfig withHost(String newHost) {
+    return copy(c -> c.host = Objects.requireNonNull(newHost, "host"));
   }
 
   public NodeConfig withPort(int newPort) {
-    return new NodeConfig(id, dataDir, host, newPort, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener, interceptors);
+    if (newPort < 0 || newPort > 65_535) {
+      throw new IllegalArgumentException("port must be in [0, 65535], not " + newPort);
+    }
+    return copy(c -> c.port = newPort);
   }
 
   public NodeConfig withLimits(Limits newLimits) {
-    return new NodeConfig(id, dataDir, host, port, zk, labels, newLimits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener, interceptors);
+    return copy(c -> c.limits = Objects.requireNonNull(newLimits, "limits"));
   }
 
-  /** How long a node keeps the data of a shard that moved away before dropping it. */
+  public NodeConfig withSyncWrites(boolean sync) {
+    return copy(c -> c.syncWrites = sync);
+  }
+
+  /** The ZooKeeper session timeout: how long a node may be cut off before its registration expires. */
+  public NodeConfig withSessionTimeout(Duration timeout) {
+    return copy(c -> c.sessionTimeout = positive("session timeout", timeout));
+  }
+
+  /** How long a node keeps a shard that moved away in place (not served) before it goes to the trash. */
   public NodeConfig withDropGrace(Duration newGrace) {
-    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, newGrace, balancerTick, moveListener, interceptors);
+    return copy(c -> c.dropGrace = notNegative("drop grace", newGrace));
+  }
+
+  /** How long trashed copies (shards moved away, foreign data, dropped tables) are kept before they are purged. */
+  public NodeConfig withTrashGrace(Duration newGrace) {
+    return copy(c -> c.trashGrace = notNegative("trash grace", newGrace));
   }
 
   /** How often the balancer (on the node that leads it) looks at the cluster. */
   public NodeConfig withBalancerTick(Duration newTick) {
-    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, newTick, moveListener, interceptors);
+    return copy(c -> c.balancerTick = positive("balancer tick", newTick));
+  }
+
+  /** Lets a data directory with data but no cluster id join the cluster ZooKeeper holds (see the class comment). */
+  public NodeConfig withAdoptCluster(boolean adopt) {
+    return copy(c -> c.adoptCluster = adopt);
   }
 
   /**
@@ -69,17 +135,108 @@ public record NodeConfig(
    * (before the balancer hears of it): for logs and for tests that act at a given phase.
    */
   public NodeConfig withMoveListener(Consumer<MoveProgress> listener) {
-    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, listener, interceptors);
+    return copy(c -> c.moveListener = Objects.requireNonNull(listener, "listener"));
   }
 
   /** Adds a gRPC interceptor in front of every service of the node (auth, metrics, fault injection). */
   public NodeConfig withInterceptor(ServerInterceptor interceptor) {
     List<ServerInterceptor> more = new ArrayList<>(interceptors);
-    more.add(interceptor);
-    return new NodeConfig(id, dataDir, host, port, zk, labels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener, more);
+    more.add(Objects.requireNonNull(interceptor, "interceptor"));
+    return copy(c -> c.interceptors = List.copyOf(more));
   }
 
   public NodeConfig withLabels(Map<String, String> newLabels) {
-    return new NodeConfig(id, dataDir, host, port, zk, newLabels, limits, syncWrites, sessionTimeout, dropGrace, balancerTick, moveListener, interceptors);
+    return copy(c -> c.labels = Map.copyOf(newLabels));
+  }
+
+  /** Points on the request path where a test parks or fails a request (none by default). */
+  public NodeConfig withHooks(RequestHooks newHooks) {
+    return copy(c -> c.hooks = Objects.requireNonNull(newHooks, "hooks"));
+  }
+
+  private static Duration positive(String what, Duration d) {
+    if (d == null || d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(what + " must be positive, not " + d);
+    }
+    return d;
+  }
+
+  private static Duration notNegative(String what, Duration d) {
+    if (d == null || d.isNegative()) {
+      throw new IllegalArgumentException(what + " must not be negative, not " + d);
+    }
+    return d;
+  }
+
+  public String id() {
+    return id;
+  }
+
+  public Path dataDir() {
+    return dataDir;
+  }
+
+  public String host() {
+    return host;
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public String zk() {
+    return zk;
+  }
+
+  public Map<String, String> labels() {
+    return labels;
+  }
+
+  public Limits limits() {
+    return limits;
+  }
+
+  public boolean syncWrites() {
+    return syncWrites;
+  }
+
+  public Duration sessionTimeout() {
+    return sessionTimeout;
+  }
+
+  public Duration dropGrace() {
+    return dropGrace;
+  }
+
+  public Duration trashGrace() {
+    return trashGrace;
+  }
+
+  public Duration balancerTick() {
+    return balancerTick;
+  }
+
+  public boolean adoptCluster() {
+    return adoptCluster;
+  }
+
+  public Consumer<MoveProgress> moveListener() {
+    return moveListener;
+  }
+
+  public List<ServerInterceptor> interceptors() {
+    return interceptors;
+  }
+
+  public RequestHooks hooks() {
+    return hooks;
+  }
+
+  /** The effective settings, one line, for the node's start log. */
+  @Override
+  public String toString() {
+    return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
+        + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
+        + " trash-grace=" + trashGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster + " " + limits;
   }
 }

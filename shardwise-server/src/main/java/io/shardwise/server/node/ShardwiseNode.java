@@ -16,7 +16,9 @@ import io.shardwise.server.rpc.AppliedMap;
 import io.shardwise.server.rpc.ClusterContext;
 import io.shardwise.server.rpc.DataServiceImpl;
 import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.RequestHooks;
 import io.shardwise.server.rpc.TableAdmin;
+import io.shardwise.server.shard.LocalShards;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
@@ -51,6 +53,7 @@ public final class ShardwiseNode implements AutoCloseable {
 
   private final NodeId id;
   private final ShardStore store;
+  private final LocalShards shards;
   private final Coordinator coordinator;
   private final AppliedMap map = new AppliedMap();
   private final AtomicBoolean writable = new AtomicBoolean(false);
@@ -66,6 +69,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private ShardwiseNode(NodeId id, ShardStore store, Coordinator coordinator, Peers peers) {
     this.id = id;
     this.store = store;
+    this.shards = new LocalShards(store);
     this.coordinator = coordinator;
     this.peers = peers;
     this.cleaner = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -102,7 +106,8 @@ public final class ShardwiseNode implements AutoCloseable {
   }
 
   private void run(NodeConfig config) {
-    ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, config.limits(), writable::get, metrics);
+    ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
+        config.hooks());
     TableAdmin tables = new TableAdmin(ctx);
     coordinator.watchConnection(this::onConnectionChange);
     dropGrace = config.dropGrace();
@@ -111,7 +116,7 @@ public final class ShardwiseNode implements AutoCloseable {
     dropForeignShards();
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
-        DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty()),
+        DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
         new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
@@ -137,18 +142,25 @@ public final class ShardwiseNode implements AutoCloseable {
   }
 
   /**
-   * Applies a newer map: drops the data of tables that are gone at once, and the data of shards
-   * that moved away after a grace period (requests already reading them finish first).
+   * Applies a newer map. The local shards change first — shards this node now owns serve, shards
+   * it lost are handed off (each waits for its requests in flight) — and only then is the map the
+   * one requests are routed by, so no request routed by the new map meets a shard in its old state.
+   * Data of tables that are gone is dropped at once; shards that moved away are dropped after a
+   * grace period.
    */
-  private void onMap(ShardMap next) {
-    ShardMap previous = map.advance(next);
-    if (previous == null) {
+  private synchronized void onMap(ShardMap next) {
+    ShardMap previous = map.current();
+    if (next.epoch() <= previous.epoch()) {
       return;
     }
     for (ShardAssignment s : next.shardsOf(id)) {
       Table t = next.table(s.id().table()).orElseThrow();
-      moves.arrived(new ShardRef(t.id(), s.id().number()));
+      ShardRef ref = new ShardRef(t.id(), s.id().number());
+      shards.own(ref, s.epoch());
+      moves.arrived(ref);
     }
+    List<ShardRef> lost = new java.util.ArrayList<>();
+    List<ShardRef> droppedTables = new java.util.ArrayList<>();
     for (Table old : previous.tables().values()) {
       Table now = next.table(old.name()).orElse(null);
       boolean dropped = now == null || now.id() != old.id();
@@ -158,11 +170,21 @@ public final class ShardwiseNode implements AutoCloseable {
         }
         ShardRef shard = new ShardRef(old.id(), s.id().number());
         if (dropped) {
-          store.drop(shard);
+          shards.handOff(shard);
+          droppedTables.add(shard);
         } else if (!now.shards().get((int) s.id().number()).owner().equals(id)) {
-          cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
+          shards.handOff(shard);
+          lost.add(shard);
         }
       }
+    }
+    map.advance(next);
+    for (ShardRef shard : droppedTables) {
+      store.drop(shard);
+      shards.forget(shard);
+    }
+    for (ShardRef shard : lost) {
+      cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }
   }
 
@@ -173,6 +195,7 @@ public final class ShardwiseNode implements AutoCloseable {
     }
     try {
       store.drop(shard);
+      shards.forget(shard);
       LOG.info("node {}: dropped its old copy of shard {}", id, shard);
     } catch (RuntimeException e) {
       LOG.warn("node {}: could not drop its old copy of shard {}: {}", id, shard, e.getMessage());

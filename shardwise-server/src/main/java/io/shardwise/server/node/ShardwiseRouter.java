@@ -34,8 +34,8 @@ public final class ShardwiseRouter implements AutoCloseable {
     Coordinator coordinator = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(20));
     ShardwiseRouter router = new ShardwiseRouter(coordinator, new Peers(limits.maxMessageBytes()));
     try {
-      ClusterContext ctx = new ClusterContext(null, router.map, coordinator, router.peers, null, limits, () -> true,
-          new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+      ClusterContext ctx = new ClusterContext(null, router.map, coordinator, router.peers, null, null, limits, () -> true,
+          new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), io.shardwise.server.rpc.RequestHooks.NONE);
       TableAdmin tables = new TableAdmin(ctx);
       coordinator.watchMap(m -> router.map.advance(m));
       router.server = GrpcServers.start(host, port, limits.maxMessageBytes(), new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables));

@@ -3,6 +3,7 @@ package io.shardwise.server.rpc;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.shard.LocalShards;
 import io.shardwise.server.storage.ShardStore;
 import java.util.function.BooleanSupplier;
 
@@ -11,13 +12,15 @@ import java.util.function.BooleanSupplier;
  * the map it has applied, ZooKeeper, its peers, and for a node its store and whether it may write.
  *
  * @param self this node's id, or {@code null} in a router
- * @param store this node's shards, or {@code null} in a router
+ * @param store this node's storage engine, or {@code null} in a router
+ * @param shards the shards this node holds, the only way requests reach the store ({@code null} in a router)
  * @param writable false while the node is fenced (lost its ZooKeeper session)
  * @param metrics this process's meters (served by the admin API)
+ * @param hooks test hooks on the request path ({@link RequestHooks#NONE} in production)
  */
 public record ClusterContext(
-    NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, Limits limits, BooleanSupplier writable,
-    MeterRegistry metrics) {
+    NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, LocalShards shards, Limits limits, BooleanSupplier writable,
+    MeterRegistry metrics, RequestHooks hooks) {
 
   public boolean isRouter() {
     return self == null;

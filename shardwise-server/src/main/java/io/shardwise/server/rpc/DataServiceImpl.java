@@ -40,9 +40,9 @@ import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.proto.v1.ShardScanRequest;
 import io.shardwise.proto.v1.ShardScanResponse;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.server.shard.ShardFencedException;
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ScanPage;
-import io.shardwise.server.storage.ShardFrozenException;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.StoredEntry;
 import io.shardwise.server.storage.VersionMismatchException;
@@ -113,8 +113,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             long version;
             try {
               version = request.getConditional()
-                  ? ctx.store().putIfVersion(shard, key.encode(), value, request.getExpectedVersion())
-                  : ctx.store().put(shard, key.encode(), value);
+                  ? ctx.shards().putIfVersion(shard, key.encode(), value, request.getExpectedVersion())
+                  : ctx.shards().put(shard, key.encode(), value);
             } catch (VersionMismatchException e) {
               throw Errors.versionMismatch(e.getMessage(), e.actual());
             }
@@ -129,7 +129,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(out, () -> {
       Key key = key(request.getKey());
       return keyed(request.getHeader(), request.getTable(), key, false,
-          (map, shard) -> found(map, ctx.store().get(shard, key.encode())),
+          (map, shard) -> found(map, ctx.shards().get(shard, key.encode())),
           (stub, header) -> stub.get(request.toBuilder().setHeader(header).build()));
     });
   }
@@ -139,7 +139,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(out, () -> {
       Key key = key(request.getKey());
       return keyed(request.getHeader(), request.getTable(), key, true,
-          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1)).setDeleted(ctx.store().delete(shard, key.encode())).build(),
+          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1)).setDeleted(ctx.shards().delete(shard, key.encode())).build(),
           (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
     });
   }
@@ -188,7 +188,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             }
             long[] written;
             try {
-              written = ctx.store().apply(mutations);
+              written = ctx.shards().apply(mutations);
             } catch (VersionMismatchException e) {
               throw new AssertionError("unconditional writes cannot mismatch", e);
             } catch (IllegalArgumentException e) {
@@ -230,7 +230,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           (map, table, indexes) -> {
             for (int i : indexes) {
               ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
-              results[i] = result(ctx.store().get(shard, keys.get(i).encode()));
+              results[i] = result(ctx.shards().get(shard, keys.get(i).encode()));
             }
           },
           (stub, header, indexes) -> {
@@ -296,7 +296,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         : Key.of(pk, request.getPartition().getSortTo().toByteArray()).encode();
     return keyed(request.getHeader(), request.getTable(), start, false,
         (map, shard) -> {
-          ScanPage page = ctx.store().scan(shard, from, to, limit);
+          ScanPage page = ctx.shards().scan(shard, from, to, limit);
           ScanResponse.Builder b = ScanResponse.newBuilder().setHeader(header(map, 1));
           page.entries().forEach(e -> b.addRows(row(e)));
           if (page.hasMore()) {
@@ -374,7 +374,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private ShardScanResponse localShardScan(ShardMap map, Table table, int position, ShardScanRequest request) {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
-    ScanPage page = ctx.store().scan(ref(table, table.shards().get(position)), request.getFrom().toByteArray(),
+    ScanPage page = ctx.shards().scan(ref(table, table.shards().get(position)), request.getFrom().toByteArray(),
         request.getHasTo() ? request.getTo().toByteArray() : null, limit);
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1));
     page.entries().forEach(e -> b.addRows(row(e)));
@@ -414,12 +414,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           throw Errors.notServing(ctx.self().value(), map.epoch());
         }
         Table table = map.table(tableName).orElseThrow();
+        ShardRef shard = ref(table, ((Route.Serve) route).shard());
+        ctx.hooks().routedHere(shard, write);
         try {
-          return local.serve(map, ref(table, ((Route.Serve) route).shard()));
-        } catch (ShardFrozenException e) {
-          Inline.mayBlock(); // nothing was written: the store refuses a paused shard before writing
+          return local.serve(map, shard);
+        } catch (ShardFencedException e) {
+          Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched
           last = moving(e);
-          e.log().awaitOpen(PAUSE_WAIT);
+          e.awaitOpen(PAUSE_WAIT);
           map = ctx.map().current(); // the shard may belong to another node now
           continue;
         }
@@ -487,12 +489,15 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         if (write && !ctx.writable().getAsBoolean()) {
           throw Errors.notServing(ctx.self().value(), current.epoch());
         }
+        if (ctx.hooks() != RequestHooks.NONE) {
+          mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
+        }
         try {
           local.serve(current, table, mine);
-        } catch (ShardFrozenException e) {
+        } catch (ShardFencedException e) {
           Inline.mayBlock(); // the batch is all or nothing: nothing was written
           last = moving(e);
-          e.log().awaitOpen(PAUSE_WAIT);
+          e.awaitOpen(PAUSE_WAIT);
           map = ctx.map().current();
           retry.addAll(mine);
         }
@@ -526,9 +531,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return new Route.WrongShard(map.epoch(), shard.id(), shard.owner());
   }
 
-  private static StatusRuntimeException moving(ShardFrozenException e) {
-    return Status.UNAVAILABLE.withDescription("shard " + e.log().shard() + " is being cut over to another node; retry")
-        .asRuntimeException();
+  private static StatusRuntimeException moving(ShardFencedException e) {
+    return Status.UNAVAILABLE.withDescription(e.getMessage() + "; retry").asRuntimeException();
   }
 
   private boolean mayForward(RequestHeader h) {
@@ -602,6 +606,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       return;
     } catch (StatusRuntimeException e) {
       out.onError(e);
+      return;
+    } catch (ShardFencedException e) {
+      out.onError(moving(e)); // nothing was done: the caller routes again
       return;
     } catch (IllegalArgumentException e) {
       out.onError(Errors.invalid(e.getMessage()));

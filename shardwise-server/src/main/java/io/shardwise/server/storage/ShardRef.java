@@ -43,8 +43,8 @@ public record ShardRef(long tableId, long shardNumber) {
     throw new IllegalStateException("shard " + this + " has no key above it");
   }
 
-  /** {@code prefix + key}. */
-  byte[] storeKey(byte[] key) {
+  /** {@code prefix + key}: the key as the store keeps it. */
+  public byte[] storeKey(byte[] key) {
     byte[] out = new byte[PREFIX_BYTES + key.length];
     putLong(out, 0, tableId);
     putLong(out, 8, shardNumber);

@@ -9,13 +9,16 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.CompressionType;
+import org.rocksdb.DBOptions;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
@@ -46,9 +49,11 @@ import org.rocksdb.WriteOptions;
  * (read the version, write the next); a batch locks all its stripes in ascending order and commits
  * one RocksDB {@link WriteBatch}, so it is applied entirely or not at all.
  *
- * <p><b>Moving a shard.</b> The source {@link #track tracks} the shard (every later write records
- * its key in a {@link ChangeLog}), {@link #exportShard exports} a consistent snapshot of it to an
- * SST file, which the destination {@link #ingest ingests} whole; then the keys written meanwhile
+ * <p><b>The engine only.</b> Whether this node may serve a shard, the write fence and a move's
+ * change log belong to the shard's {@code LocalShard}; requests reach the store only through it.
+ *
+ * <p><b>Moving a shard.</b> The source tracks the shard (every later write records its key in a
+ * change log), {@link #exportShard exports} a consistent snapshot of it to an SST file, which the destination {@link #ingest ingests} whole; then the keys written meanwhile
  * are copied as stored values ({@link #readStored}/{@link #writeStored}), versions and tombstones
  * included, so the destination continues every key's version sequence exactly.
  *
@@ -67,27 +72,38 @@ public final class ShardStore implements AutoCloseable {
   }
 
   private final Path directory;
-  private final Options options;
+  private final DBOptions dbOptions;
+  private final ColumnFamilyOptions dataOptions;
+  private final ColumnFamilyOptions trashOptions;
+  private final Options sstOptions;
   private final WriteOptions writeOptions;
   private final RocksDB db;
+  private final List<ColumnFamilyHandle> handles;
+  private final ShardTrash trash;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
-  private final ConcurrentHashMap<ShardRef, ChangeLog> logs = new ConcurrentHashMap<>();
   private final LongAdder inUse = new LongAdder();
   private final ShardTraffic traffic = new ShardTraffic();
   private volatile boolean closed;
 
-  private ShardStore(Path directory, Options options, WriteOptions writeOptions, RocksDB db) {
+  private ShardStore(Path directory, DBOptions dbOptions, ColumnFamilyOptions dataOptions, ColumnFamilyOptions trashOptions,
+      WriteOptions writeOptions, RocksDB db, List<ColumnFamilyHandle> handles) {
     this.directory = directory;
-    this.options = options;
+    this.dbOptions = dbOptions;
+    this.dataOptions = dataOptions;
+    this.trashOptions = trashOptions;
+    this.sstOptions = new Options(dbOptions, dataOptions);
     this.writeOptions = writeOptions;
     this.db = db;
+    this.handles = handles;
     for (int i = 0; i < STRIPES; i++) {
       stripes[i] = new ReentrantLock();
     }
+    this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
   }
 
   /**
-   * Opens (creating if needed) the store in {@code directory}.
+   * Opens (creating if needed) the store in {@code directory}: shard data in RocksDB's default
+   * column family, and the {@link ShardTrash trash} in a column family of its own.
    *
    * @param syncWrites fsync the write-ahead log on every write, to survive a machine crash, at a
    *     large cost per write. Without it an acknowledged write survives a process crash: the log is
@@ -96,23 +112,40 @@ public final class ShardStore implements AutoCloseable {
    *     holds it)
    */
   public static ShardStore open(Path directory, boolean syncWrites) {
-    Options options = null;
+    DBOptions dbOptions = null;
+    ColumnFamilyOptions dataOptions = null;
+    ColumnFamilyOptions trashOptions = null;
     try {
       Files.createDirectories(directory);
-      options =
-          new Options()
-              .setCreateIfMissing(true)
-              .setCompressionType(CompressionType.LZ4_COMPRESSION)
-              .useFixedLengthPrefixExtractor(ShardRef.PREFIX_BYTES)
-              .setTableFormatConfig(new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false)));
+      dbOptions = new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true);
+      dataOptions = new ColumnFamilyOptions()
+          .setCompressionType(CompressionType.LZ4_COMPRESSION)
+          .useFixedLengthPrefixExtractor(ShardRef.PREFIX_BYTES)
+          .setTableFormatConfig(new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false)));
+      trashOptions = new ColumnFamilyOptions().setCompressionType(CompressionType.LZ4_COMPRESSION);
       WriteOptions writeOptions = new WriteOptions().setSync(syncWrites);
-      return new ShardStore(directory, options, writeOptions, RocksDB.open(options, directory.toString()));
+      List<ColumnFamilyHandle> handles = new ArrayList<>();
+      RocksDB db = RocksDB.open(dbOptions, directory.toString(), List.of(
+          new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
+          new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY, trashOptions)), handles);
+      return new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
     } catch (RocksDBException | IOException e) {
-      if (options != null) {
-        options.close();
+      for (AutoCloseable c : new AutoCloseable[] {trashOptions, dataOptions, dbOptions}) {
+        if (c != null) {
+          try {
+            c.close();
+          } catch (Exception ignored) {
+            // closing what was half-opened
+          }
+        }
       }
       throw new StorageException("cannot open the shard store in " + directory + ": " + e.getMessage(), e);
     }
+  }
+
+  /** Copies of shards this node no longer serves, kept for a grace period. */
+  public ShardTrash trash() {
+    return trash;
   }
 
   public Path directory() {
@@ -128,7 +161,6 @@ public final class ShardStore implements AutoCloseable {
   public Versioned get(ShardRef shard, byte[] key) {
     enter();
     try {
-      checkReadable(shard);
       byte[] raw = read(shard.storeKey(key));
       traffic.read(shard);
       return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
@@ -160,19 +192,12 @@ public final class ShardStore implements AutoCloseable {
       ReentrantLock lock = stripes[stripeOf(storeKey)];
       lock.lock();
       try {
-        ChangeLog log = logs.isEmpty() ? null : logs.get(shard);
-        if (log != null && log.writesPaused()) {
-          throw new ShardFrozenException(shard, log);
-        }
         byte[] raw = read(storeKey);
         traffic.write(shard);
         if (raw == null || raw[0] == TOMBSTONE) {
           return false;
         }
         db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
-        if (log != null) {
-          log.record(storeKey);
-        }
         return true;
       } catch (RocksDBException e) {
         throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
@@ -219,7 +244,6 @@ public final class ShardStore implements AutoCloseable {
           stripes[stripe].lock();
           held.add(stripes[stripe]);
         }
-        ChangeLog[] tracked = trackedLogs(batch);
         long[] versions = new long[storeKeys.length];
         try (WriteBatch writes = new WriteBatch()) {
           for (int i = 0; i < storeKeys.length; i++) {
@@ -238,13 +262,6 @@ public final class ShardStore implements AutoCloseable {
         for (Mutation m : batch) {
           traffic.write(m.shard());
         }
-        if (tracked != null) {
-          for (int i = 0; i < storeKeys.length; i++) {
-            if (tracked[i] != null) {
-              tracked[i].record(storeKeys[i]);
-            }
-          }
-        }
         return versions;
       } catch (RocksDBException e) {
         throw new StorageException("batch write failed: " + e.getMessage(), e);
@@ -256,80 +273,7 @@ public final class ShardStore implements AutoCloseable {
     }
   }
 
-  /** Reads of a shard wait only for the instant of a move's cutover. */
-  private void checkReadable(ShardRef shard) {
-    if (!logs.isEmpty()) {
-      ChangeLog log = logs.get(shard);
-      if (log != null && log.readsPaused()) {
-        throw new ShardFrozenException(shard, log);
-      }
-    }
-  }
-
-  /**
-   * The change log of each mutation's shard (null entries for untracked shards), or {@code null}
-   * when no shard is tracked. Called under the batch's stripe locks.
-   *
-   * @throws ShardFrozenException if a shard of the batch is paused; nothing is written
-   */
-  private ChangeLog[] trackedLogs(List<Mutation> batch) {
-    if (logs.isEmpty()) {
-      return null;
-    }
-    ChangeLog[] out = new ChangeLog[batch.size()];
-    boolean any = false;
-    for (int i = 0; i < out.length; i++) {
-      ChangeLog log = logs.get(batch.get(i).shard());
-      if (log != null && log.writesPaused()) {
-        throw new ShardFrozenException(log.shard(), log);
-      }
-      out[i] = log;
-      any |= log != null;
-    }
-    return any ? out : null;
-  }
-
   // ------------------------------------------------------------------ moving shards
-
-  /**
-   * Starts recording every key written to {@code shard}. When this returns, every write that
-   * began before is complete (it is in any snapshot taken from now on) and every later write is
-   * in the log.
-   *
-   * @throws IllegalStateException if the shard is already tracked (a move is running)
-   */
-  public ChangeLog track(ShardRef shard) {
-    ChangeLog log = new ChangeLog(shard);
-    if (logs.putIfAbsent(shard, log) != null) {
-      throw new IllegalStateException("shard " + shard + " is already being moved");
-    }
-    awaitWritesInFlight();
-    return log;
-  }
-
-  /**
-   * Pauses writes to the log's shard (and reads too if {@code reads}); when this returns no
-   * write to it is in flight, so after one more {@link ChangeLog#drain} the destination can be
-   * complete.
-   */
-  public void freeze(ChangeLog log, boolean reads) {
-    log.pause(reads);
-    awaitWritesInFlight();
-  }
-
-  /** Stops tracking the log's shard and lets paused requests go on. */
-  public void untrack(ChangeLog log) {
-    logs.remove(log.shard(), log);
-    log.open();
-  }
-
-  /** Takes and releases every lock stripe in order: returns once every write in flight is done. */
-  private void awaitWritesInFlight() {
-    for (ReentrantLock stripe : stripes) {
-      stripe.lock();
-      stripe.unlock();
-    }
-  }
 
   /** What an export wrote: stored entries (tombstones included), live keys, and bytes. */
   public record ExportStats(long entries, long liveKeys, long bytes) {}
@@ -350,7 +294,7 @@ public final class ShardStore implements AutoCloseable {
               .setFillCache(false);
           RocksIterator it = db.newIterator(read);
           EnvOptions env = new EnvOptions();
-          SstFileWriter writer = new SstFileWriter(env, options)) {
+          SstFileWriter writer = new SstFileWriter(env, sstOptions)) {
         it.seek(shard.prefix());
         if (it.isValid()) {
           writer.open(file.toString());
@@ -385,39 +329,31 @@ public final class ShardStore implements AutoCloseable {
    * the shard is empty.
    */
   public void ingest(ShardRef shard, Path file) {
-    enter();
-    try {
-      // A range deletion in the memtable overlapping the file would force a flush before the
-      // ingestion: drop only when there is something to drop.
-      if (hasData(shard)) {
-        drop(shard);
+    synchronized (trash) { // never interleaved with trashing the same shard
+      enter();
+      try {
+        // Whatever this node held of the shard is older than the incoming copy, but it is not ours
+        // to delete: it goes to the trash (and the range is then empty, so ingestion forces no flush).
+        trash.put(shard, "replaced by a copy that a move brought in", () -> true);
+        if (file == null) {
+          return;
+        }
+        try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+          db.ingestExternalFile(List.of(file.toString()), ingest);
+        } catch (RocksDBException e) {
+          throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
+        }
+      } finally {
+        exit();
       }
-      if (file == null) {
-        return;
-      }
-      try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
-        db.ingestExternalFile(List.of(file.toString()), ingest);
-      } catch (RocksDBException e) {
-        throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
-      }
-    } finally {
-      exit();
     }
   }
 
-  private boolean hasData(ShardRef shard) {
-    try (Slice bound = new Slice(shard.prefixEnd());
-        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
-        RocksIterator it = db.newIterator(read)) {
-      it.seek(shard.prefix());
-      return it.isValid();
-    }
-  }
 
   /** A stored key (prefix included) and its stored value ({@code null}: absent). */
   public record StoredValue(byte[] storeKey, byte[] stored) {}
 
-  /** The stored values of {@code storeKeys} (from a {@link ChangeLog}), as they are now. */
+  /** The stored values of {@code storeKeys} (from a move's change log), as they are now. */
   public List<StoredValue> readStored(List<byte[]> storeKeys) {
     if (storeKeys.isEmpty()) {
       return List.of(); // RocksDB's multiGet asserts on an empty list
@@ -499,7 +435,6 @@ public final class ShardStore implements AutoCloseable {
       if (limit < 1) {
         throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
       }
-      checkReadable(shard);
       traffic.read(shard);
       List<StoredEntry> out = new ArrayList<>();
       byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
@@ -572,7 +507,7 @@ public final class ShardStore implements AutoCloseable {
    *
    * @throws StorageException once the store is closed
    */
-  private void enter() {
+  void enter() {
     inUse.increment();
     if (closed) {
       inUse.decrement();
@@ -580,8 +515,13 @@ public final class ShardStore implements AutoCloseable {
     }
   }
 
-  private void exit() {
+  void exit() {
     inUse.decrement();
+  }
+
+  /** True once {@link #close} has begun. */
+  public boolean isClosed() {
+    return closed;
   }
 
   /** Waits (up to 10 s) for operations in progress, then closes RocksDB. Later calls fail. */
@@ -601,9 +541,14 @@ public final class ShardStore implements AutoCloseable {
     } catch (RocksDBException e) {
       // Closing anyway: the log of every acknowledged write is already in the OS page cache.
     }
+    handles.forEach(ColumnFamilyHandle::close);
     db.close();
+    trash.closeOptions();
+    sstOptions.close();
     writeOptions.close();
-    options.close();
+    trashOptions.close();
+    dataOptions.close();
+    dbOptions.close();
   }
 
   private byte[] read(byte[] storeKey) {
@@ -624,6 +569,10 @@ public final class ShardStore implements AutoCloseable {
 
   private static int stripeOf(byte[] storeKey) {
     return (int) Long.remainderUnsigned(STRIPE_HASH.hash(storeKey), STRIPES);
+  }
+
+  static boolean isTombstone(byte[] raw) {
+    return raw[0] == TOMBSTONE;
   }
 
   private static long version(byte[] raw) {

@@ -1,0 +1,136 @@
+package io.shardwise.server.shard;
+
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ScanPage;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.VersionMismatchException;
+import io.shardwise.server.storage.Versioned;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The shards this node holds, and the only way to their data for requests: every read and write
+ * goes through the shard's {@link LocalShard} fence, so a node never serves a shard it has handed
+ * off, and a write is never acknowledged after its shard's cutover. The {@link ShardStore} below
+ * is the engine only.
+ *
+ * <p>Shards are added and handed off by the node as it applies maps ({@link #own}, {@link
+ * #handOff}), before the map becomes the one requests are routed by. Thread-safe.
+ */
+public final class LocalShards {
+
+  private final ShardStore store;
+  private final ConcurrentHashMap<ShardRef, LocalShard> held = new ConcurrentHashMap<>();
+
+  public LocalShards(ShardStore store) {
+    this.store = store;
+  }
+
+  /** The shard as this node holds it, or {@code null} if it holds no such shard. */
+  public LocalShard get(ShardRef ref) {
+    return held.get(ref);
+  }
+
+  /** Every shard held (served or handed off), by ref. */
+  public Map<ShardRef, LocalShard> all() {
+    return Map.copyOf(held);
+  }
+
+  /** This node owns {@code ref} at {@code epoch} in a map it is about to apply. */
+  public void own(ShardRef ref, long epoch) {
+    held.computeIfAbsent(ref, r -> new LocalShard(r, epoch)).own(epoch);
+  }
+
+  /** A map this node is about to apply gives {@code ref} to another node (no-op if not held). */
+  public void handOff(ShardRef ref) {
+    LocalShard s = held.get(ref);
+    if (s != null) {
+      s.handOff();
+    }
+  }
+
+  /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */
+  public void forget(ShardRef ref) {
+    held.computeIfPresent(ref, (r, s) -> s.state() == LocalShard.State.HANDED_OFF ? null : s);
+  }
+
+  // ------------------------------------------------------------------ the data path
+
+  /** The live value of {@code key}, or {@code null}. */
+  public Versioned get(ShardRef ref, byte[] key) {
+    LocalShard s = enter(ref, false);
+    try {
+      return store.get(ref, key);
+    } finally {
+      s.exit();
+    }
+  }
+
+  /** Live entries of the shard in {@code [from, to)}; see {@link ShardStore#scan}. */
+  public ScanPage scan(ShardRef ref, byte[] from, byte[] to, int limit) {
+    LocalShard s = enter(ref, false);
+    try {
+      return store.scan(ref, from, to, limit);
+    } finally {
+      s.exit();
+    }
+  }
+
+  public long put(ShardRef ref, byte[] key, byte[] value) {
+    try {
+      return apply(List.of(Mutation.put(ref, key, value)))[0];
+    } catch (VersionMismatchException e) {
+      throw new AssertionError("an unconditional write cannot mismatch", e);
+    }
+  }
+
+  public long putIfVersion(ShardRef ref, byte[] key, byte[] value, long expectedVersion) throws VersionMismatchException {
+    return apply(List.of(new Mutation(ref, key, value, expectedVersion)))[0];
+  }
+
+  /** Deletes {@code key}; true if it was live. */
+  public boolean delete(ShardRef ref, byte[] key) {
+    LocalShard s = enter(ref, true);
+    try {
+      boolean deleted = store.delete(ref, key);
+      s.written(key);
+      return deleted;
+    } finally {
+      s.exit();
+    }
+  }
+
+  /**
+   * Applies the mutations atomically ({@link ShardStore#apply}) inside the fence of every shard
+   * they touch: all of them are served here for the whole write, or nothing is written.
+   */
+  public long[] apply(List<Mutation> batch) throws VersionMismatchException {
+    Map<ShardRef, LocalShard> entered = new LinkedHashMap<>(4);
+    try {
+      for (Mutation m : batch) {
+        if (!entered.containsKey(m.shard())) {
+          entered.put(m.shard(), enter(m.shard(), true));
+        }
+      }
+      long[] versions = store.apply(batch);
+      for (Mutation m : batch) {
+        entered.get(m.shard()).written(m.key());
+      }
+      return versions;
+    } finally {
+      entered.values().forEach(LocalShard::exit);
+    }
+  }
+
+  private LocalShard enter(ShardRef ref, boolean write) {
+    LocalShard s = held.get(ref);
+    if (s == null) {
+      throw new ShardFencedException(ref, null, "is not held by this node");
+    }
+    s.enter(write);
+    return s;
+  }
+}

@@ -1,0 +1,236 @@
+package io.shardwise.server.storage;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
+import org.rocksdb.Snapshot;
+import org.rocksdb.SstFileWriter;
+import org.rocksdb.WriteOptions;
+
+/**
+ * Copies of shards this node does not serve any more — moved away, found at start without an
+ * owner here, or of a dropped table — kept on disk, never served, until a grace period ends or an
+ * operator purges them (design rule 6: nothing is deleted on the word of a map alone).
+ *
+ * <p>The trash is a column family of the node's RocksDB: a shard enters it as one SST file written
+ * from a snapshot of its range (keys prefixed with the entry id) and ingested whole, then its range
+ * is deleted from the data; so trashing costs one sequential write and rewrites no live data.
+ *
+ * <pre>
+ *   [0: 8 bytes][id: 8 bytes]          the entry: shard, when, why, keys and bytes
+ *   [id: 8 bytes][original stored key] a stored value as it was (version and tombstone flag too)
+ * </pre>
+ *
+ * <p>Trashing and ingesting a shard are serialised on this object, so a copy arriving by a move is
+ * never trashed by a clean-up that decided a moment earlier. Thread-safe.
+ */
+public final class ShardTrash {
+
+  static final byte[] COLUMN_FAMILY = "trash".getBytes(StandardCharsets.UTF_8);
+  private static final int ID_BYTES = 8;
+
+  /** One trashed copy of a shard. */
+  public record Entry(long id, ShardRef shard, long trashedAtMillis, long entries, long liveKeys, long bytes, String reason) {}
+
+  private final ShardStore store;
+  private final RocksDB db;
+  private final ColumnFamilyHandle column;
+  private final Options sstOptions;
+  private final WriteOptions writeOptions;
+  private long nextId;
+
+  ShardTrash(ShardStore store, RocksDB db, ColumnFamilyHandle column, Options sstOptions, WriteOptions writeOptions) {
+    this.store = store;
+    this.db = db;
+    this.column = column;
+    this.sstOptions = sstOptions;
+    this.writeOptions = writeOptions;
+    this.nextId = entries().stream().mapToLong(Entry::id).max().orElse(0) + 1;
+  }
+
+  /**
+   * Moves everything the store holds of {@code shard} into the trash, if {@code stillUnowned} is
+   * true when the move starts (it is checked under this object's lock, so an arriving copy that
+   * registered first is never trashed).
+   *
+   * @return the new entry, or empty if the shard held nothing or {@code stillUnowned} said no
+   */
+  public synchronized Optional<Entry> put(ShardRef shard, String reason, BooleanSupplier stillUnowned) {
+    store.enter();
+    try {
+      if (!stillUnowned.getAsBoolean()) {
+        return Optional.empty();
+      }
+      long id = nextId;
+      Path file = store.directory().resolveSibling("trash-" + id + ".sst");
+      Snapshot snapshot = db.getSnapshot();
+      long entries = 0;
+      long live = 0;
+      long bytes = 0;
+      try (Slice bound = new Slice(shard.prefixEnd());
+          ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
+              .setFillCache(false);
+          RocksIterator it = db.newIterator(read);
+          EnvOptions env = new EnvOptions();
+          SstFileWriter writer = new SstFileWriter(env, sstOptions)) {
+        it.seek(shard.prefix());
+        if (!it.isValid()) {
+          it.status();
+          return Optional.empty();
+        }
+        writer.open(file.toString());
+        byte[] prefix = longBytes(id);
+        for (; it.isValid(); it.next()) {
+          byte[] key = it.key();
+          byte[] raw = it.value();
+          writer.put(concat(prefix, key), raw);
+          entries++;
+          bytes += key.length + raw.length;
+          if (!ShardStore.isTombstone(raw)) {
+            live++;
+          }
+        }
+        it.status();
+        writer.finish();
+        Entry entry = new Entry(id, shard, System.currentTimeMillis(), entries, live, bytes, reason);
+        nextId++;
+        // The entry first: a crash after it and before the data leaves an empty entry, never data without one.
+        db.put(column, writeOptions, metaKey(id), encode(entry));
+        try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+          db.ingestExternalFile(column, List.of(file.toString()), ingest);
+        }
+        store.drop(shard);
+        return Optional.of(entry);
+      } catch (RocksDBException e) {
+        throw new StorageException("moving shard " + shard + " to the trash failed: " + e.getMessage(), e);
+      } finally {
+        db.releaseSnapshot(snapshot);
+        snapshot.close();
+        try {
+          Files.deleteIfExists(file);
+        } catch (IOException ignored) {
+          // ingestion moved it; a leftover is harmless
+        }
+      }
+    } finally {
+      store.exit();
+    }
+  }
+
+  /** Every entry, oldest first. */
+  public List<Entry> entries() {
+    store.enter();
+    try (Slice bound = new Slice(metaKey(-1L));
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound);
+        RocksIterator it = db.newIterator(column, read)) {
+      List<Entry> out = new ArrayList<>();
+      for (it.seek(new byte[ID_BYTES]); it.isValid(); it.next()) {
+        out.add(decode(it.key(), it.value()));
+      }
+      it.status();
+      return out;
+    } catch (RocksDBException e) {
+      throw new StorageException("reading the trash failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  /** Stored bytes of every entry together. */
+  public long bytes() {
+    return entries().stream().mapToLong(Entry::bytes).sum();
+  }
+
+  /** Removes one entry and its data; false if there is no such entry. */
+  public synchronized boolean purge(long id) {
+    store.enter();
+    try {
+      if (db.get(column, metaKey(id)) == null) {
+        return false;
+      }
+      db.deleteRange(column, writeOptions, longBytes(id), longBytes(id + 1));
+      db.delete(column, writeOptions, metaKey(id));
+      return true;
+    } catch (RocksDBException e) {
+      throw new StorageException("purging trash entry " + id + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  /** Purges every entry trashed more than {@code grace} before {@code nowMillis}; returns them. */
+  public List<Entry> purgeExpired(Duration grace, long nowMillis) {
+    List<Entry> purged = new ArrayList<>();
+    for (Entry e : entries()) {
+      if (nowMillis - e.trashedAtMillis() >= grace.toMillis() && purge(e.id())) {
+        purged.add(e);
+      }
+    }
+    return purged;
+  }
+
+  /** The stored value an entry kept for {@code storeKey} (a key of the trashed shard), or {@code null}. */
+  public byte[] stored(long id, byte[] storeKey) {
+    store.enter();
+    try {
+      return db.get(column, concat(longBytes(id), storeKey));
+    } catch (RocksDBException e) {
+      throw new StorageException("reading trash entry " + id + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  void closeOptions() {
+    sstOptions.close();
+  }
+
+  private static byte[] metaKey(long id) {
+    return concat(new byte[ID_BYTES], longBytes(id));
+  }
+
+  private static byte[] encode(Entry e) {
+    byte[] reason = e.reason().getBytes(StandardCharsets.UTF_8);
+    return ByteBuffer.allocate(6 * Long.BYTES + reason.length).putLong(e.shard().tableId()).putLong(e.shard().shardNumber())
+        .putLong(e.trashedAtMillis()).putLong(e.entries()).putLong(e.liveKeys()).putLong(e.bytes()).put(reason).array();
+  }
+
+  private static Entry decode(byte[] key, byte[] value) {
+    long id = ByteBuffer.wrap(key, ID_BYTES, ID_BYTES).getLong();
+    ByteBuffer b = ByteBuffer.wrap(value);
+    ShardRef shard = new ShardRef(b.getLong(), b.getLong());
+    long at = b.getLong();
+    long entries = b.getLong();
+    long live = b.getLong();
+    long bytes = b.getLong();
+    String reason = new String(value, b.position(), b.remaining(), StandardCharsets.UTF_8);
+    return new Entry(id, shard, at, entries, live, bytes, reason);
+  }
+
+  private static byte[] longBytes(long v) {
+    return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
+  }
+
+  private static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+}
