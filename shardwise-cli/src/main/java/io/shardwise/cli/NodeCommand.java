@@ -46,8 +46,18 @@ final class NodeCommand implements Callable<Integer> {
   boolean syncWrites;
 
   @Option(names = "--drop-grace", paramLabel = "DURATION", defaultValue = "30s",
-      description = "How long to keep the data of a shard that moved away before dropping it. Default: ${DEFAULT-VALUE}.")
+      description = "How long a shard that moved away stays in place (not served) before it goes to the trash. Default: ${DEFAULT-VALUE}.")
   String dropGrace;
+
+  @Option(names = "--trash-grace", paramLabel = "DURATION", defaultValue = "24h",
+      description = "How long trashed copies (shards moved away, foreign data, dropped tables) are kept before they are purged. "
+          + "Default: ${DEFAULT-VALUE}.")
+  String trashGrace;
+
+  @Option(names = "--adopt-cluster",
+      description = "Let a data directory that holds data but no cluster id join the cluster this ZooKeeper holds; "
+          + "shards it does not own go to its trash.")
+  boolean adoptCluster;
 
   @Option(names = "--console-port", paramLabel = "PORT", description = "Also serve the web console on this port of the --listen host.")
   Integer consolePort;
@@ -64,7 +74,8 @@ final class NodeCommand implements Callable<Integer> {
       Ports.requireFree(hp[0], consolePort, "--console-port");
     }
     NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
-        .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace));
+        .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace))
+        .withTrashGrace(Durations.parse("--trash-grace", trashGrace)).withAdoptCluster(adoptCluster);
     ShardwiseNode node = ShardwiseNode.start(config);
     Console console;
     try {

@@ -366,6 +366,11 @@ public final class Balancer implements AutoCloseable {
             context.detach(previous);
           }
         }
+        // Done only when the map shows the new owner, whatever the source reported.
+        if (!ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false)) {
+          throw new IllegalStateException("the move ended but the map does not give shard " + move.getTable() + "/" + move.getNumber()
+              + " to " + move.getTo());
+        }
         records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder().setState(MoveRecord.State.DONE).setProgress(last)));
       } catch (RuntimeException e) {
         failed(planId, index, move, e);
@@ -417,7 +422,7 @@ public final class Balancer implements AutoCloseable {
   }
 
   private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
-    boolean cutOver = ownerOf(coordinator.readMap().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
+    boolean cutOver = ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
     PlanRecord after = records.update(planId, p -> {
       MoveRecord.Builder m = p.getMoves(index).toBuilder();
       if (cutOver) {

@@ -38,6 +38,8 @@ import org.apache.zookeeper.data.Stat;
  *                             on the znode's version
  *   /shardwise/nodes/{id}     one ephemeral znode per live node (NodeInfo: address, labels)
  *   /shardwise/routers/{id}   one ephemeral znode per live router (NodeInfo)
+ *   /shardwise/cluster-id     the cluster's identity, made once (UTF-8)
+ *   /shardwise/members/{id}   every node that ever joined (persistent, empty)
  *   /shardwise/balancer/...   the balancer's settings, leader election, plans and drains
  *                             (see RebalanceRecords)
  * </pre>
@@ -54,6 +56,8 @@ public final class Coordinator implements AutoCloseable {
   public static final String MAP_PATH = ROOT + "/map";
   public static final String NODES_PATH = ROOT + "/nodes";
   public static final String ROUTERS_PATH = ROOT + "/routers";
+  public static final String CLUSTER_ID_PATH = ROOT + "/cluster-id";
+  public static final String MEMBERS_PATH = ROOT + "/members";
 
   private static final int MAX_CAS_ATTEMPTS = 50;
 
@@ -112,6 +116,32 @@ public final class Coordinator implements AutoCloseable {
     } catch (Exception e) {
       throw new CoordinationException("cannot read the shard map: " + e.getMessage(), e);
     }
+  }
+
+  /** The cluster id stored in ZooKeeper, or empty if this ZooKeeper holds no cluster yet. */
+  public Optional<String> clusterId() {
+    return read(CLUSTER_ID_PATH).map(r -> new String(r.data(), java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** Stores {@code proposed} as the cluster id unless one exists; returns the id stored now. */
+  public String createClusterIdIfAbsent(String proposed) {
+    byte[] stored = update(CLUSTER_ID_PATH, current -> current == null ? proposed.getBytes(java.nio.charset.StandardCharsets.UTF_8) : null);
+    return new String(stored, java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /** True if a node with this id has joined this cluster before. */
+  public boolean isMember(NodeId node) {
+    return read(MEMBERS_PATH + "/" + node.value()).isPresent();
+  }
+
+  /** Records that {@code node} has joined (idempotent). */
+  public void addMember(NodeId node) {
+    ensure(MEMBERS_PATH + "/" + node.value());
+  }
+
+  /** True if a shard map has ever been stored here. */
+  public boolean hasMap() {
+    return read(MAP_PATH).isPresent();
   }
 
   /**
@@ -190,13 +220,27 @@ public final class Coordinator implements AutoCloseable {
    * Registers this process under {@code /shardwise/nodes/{id}} (or routers) as an ephemeral znode
    * that Curator re-creates after a session expires, and waits until it exists.
    *
-   * @throws CoordinationException if another live process already registered this id
+   * <p>A znode of this id that belongs to another session may be the ghost of this very process
+   * killed a moment ago (its session lives on until ZooKeeper expires it): registration waits up
+   * to {@code ghostWait} for it to go before refusing.
+   *
+   * @throws CoordinationException if another live process keeps this id registered
    */
-  public synchronized void register(boolean router, NodeInfo info, Duration timeout) {
+  public synchronized void register(boolean router, NodeInfo info, Duration timeout, Duration ghostWait) {
     String path = (router ? ROUTERS_PATH : NODES_PATH) + "/" + info.getId();
     try {
-      if (client.checkExists().forPath(path) != null) {
-        throw new CoordinationException("a live " + (router ? "router" : "node") + " already uses the id " + info.getId());
+      long deadline = System.nanoTime() + ghostWait.toNanos();
+      Stat existing;
+      while ((existing = client.checkExists().forPath(path)) != null
+          && existing.getEphemeralOwner() != client.getZookeeperClient().getZooKeeper().getSessionId()) {
+        if (System.nanoTime() >= deadline) {
+          throw new CoordinationException("a live " + (router ? "router" : "node") + " already uses the id " + info.getId()
+              + " (its registration outlived " + ghostWait.toSeconds() + " s)");
+        }
+        java.util.concurrent.CountDownLatch gone = new java.util.concurrent.CountDownLatch(1);
+        if (client.checkExists().usingWatcher((org.apache.zookeeper.Watcher) e -> gone.countDown()).forPath(path) != null) {
+          gone.await(Math.max(1, Math.min(500, (deadline - System.nanoTime()) / 1_000_000)), TimeUnit.MILLISECONDS);
+        }
       }
       registration = new PersistentNode(client, CreateMode.EPHEMERAL, false, path, info.toByteArray());
       registration.start();

@@ -61,6 +61,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final ScheduledExecutorService cleaner;
   private final MeterRegistry metrics = new SimpleMeterRegistry();
   private Duration dropGrace = Duration.ofSeconds(30);
+  private String clusterId;
   private MoveServiceImpl moves;
   private Balancer balancer;
   private Server server;
@@ -106,6 +107,9 @@ public final class ShardwiseNode implements AutoCloseable {
   }
 
   private void run(NodeConfig config) {
+    LOG.info("node starting: {}", config);
+    clusterId = ClusterIdentity.establish(coordinator, config.zk(), config.dataDir(), id, !store.storedShards().isEmpty()
+        || !store.trash().entries().isEmpty(), config.adoptCluster());
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks());
     TableAdmin tables = new TableAdmin(ctx);
@@ -113,14 +117,18 @@ public final class ShardwiseNode implements AutoCloseable {
     dropGrace = config.dropGrace();
     moves = new MoveServiceImpl(ctx, config.dataDir().resolve("moves"), this::onMap, config.moveListener());
     coordinator.watchMap(this::onMap);
-    dropForeignShards();
+    trashForeignShards();
+    Duration trashGrace = config.trashGrace();
+    long purgeEvery = Math.max(100, Math.min(Duration.ofMinutes(1).toMillis(), trashGrace.toMillis() / 10));
+    cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
         new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
-    coordinator.register(false, info.build(), Duration.ofSeconds(20));
+    // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
+    coordinator.register(false, info.build(), Duration.ofSeconds(20), config.sessionTimeout().multipliedBy(2));
     balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics);
     LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
   }
@@ -145,8 +153,8 @@ public final class ShardwiseNode implements AutoCloseable {
    * Applies a newer map. The local shards change first — shards this node now owns serve, shards
    * it lost are handed off (each waits for its requests in flight) — and only then is the map the
    * one requests are routed by, so no request routed by the new map meets a shard in its old state.
-   * Data of tables that are gone is dropped at once; shards that moved away are dropped after a
-   * grace period.
+   * Data of tables that are gone goes to the trash at once; shards that moved away go there after
+   * the drop grace (requests already reading them finish first).
    */
   private synchronized void onMap(ShardMap next) {
     ShardMap previous = map.current();
@@ -180,42 +188,55 @@ public final class ShardwiseNode implements AutoCloseable {
     }
     map.advance(next);
     for (ShardRef shard : droppedTables) {
-      store.drop(shard);
-      shards.forget(shard);
+      cleaner.execute(() -> trash(shard, "its table was dropped at map epoch " + next.epoch(), () -> true));
     }
     for (ShardRef shard : lost) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }
   }
 
-  /** Drops a shard's data unless this node owns the shard (again) or is receiving it. */
+  /** Moves a shard's old copy to the trash unless this node owns the shard (again) or is receiving it. */
   private void dropIfForeign(ShardRef shard) {
-    if (map.current().owns(id, shard.tableId(), shard.shardNumber()) || moves.receiving(shard)) {
-      return;
-    }
+    trash(shard, "moved to another node (map epoch " + map.current().epoch() + ")",
+        () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+  }
+
+  private void trash(ShardRef shard, String reason, java.util.function.BooleanSupplier stillForeign) {
     try {
-      store.drop(shard);
-      shards.forget(shard);
-      LOG.info("node {}: dropped its old copy of shard {}", id, shard);
+      store.trash().put(shard, reason, stillForeign).ifPresent(e ->
+          LOG.info("node {}: shard {} ({} keys, {} bytes) to the trash: {}", id, shard, e.liveKeys(), e.bytes(), reason));
+      if (stillForeign.getAsBoolean()) {
+        shards.forget(shard);
+      }
     } catch (RuntimeException e) {
-      LOG.warn("node {}: could not drop its old copy of shard {}: {}", id, shard, e.getMessage());
+      LOG.warn("node {}: could not move shard {} to the trash: {}", id, shard, e.getMessage());
     }
   }
 
   /**
-   * At start: drops data of shards this node does not own (copies left by moves that finished or
-   * died while it was down). Nothing is moving into a node that has just started.
+   * At start: copies of shards this node does not own (left by moves that finished or died while
+   * it was down, or by a reassignment while it was away) go to the trash — never deleted, since
+   * the cluster identity has been checked but the map may still be wrong about what they hold.
    */
-  private void dropForeignShards() {
-    List<ShardRef> stored = store.storedShards();
-    for (ShardRef shard : stored) {
+  private void trashForeignShards() {
+    for (ShardRef shard : store.storedShards()) {
       if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
-        store.drop(shard);
-        LOG.info("node {}: dropped shard {} it does not own", id, shard);
+        trash(shard, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
+            () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
       }
     }
   }
 
+  private void purgeTrash(Duration grace) {
+    try {
+      for (var e : store.trash().purgeExpired(grace, System.currentTimeMillis())) {
+        LOG.info("node {}: purged trash entry {} (shard {}, {} keys, {} bytes) after {}", id, e.id(), e.shard(), e.liveKeys(), e.bytes(),
+            grace);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: purging the trash failed: {}", id, e.getMessage());
+    }
+  }
 
   private static String storedId(Path dataDir) {
     Path file = dataDir.resolve("node-id");
@@ -236,6 +257,11 @@ public final class ShardwiseNode implements AutoCloseable {
 
   public NodeId id() {
     return id;
+  }
+
+  /** The cluster this node belongs to (kept in its data directory). */
+  public String clusterId() {
+    return clusterId;
   }
 
   /** {@code host:port} of the data and admin API. */

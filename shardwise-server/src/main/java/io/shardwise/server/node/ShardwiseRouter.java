@@ -40,7 +40,8 @@ public final class ShardwiseRouter implements AutoCloseable {
       coordinator.watchMap(m -> router.map.advance(m));
       router.server = GrpcServers.start(host, port, limits.maxMessageBytes(), new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables));
       router.address = host + ":" + router.server.getPort();
-      coordinator.register(true, NodeInfo.newBuilder().setId(id).setAddress(router.address).build(), Duration.ofSeconds(20));
+      coordinator.register(true, NodeInfo.newBuilder().setId(id).setAddress(router.address).build(), Duration.ofSeconds(20),
+          Duration.ofSeconds(20));
       return router;
     } catch (RuntimeException e) {
       router.close();

@@ -283,6 +283,14 @@ public final class ShardStore implements AutoCloseable {
    * values as they are. No file is created for an empty shard ({@code entries == 0}).
    */
   public ExportStats exportShard(ShardRef shard, Path file) {
+    return export(shard, file, new byte[0], sstOptions);
+  }
+
+  /**
+   * Writes {@code shard} as of now to the SST file {@code file}, each key behind {@code keyPrefix},
+   * for a column family whose options are {@code writerOptions}. No file for an empty shard.
+   */
+  ExportStats export(ShardRef shard, Path file, byte[] keyPrefix, Options writerOptions) {
     enter();
     try {
       Snapshot snapshot = db.getSnapshot();
@@ -294,14 +302,14 @@ public final class ShardStore implements AutoCloseable {
               .setFillCache(false);
           RocksIterator it = db.newIterator(read);
           EnvOptions env = new EnvOptions();
-          SstFileWriter writer = new SstFileWriter(env, sstOptions)) {
+          SstFileWriter writer = new SstFileWriter(env, writerOptions)) {
         it.seek(shard.prefix());
         if (it.isValid()) {
           writer.open(file.toString());
           for (; it.isValid(); it.next()) {
             byte[] key = it.key();
             byte[] raw = it.value();
-            writer.put(key, raw);
+            writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
             entries++;
             bytes += key.length + raw.length;
             if (raw[0] != TOMBSTONE) {
@@ -322,6 +330,13 @@ public final class ShardStore implements AutoCloseable {
       exit();
     }
   }
+
+  static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
 
   /**
    * Replaces whatever this store holds of {@code shard} with the SST file {@code file} (made by
@@ -569,10 +584,6 @@ public final class ShardStore implements AutoCloseable {
 
   private static int stripeOf(byte[] storeKey) {
     return (int) Long.remainderUnsigned(STRIPE_HASH.hash(storeKey), STRIPES);
-  }
-
-  static boolean isTombstone(byte[] raw) {
-    return raw[0] == TOMBSTONE;
   }
 
   private static long version(byte[] raw) {

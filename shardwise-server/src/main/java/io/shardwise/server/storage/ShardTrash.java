@@ -7,12 +7,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
@@ -20,8 +18,6 @@ import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
-import org.rocksdb.Snapshot;
-import org.rocksdb.SstFileWriter;
 import org.rocksdb.WriteOptions;
 
 /**
@@ -80,36 +76,12 @@ public final class ShardTrash {
       }
       long id = nextId;
       Path file = store.directory().resolveSibling("trash-" + id + ".sst");
-      Snapshot snapshot = db.getSnapshot();
-      long entries = 0;
-      long live = 0;
-      long bytes = 0;
-      try (Slice bound = new Slice(shard.prefixEnd());
-          ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
-              .setFillCache(false);
-          RocksIterator it = db.newIterator(read);
-          EnvOptions env = new EnvOptions();
-          SstFileWriter writer = new SstFileWriter(env, sstOptions)) {
-        it.seek(shard.prefix());
-        if (!it.isValid()) {
-          it.status();
+      try {
+        ShardStore.ExportStats exported = store.export(shard, file, longBytes(id), sstOptions);
+        if (exported.entries() == 0) {
           return Optional.empty();
         }
-        writer.open(file.toString());
-        byte[] prefix = longBytes(id);
-        for (; it.isValid(); it.next()) {
-          byte[] key = it.key();
-          byte[] raw = it.value();
-          writer.put(concat(prefix, key), raw);
-          entries++;
-          bytes += key.length + raw.length;
-          if (!ShardStore.isTombstone(raw)) {
-            live++;
-          }
-        }
-        it.status();
-        writer.finish();
-        Entry entry = new Entry(id, shard, System.currentTimeMillis(), entries, live, bytes, reason);
+        Entry entry = new Entry(id, shard, System.currentTimeMillis(), exported.entries(), exported.liveKeys(), exported.bytes(), reason);
         nextId++;
         // The entry first: a crash after it and before the data leaves an empty entry, never data without one.
         db.put(column, writeOptions, metaKey(id), encode(entry));
@@ -121,8 +93,6 @@ public final class ShardTrash {
       } catch (RocksDBException e) {
         throw new StorageException("moving shard " + shard + " to the trash failed: " + e.getMessage(), e);
       } finally {
-        db.releaseSnapshot(snapshot);
-        snapshot.close();
         try {
           Files.deleteIfExists(file);
         } catch (IOException ignored) {
@@ -190,7 +160,7 @@ public final class ShardTrash {
   public byte[] stored(long id, byte[] storeKey) {
     store.enter();
     try {
-      return db.get(column, concat(longBytes(id), storeKey));
+      return db.get(column, ShardStore.concat(longBytes(id), storeKey));
     } catch (RocksDBException e) {
       throw new StorageException("reading trash entry " + id + " failed: " + e.getMessage(), e);
     } finally {
@@ -203,7 +173,7 @@ public final class ShardTrash {
   }
 
   private static byte[] metaKey(long id) {
-    return concat(new byte[ID_BYTES], longBytes(id));
+    return ShardStore.concat(new byte[ID_BYTES], longBytes(id));
   }
 
   private static byte[] encode(Entry e) {
@@ -228,9 +198,4 @@ public final class ShardTrash {
     return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
   }
 
-  private static byte[] concat(byte[] a, byte[] b) {
-    byte[] out = Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
-  }
 }

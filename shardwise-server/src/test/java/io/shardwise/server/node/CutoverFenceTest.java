@@ -2,8 +2,6 @@ package io.shardwise.server.node;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.ShardwiseException;
@@ -12,15 +10,12 @@ import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.MoveProgress;
-import io.shardwise.proto.v1.MoveServiceGrpc;
-import io.shardwise.proto.v1.MoveShardRequest;
 import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.rpc.RequestHooks;
 import io.shardwise.server.storage.ShardRef;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -90,17 +85,7 @@ class CutoverFenceTest {
       assertThat(hook.parked.await(30, TimeUnit.SECONDS)).as("the write reached n1 and was routed to its shard").isTrue();
 
       // The whole move runs while the write is parked: copy, catch-up, pause, cutover.
-      MoveShardRequest move = MoveShardRequest.newBuilder().setMoveId("race-1").setTable("race").setTableId(table.id())
-          .setNumber(shard.id().number()).setTo("n2").setShardEpoch(shard.epoch()).build();
-      MoveProgress last = null;
-      ManagedChannel channel = NettyChannelBuilder.forTarget(n1.address()).usePlaintext().build();
-      try {
-        for (Iterator<MoveProgress> it = MoveServiceGrpc.newBlockingStub(channel).moveShard(move); it.hasNext(); ) {
-          last = it.next();
-        }
-      } finally {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      }
+      MoveProgress last = TestCluster.moveShard(n1, table, shard, "n2", "race-1");
       assertThat(last.getPhase()).isEqualTo(MoveProgress.Phase.DONE);
       ShardMap after = n1.map();
       assertThat(after.shard(table.id(), shard.id().number()).orElseThrow().owner().value()).isEqualTo("n2");

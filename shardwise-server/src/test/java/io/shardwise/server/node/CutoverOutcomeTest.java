@@ -2,16 +2,12 @@ package io.shardwise.server.node;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.MoveProgress;
-import io.shardwise.proto.v1.MoveServiceGrpc;
-import io.shardwise.proto.v1.MoveShardRequest;
 import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.rpc.RequestHooks;
@@ -19,9 +15,7 @@ import io.shardwise.server.storage.ShardRef;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -70,17 +64,7 @@ class CutoverOutcomeTest {
         }
       }
 
-      MoveShardRequest move = MoveShardRequest.newBuilder().setMoveId("lost-1").setTable("lost").setTableId(table.id())
-          .setNumber(shard.id().number()).setTo("n2").setShardEpoch(shard.epoch()).build();
-      MoveProgress last = null;
-      ManagedChannel channel = NettyChannelBuilder.forTarget(n1.address()).usePlaintext().build();
-      try {
-        for (Iterator<MoveProgress> it = MoveServiceGrpc.newBlockingStub(channel).moveShard(move); it.hasNext(); ) {
-          last = it.next();
-        }
-      } finally {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      }
+      MoveProgress last = TestCluster.moveShard(n1, table, shard, "n2", "lost-1");
       assertThat(loseReply).as("the reply was lost once").isFalse();
       assertThat(last.getPhase()).as("the source read the map and knows the move happened").isEqualTo(MoveProgress.Phase.DONE);
       assertThat(n1.map().shard(table.id(), shard.id().number()).orElseThrow().owner().value()).isEqualTo("n2");

@@ -40,6 +40,26 @@ final class TestCluster implements AutoCloseable {
     return ShardwiseNode.start(tweak.apply(config));
   }
 
+  /**
+   * Asks {@code source} to move shard {@code shard} of {@code table} to node {@code to}, as the
+   * balancer would, and returns the move's last progress report.
+   */
+  static io.shardwise.proto.v1.MoveProgress moveShard(ShardwiseNode source, io.shardwise.core.map.Table table,
+      io.shardwise.core.map.ShardAssignment shard, String to, String moveId) throws InterruptedException {
+    var request = io.shardwise.proto.v1.MoveShardRequest.newBuilder().setMoveId(moveId).setTable(table.name()).setTableId(table.id())
+        .setNumber(shard.id().number()).setTo(to).setShardEpoch(shard.epoch()).build();
+    io.grpc.ManagedChannel channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forTarget(source.address()).usePlaintext().build();
+    try {
+      io.shardwise.proto.v1.MoveProgress last = null;
+      for (var it = io.shardwise.proto.v1.MoveServiceGrpc.newBlockingStub(channel).moveShard(request); it.hasNext(); ) {
+        last = it.next();
+      }
+      return last;
+    } finally {
+      channel.shutdownNow().awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+    }
+  }
+
   ShardwiseNode node(String id) {
     return nodes.stream().filter(n -> n.id().value().equals(id)).findFirst().orElseThrow();
   }

@@ -1,0 +1,136 @@
+package io.shardwise.server.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.server.coordination.EmbeddedZooKeeper;
+import io.shardwise.server.rpc.Limits;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.ShardTrash;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Design rule 6: nothing is deleted on the word of a map alone. A node refuses a ZooKeeper that
+ * is not its cluster's, and what it no longer owns goes to its trash, purged only after a grace.
+ */
+@Tag("integration")
+class NoDeleteOnAMapAloneTest {
+
+  @TempDir Path dir;
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static List<Key> keys(int n) {
+    return IntStream.range(0, n).mapToObj(i -> Key.of(b("key-" + i))).toList();
+  }
+
+  @Test
+  void aNodeStartedAgainstAnEmptyOrAnotherClustersZooKeeperRefusesAndKeepsEveryKey() throws Exception {
+    Path n1Dir;
+    try (TestCluster cluster = new TestCluster(dir.resolve("a"), 1, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("kept", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      keys(20).forEach(k -> client.put("kept", k, k.partitionKey()));
+      n1Dir = cluster.dir.resolve("n1");
+      String clusterA = cluster.node("n1").clusterId();
+      cluster.node("n1").close();
+      cluster.nodes.clear();
+
+      // A typo in --zk: an empty ZooKeeper.
+      try (EmbeddedZooKeeper empty = EmbeddedZooKeeper.start(0, dir.resolve("empty-zk"))) {
+        assertThatThrownBy(() -> ShardwiseNode.start(NodeConfig.of(n1Dir, empty.connectString()).withId("n1")))
+            .isInstanceOf(IllegalStateException.class)
+            .hasMessageContaining("belongs to cluster " + clusterA).hasMessageContaining("holds no cluster").hasMessageContaining("--zk");
+        // ...and one that holds another cluster.
+        try (ShardwiseNode other = ShardwiseNode.start(NodeConfig.of(dir.resolve("b1"), empty.connectString()).withId("b1"))) {
+          assertThat(other.clusterId()).isNotEqualTo(clusterA);
+          assertThatThrownBy(() -> ShardwiseNode.start(NodeConfig.of(n1Dir, empty.connectString()).withId("n1")))
+              .isInstanceOf(IllegalStateException.class)
+              .hasMessageContaining("belongs to cluster " + clusterA).hasMessageContaining("holds cluster " + other.clusterId());
+        }
+      }
+
+      // Back on its own ZooKeeper: every key is there.
+      cluster.nodes.add(cluster.startNode(1));
+      ShardwiseClient again = cluster.client(Routing.CLIENT);
+      for (Key k : keys(20)) {
+        assertThat(again.get("kept", k)).as(new String(k.partitionKey(), StandardCharsets.UTF_8)).isPresent();
+      }
+    }
+  }
+
+  @Test
+  void aDataDirectoryWithDataButNoClusterIdJoinsOnlyWhenToldAndTrashesWhatItDoesNotOwn() throws Exception {
+    Path legacy = dir.resolve("legacy");
+    ShardRef ref = new ShardRef(99, 0);
+    try (ShardStore store = ShardStore.open(legacy.resolve("rocksdb"), false)) {
+      store.put(ref, Key.of(b("orphan")).encode(), b("from an earlier life"));
+    }
+    try (EmbeddedZooKeeper zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"))) {
+      assertThatThrownBy(() -> ShardwiseNode.start(NodeConfig.of(legacy, zk.connectString()).withId("n7")))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("holds data but no cluster id").hasMessageContaining("--adopt-cluster");
+      try (ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(legacy, zk.connectString()).withId("n7").withAdoptCluster(true))) {
+        List<ShardTrash.Entry> trash = node.store().trash().entries();
+        assertThat(trash).singleElement().satisfies(e -> {
+          assertThat(e.shard()).isEqualTo(ref);
+          assertThat(e.liveKeys()).isEqualTo(1);
+          assertThat(e.reason()).contains("not this node's");
+        });
+        assertThat(node.store().get(ref, Key.of(b("orphan")).encode())).as("not served").isNull();
+        assertThat(node.store().trash().stored(trash.get(0).id(), ref.storeKey(Key.of(b("orphan")).encode()))).as("still on disk").isNotNull();
+      }
+      assertThat(Files.readString(legacy.resolve("cluster-id")).strip()).isNotEmpty();
+    }
+  }
+
+  @Test
+  void aShardThatMovedAwayAndADroppedTableGoToTheTrashAndArePurgedAfterTheGrace() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      cluster.nodes.add(cluster.startNode(1, c -> c.withTrashGrace(Duration.ofSeconds(3))));
+      cluster.nodes.add(cluster.startNode(2));
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("moving", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      keys(200).forEach(k -> client.put("moving", k, k.partitionKey()));
+      ShardwiseNode n1 = cluster.node("n1");
+      Table table = n1.map().table("moving").orElseThrow();
+      ShardAssignment shard = table.shards().stream().filter(s -> s.owner().equals(n1.id())).findFirst().orElseThrow();
+      ShardRef ref = new ShardRef(table.id(), shard.id().number());
+      long held = n1.store().stats(ref).keys();
+      assertThat(held).isPositive();
+
+      assertThat(TestCluster.moveShard(n1, table, shard, "n2", "away-1").getPhase()).isEqualTo(MoveProgress.Phase.DONE);
+
+      // After the drop grace (1 s here) the old copy leaves the data, whole, for the trash.
+      await().atMost(Duration.ofSeconds(20)).until(() -> n1.store().trash().entries().stream().anyMatch(e -> e.shard().equals(ref)));
+      ShardTrash.Entry entry = n1.store().trash().entries().stream().filter(e -> e.shard().equals(ref)).findFirst().orElseThrow();
+      assertThat(entry.liveKeys()).isEqualTo(held);
+      assertThat(n1.store().stats(ref).keys()).isZero();
+
+      client.dropTable("moving");
+      await().atMost(Duration.ofSeconds(20)).until(() -> n1.store().trash().entries().stream().anyMatch(e -> e.reason().contains("dropped")));
+
+      // And after the trash grace (3 s here) they are purged.
+      await().atMost(Duration.ofSeconds(30)).until(() -> n1.store().trash().entries().isEmpty());
+    }
+  }
+}
