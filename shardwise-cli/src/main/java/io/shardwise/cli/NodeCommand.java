@@ -54,6 +54,11 @@ final class NodeCommand implements Callable<Integer> {
           + "Default: ${DEFAULT-VALUE}.")
   String trashGrace;
 
+  @Option(names = "--session-timeout", paramLabel = "DURATION", defaultValue = "10s",
+      description = "ZooKeeper session timeout: how long a node may be cut off (or dead) before its shards' owner is gone from "
+          + "ZooKeeper. Default: ${DEFAULT-VALUE}.")
+  String sessionTimeout;
+
   @Option(names = "--adopt-cluster",
       description = "Let a data directory that holds data but no cluster id join the cluster this ZooKeeper holds; "
           + "shards it does not own go to its trash.")
@@ -75,7 +80,8 @@ final class NodeCommand implements Callable<Integer> {
     }
     NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
         .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace))
-        .withTrashGrace(Durations.parse("--trash-grace", trashGrace)).withAdoptCluster(adoptCluster);
+        .withTrashGrace(Durations.parse("--trash-grace", trashGrace)).withAdoptCluster(adoptCluster)
+        .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout));
     ShardwiseNode node = ShardwiseNode.start(config);
     Console console;
     try {

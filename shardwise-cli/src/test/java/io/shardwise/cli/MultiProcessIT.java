@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,63 +27,34 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("integration")
 class MultiProcessIT {
 
-  private static final Path JAR = Path.of(System.getProperty("shardwise.jar", "target/shardwise.jar"));
-
   @TempDir Path dir;
   private EmbeddedZooKeeper zk;
-  private final List<Process> servers = new ArrayList<>();
+  private ServerProcesses processes;
 
-  record Result(int exit, String out, String err) {}
-
-  private List<String> java(String... args) {
-    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", JAR.toString()));
-    command.addAll(List.of(args));
-    return command;
+  private static List<String> java(String... args) {
+    return ServerProcesses.java(args);
   }
 
-  /** Starts a long-running command and waits until it prints its "serving on" line. */
+  @BeforeEach
+  void processes() {
+    processes = new ServerProcesses(dir);
+  }
+
   private Process startServer(String name, String... args) throws Exception {
-    Path log = dir.resolve(name + ".log");
-    Process p = new ProcessBuilder(java(args)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    servers.add(p);
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (System.nanoTime() < deadline) {
-      if (Files.exists(log) && Files.readString(log, StandardCharsets.UTF_8).contains("serving on")) {
-        return p;
-      }
-      assertThat(p.isAlive()).as("%s exited early: %s", name, Files.exists(log) ? Files.readString(log) : "").isTrue();
-      Thread.sleep(100);
-    }
-    throw new AssertionError(name + " did not start: " + Files.readString(log));
+    return processes.start(name, args);
   }
 
-  /** The address a server process printed in its "serving on" line. */
   private String servingAddress(String name) throws IOException {
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("serving on (\\S+)").matcher(Files.readString(dir.resolve(name + ".log")));
-    assertThat(m.find()).as(name + " printed its address").isTrue();
-    return m.group(1);
+    return processes.address(name);
   }
 
-  private Result cli(String... args) throws IOException, InterruptedException {
-    Path out = Files.createTempFile(dir, "out", ".txt");
-    Path err = Files.createTempFile(dir, "err", ".txt");
-    List<String> command = new ArrayList<>(List.of(args));
-    command.addAll(List.of("--zk", zk.connectString()));
-    Process p = new ProcessBuilder(java(command.toArray(new String[0]))).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-    assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
-    return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+  private ServerProcesses.Result cli(String... args) throws IOException, InterruptedException {
+    return processes.cli(zk.connectString(), args);
   }
 
   @AfterEach
   void stop() throws InterruptedException {
-    for (Process p : servers) {
-      p.destroy(); // SIGTERM: the shutdown hook closes the node
-    }
-    for (Process p : servers) {
-      if (!p.waitFor(20, TimeUnit.SECONDS)) {
-        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-      }
-    }
+    processes.close();
     if (zk != null) {
       zk.close();
     }
@@ -104,25 +76,25 @@ class MultiProcessIT {
     }
     startServer("router", "router", "--zk", zk.connectString());
 
-    Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
+    ServerProcesses.Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
     assertThat(created.exit()).as(created.err()).isZero();
     assertThat(created.out()).contains("table orders (id 1): hashrange");
 
     String[] modes = {"client", "router", "node"};
     for (int i = 0; i < 9; i++) {
-      Result put = cli("kv", "put", "orders", "order-" + i, "amount=" + i, "--via", modes[i % 3]);
+      ServerProcesses.Result put = cli("kv", "put", "orders", "order-" + i, "amount=" + i, "--via", modes[i % 3]);
       assertThat(put.exit()).as(put.err()).isZero();
     }
     for (String mode : modes) {
-      Result get = cli("kv", "get", "orders", "order-4", "--via", mode);
+      ServerProcesses.Result get = cli("kv", "get", "orders", "order-4", "--via", mode);
       assertThat(get.exit()).as(get.err()).isZero();
       assertThat(get.out().strip()).isEqualTo("amount=4");
     }
-    Result missing = cli("kv", "get", "orders", "order-99");
+    ServerProcesses.Result missing = cli("kv", "get", "orders", "order-99");
     assertThat(missing.exit()).isEqualTo(1);
     assertThat(missing.err()).contains("no key 'order-99' in table orders");
 
-    Result status = cli("cluster", "status", "--output", "json");
+    ServerProcesses.Result status = cli("cluster", "status", "--output", "json");
     assertThat(status.exit()).as(status.err()).isZero();
     JsonNode json = new ObjectMapper().readTree(status.out());
     assertThat(json.get("epoch").asLong()).isEqualTo(1);
@@ -144,19 +116,19 @@ class MultiProcessIT {
     assertThat(view.get("shards").asInt()).isEqualTo(6);
 
     // The planner's preview: balanced as it is; draining n1 moves exactly n1's two shards.
-    Result plan = cli("rebalance", "plan", "--preview", "--output", "json");
+    ServerProcesses.Result plan = cli("rebalance", "plan", "--preview", "--output", "json");
     assertThat(plan.exit()).as(plan.err()).isZero();
     JsonNode balanced = new ObjectMapper().readTree(plan.out());
     assertThat(balanced.get("moves")).isEmpty();
     assertThat(balanced.get("notes").get(0).asText()).isEqualTo("table orders: already balanced");
-    Result whatIf = cli("rebalance", "plan", "--drain", "n1", "--output", "json");
+    ServerProcesses.Result whatIf = cli("rebalance", "plan", "--drain", "n1", "--output", "json");
     assertThat(whatIf.exit()).as(whatIf.err()).isZero();
     JsonNode moves = new ObjectMapper().readTree(whatIf.out()).get("moves");
     assertThat(moves).hasSize(2).allMatch(m -> m.get("from").asText().equals("n1") && !m.get("to").asText().equals("n1"));
 
     // Draining for real, suggest mode (the default): the balancer proposes, the operator approves,
     // the shards move between the node processes, and every key is still there.
-    Result drain = cli("node", "drain", "n1");
+    ServerProcesses.Result drain = cli("node", "drain", "n1");
     assertThat(drain.exit()).as(drain.err()).isZero();
     String id = null;
     for (int i = 0; i < 120 && id == null; i++) {
@@ -168,9 +140,9 @@ class MultiProcessIT {
       }
     }
     assertThat(id).as("the balancer proposed a plan").isNotNull();
-    Result approve = cli("rebalance", "approve", id);
+    ServerProcesses.Result approve = cli("rebalance", "approve", id);
     assertThat(approve.exit()).as(approve.err()).isZero();
-    Result await = cli("rebalance", "status", id, "--wait", "--timeout", "2m");
+    ServerProcesses.Result await = cli("rebalance", "status", id, "--wait", "--timeout", "2m");
     assertThat(await.exit()).as(await.out() + await.err()).isZero();
     assertThat(await.out()).contains("done");
     JsonNode after = new ObjectMapper().readTree(cli("cluster", "status", "--output", "json").out());
@@ -180,11 +152,11 @@ class MultiProcessIT {
       }
     }
     for (int i = 0; i < 9; i++) {
-      Result get = cli("kv", "get", "orders", "order-" + i);
+      ServerProcesses.Result get = cli("kv", "get", "orders", "order-" + i);
       assertThat(get.exit()).as(get.err()).isZero();
       assertThat(get.out().strip()).isEqualTo("amount=" + i);
     }
-    Result stale = cli("rebalance", "approve", id);
+    ServerProcesses.Result stale = cli("rebalance", "approve", id);
     assertThat(stale.exit()).isEqualTo(1);
     assertThat(stale.err()).contains("not pending");
 
@@ -198,12 +170,12 @@ class MultiProcessIT {
     assertThat(movedBytes).as("n1 sent its shards").isPositive();
 
     // A per-table mode, shown with the settings, and back to the cluster's mode.
-    Result pin = cli("rebalance", "mode", "manual", "--table", "orders");
+    ServerProcesses.Result pin = cli("rebalance", "mode", "manual", "--table", "orders");
     assertThat(pin.exit()).as(pin.err()).isZero();
     assertThat(pin.out()).contains("mode suggest").contains("tables: orders manual");
-    Result unpin = cli("rebalance", "mode", "default", "--table", "orders");
+    ServerProcesses.Result unpin = cli("rebalance", "mode", "default", "--table", "orders");
     assertThat(unpin.out()).doesNotContain("tables:");
-    Result bad = cli("rebalance", "mode", "--table", "orders");
+    ServerProcesses.Result bad = cli("rebalance", "mode", "--table", "orders");
     assertThat(bad.exit()).isEqualTo(2);
     assertThat(bad.err()).contains("--table needs a MODE");
   }
@@ -216,9 +188,9 @@ class MultiProcessIT {
   @Test
   void aNodeKilledWithSigkillAndRestartedAtOnceServesEveryAcknowledgedWrite() throws Exception {
     zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
-    Process n1 = startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1");
+    startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1");
     startServer("n2", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n2").toString(), "--id", "n2");
-    Result created = cli("table", "create", "crash", "--strategy", "hashrange", "--shards", "4");
+    ServerProcesses.Result created = cli("table", "create", "crash", "--strategy", "hashrange", "--shards", "4");
     assertThat(created.exit()).as(created.err()).isZero();
     java.util.Map<String, String> acknowledged = new java.util.TreeMap<>();
     List<String> seeds = List.of(servingAddress("n1"), servingAddress("n2"));
@@ -229,13 +201,10 @@ class MultiProcessIT {
         acknowledged.put(k, "v" + i);
       }
     }
-    n1.destroyForcibly(); // SIGKILL: no shutdown hook, no unregistration, the session lingers in ZooKeeper
-    assertThat(n1.waitFor(30, TimeUnit.SECONDS)).isTrue();
-    servers.remove(n1);
-    Files.move(dir.resolve("n1.log"), dir.resolve("n1-killed.log"));
+    processes.kill9("n1"); // SIGKILL: no shutdown hook, no unregistration, the session lingers in ZooKeeper
     startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1");
     for (var e : acknowledged.entrySet()) {
-      Result get = cli("kv", "get", "crash", e.getKey());
+      ServerProcesses.Result get = cli("kv", "get", "crash", e.getKey());
       assertThat(get.exit()).as(e.getKey() + ": " + get.err()).isZero();
       assertThat(get.out().strip()).as(e.getKey()).isEqualTo(e.getValue());
       if (e.getKey().endsWith("9")) {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Fault campaigns on real processes: runs KillNineIT (kill -9 of an owner; kill -9 of a move's
+# source mid-move; each run checked for linearizability by io.shardwise.bench.history) once per
+# seed, and prints one line per run plus a summary per scenario.
+#
+#   bench/faults.sh --runs 25            # seeds 1..25
+#   bench/faults.sh --seeds 7,8,9
+#
+# Each seed takes about 40 s on 2 cores. The output's FAULT-RUN lines are what docs/reliability.md records.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seeds="1"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) seeds=$(seq -s, 1 "$2"); shift 2 ;;
+    --seeds) seeds="$2"; shift 2 ;;
+    *) echo "usage: bench/faults.sh [--runs N | --seeds 1,2,3]" >&2; exit 2 ;;
+  esac
+done
+log=$(mktemp -t shardwise-faults.XXXXXX)
+status=0
+mvn -B -q -o verify -pl shardwise-cli -am -DskipUTs -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=KillNineIT \
+  -Dshardwise.faults.seeds="$seeds" >"$log" 2>&1 || status=$?
+runs=$(grep -h '^FAULT-RUN' shardwise-cli/target/failsafe-reports/io.shardwise.cli.KillNineIT-output.txt 2>/dev/null | sort -u || true)
+echo "$runs"
+echo "$runs" | awk '
+  /^FAULT-RUN/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                 s = f["scenario"]; runs[s]++; ops[s] += f["operations"]; ack[s] += f["acknowledged"];
+                 unk[s] += f["unknown"]; bad[s] += f["violations"] }
+  END { for (s in runs) printf "%s: %d runs, %d operations, %d acknowledged writes, %d unknown, %d non-linearizable\n",
+                               s, runs[s], ops[s], ack[s], unk[s], bad[s] }'
+if [ "$status" -ne 0 ]; then
+  echo "some runs failed; the Maven log is $log" >&2
+fi
+exit "$status"

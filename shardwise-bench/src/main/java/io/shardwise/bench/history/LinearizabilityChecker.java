@@ -1,0 +1,178 @@
+package io.shardwise.bench.history;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Decides whether the history of each key is linearizable against Shardwise's versioned register,
+ * the way Knossos and Porcupine do (Wing &amp; Gong's search with Lowe's memoisation): find an order
+ * of the operations that respects real time (an operation that completed before another was
+ * invoked comes first) and in which every result is what the model gives.
+ *
+ * <p><b>The model</b> is a key's stored state: live or deleted, its value, and its stored version,
+ * which every write raises by one — deletes too, since a delete leaves a tombstone that keeps the
+ * version ({@code ShardStore}). A put returns the new version; a conditional put matches against
+ * the live version (0 when absent) and otherwise reports it; a get returns the live value and
+ * version; a delete of an absent key changes nothing.
+ *
+ * <p><b>Unknown outcomes</b> (timeouts, lost connections) are treated as "maybe applied": such an
+ * operation never completes, so it may take effect at any point after its invocation, or never.
+ * Definite failures other than a version mismatch never happened and are left out.
+ *
+ * <p>Per-key histories are searched independently (a key's history is small: tens to a few hundred
+ * operations); the search is exponential only in the number of operations that overlap in time.
+ */
+public final class LinearizabilityChecker {
+
+  /** A violation: the key, and the operations the search could not get past, with their neighbours. */
+  public record Violation(String key, List<Op> stuckAt, List<Op> history) {
+    @Override
+    public String toString() {
+      StringBuilder b = new StringBuilder("history of key '" + key + "' is not linearizable; no order places any of:\n");
+      stuckAt.forEach(op -> b.append("  ").append(op).append('\n'));
+      b.append("full history (by invocation):\n");
+      history.forEach(op -> b.append("  ").append(op).append('\n'));
+      return b.toString();
+    }
+  }
+
+  /** Stops a search that would take too long (pathological overlap); such a key is reported, not passed. */
+  private static final int MAX_STATES = 2_000_000;
+
+  private LinearizabilityChecker() {}
+
+  /** The first key whose history is not linearizable, or empty if all are. */
+  public static Optional<Violation> check(Map<String, List<Op>> historiesByKey) {
+    for (Map.Entry<String, List<Op>> e : historiesByKey.entrySet()) {
+      Optional<Violation> v = checkKey(e.getKey(), e.getValue());
+      if (v.isPresent()) {
+        return v;
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Checks one key's history. */
+  public static Optional<Violation> checkKey(String key, List<Op> history) {
+    List<Op> ops = new ArrayList<>();
+    for (Op op : history) {
+      boolean neverHappened = op.outcome() == Op.Outcome.FAILED && op.kind() != Op.Kind.PUT_IF_VERSION;
+      if (!neverHappened) {
+        ops.add(op);
+      }
+    }
+    ops.sort(Comparator.comparingLong(Op::invoked));
+    Search search = new Search(ops);
+    if (search.run(new BitSet(ops.size()), State.INITIAL)) {
+      return Optional.empty();
+    }
+    List<Op> stuck = new ArrayList<>();
+    for (int i : search.deepestFrontier) {
+      stuck.add(ops.get(i));
+    }
+    return Optional.of(new Violation(key, stuck, ops));
+  }
+
+  /** A key's stored state. */
+  record State(boolean live, String value, long storedVersion) {
+    static final State INITIAL = new State(false, null, 0);
+
+    long liveVersion() {
+      return live ? storedVersion : 0;
+    }
+
+    /** The state after {@code op}, or {@code null} if {@code op}'s result cannot happen in this state. */
+    State apply(Op op) {
+      boolean unknown = op.outcome() == Op.Outcome.UNKNOWN;
+      switch (op.kind()) {
+        case PUT -> {
+          State next = new State(true, op.value(), storedVersion + 1);
+          return unknown || op.version() == next.storedVersion ? next : null;
+        }
+        case PUT_IF_VERSION -> {
+          boolean matches = op.expected() == liveVersion();
+          if (unknown) {
+            return matches ? new State(true, op.value(), storedVersion + 1) : this;
+          }
+          if (op.outcome() == Op.Outcome.FAILED) {
+            return !matches && op.version() == liveVersion() ? this : null;
+          }
+          return matches && op.version() == storedVersion + 1 ? new State(true, op.value(), storedVersion + 1) : null;
+        }
+        case DELETE -> {
+          State next = live ? new State(false, null, storedVersion + 1) : this;
+          return unknown || op.found() == live ? next : null;
+        }
+        case GET -> {
+          if (!op.found()) {
+            return live ? null : this;
+          }
+          return live && op.value().equals(value) && op.version() == storedVersion ? this : null;
+        }
+        default -> throw new AssertionError(op.kind());
+      }
+    }
+  }
+
+  /** Depth-first search over (operations placed, state), memoised. */
+  private static final class Search {
+    private final List<Op> ops;
+    private final int mustPlace;
+    private final Set<Object> seen = new HashSet<>();
+    private int deepest = -1;
+    private List<Integer> deepestFrontier = List.of();
+
+    Search(List<Op> ops) {
+      this.ops = ops;
+      this.mustPlace = (int) ops.stream().filter(Op::mustLinearize).count();
+    }
+
+    boolean run(BitSet placed, State state) {
+      int placedMust = 0;
+      for (int i = placed.nextSetBit(0); i >= 0; i = placed.nextSetBit(i + 1)) {
+        if (ops.get(i).mustLinearize()) {
+          placedMust++;
+        }
+      }
+      if (placedMust == mustPlace) {
+        return true;
+      }
+      if (!seen.add(List.of(placed.clone(), state)) || seen.size() > MAX_STATES) {
+        return false;
+      }
+      // An operation may go next if no unplaced operation completed before it was invoked.
+      long earliestReturn = Long.MAX_VALUE;
+      for (int i = placed.nextClearBit(0); i < ops.size(); i = placed.nextClearBit(i + 1)) {
+        earliestReturn = Math.min(earliestReturn, ops.get(i).returned());
+      }
+      List<Integer> frontier = new ArrayList<>();
+      for (int i = placed.nextClearBit(0); i < ops.size(); i = placed.nextClearBit(i + 1)) {
+        Op op = ops.get(i);
+        if (op.invoked() > earliestReturn) {
+          break; // sorted by invocation: every later one is too late as well
+        }
+        frontier.add(i);
+        State next = state.apply(op);
+        if (next != null) {
+          placed.set(i);
+          boolean ok = run(placed, next);
+          placed.clear(i);
+          if (ok) {
+            return true;
+          }
+        }
+      }
+      if (placedMust > deepest) {
+        deepest = placedMust;
+        deepestFrontier = frontier;
+      }
+      return false;
+    }
+  }
+}

@@ -1,0 +1,98 @@
+package io.shardwise.bench.history;
+
+import static io.shardwise.bench.history.Op.Outcome.FAILED;
+import static io.shardwise.bench.history.Op.Outcome.OK;
+import static io.shardwise.bench.history.Op.Outcome.UNKNOWN;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Known histories, linearizable and not, each named after what it pins. */
+class LinearizabilityCheckerTest {
+
+  private static boolean linearizable(Op... ops) {
+    return LinearizabilityChecker.checkKey("k", List.of(ops)).isEmpty();
+  }
+
+  @Test
+  void aSequentialHistoryThatFollowsTheModelPasses() {
+    assertThat(linearizable(
+        Op.put(1, "a", 0, 1, OK, 1),
+        Op.get(2, "a", 1, 2, 3),
+        Op.putIfVersion(1, "b", 1, 4, 5, OK, 2),
+        Op.putIfVersion(2, "c", 1, 6, 7, FAILED, 2),
+        Op.delete(1, 8, 9, OK, true),
+        Op.get(2, null, 0, 10, 11),
+        Op.delete(1, 12, 13, OK, false),
+        Op.put(2, "d", 14, 15, OK, 4))).isTrue(); // the delete's tombstone kept version 3
+  }
+
+  @Test
+  void anAcknowledgedWriteThatAReadLaterMissesIsALostWrite() {
+    assertThat(linearizable(Op.put(1, "a", 0, 1, OK, 1), Op.get(2, null, 0, 2, 3))).isFalse();
+  }
+
+  @Test
+  void aReadOfAnOverwrittenValueAfterTheOverwriteCompletedIsStale() {
+    assertThat(linearizable(Op.put(1, "a", 0, 1, OK, 1), Op.put(1, "b", 2, 3, OK, 2), Op.get(2, "a", 1, 4, 5))).isFalse();
+  }
+
+  @Test
+  void aReadConcurrentWithAWriteMaySeeEitherSide() {
+    assertThat(linearizable(Op.put(1, "a", 0, 10, OK, 1), Op.get(2, "a", 1, 2, 3))).isTrue();
+    assertThat(linearizable(Op.put(1, "a", 0, 10, OK, 1), Op.get(2, null, 0, 2, 3))).isTrue();
+    assertThat(linearizable(Op.put(1, "a", 0, 10, OK, 1), Op.get(2, "a", 1, 2, 3), Op.get(3, null, 0, 4, 5)))
+        .as("but once one read saw it, a later read must too").isFalse();
+  }
+
+  @Test
+  void anUnknownWriteMayHaveHappenedOrNot() {
+    assertThat(linearizable(Op.put(1, "a", 0, 1, UNKNOWN, 0), Op.get(2, "a", 1, 5, 6))).isTrue();
+    assertThat(linearizable(Op.put(1, "a", 0, 1, UNKNOWN, 0), Op.get(2, null, 0, 5, 6))).isTrue();
+    assertThat(linearizable(Op.put(1, "a", 0, 1, UNKNOWN, 0), Op.get(2, "a", 1, 5, 6), Op.get(2, null, 0, 7, 8))).isFalse();
+  }
+
+  @Test
+  void aRetriedWriteAppliedTwiceShowsAsAVersionTooHigh() {
+    // One put, answered with version 2: it was applied twice (issue 11, path 4).
+    assertThat(linearizable(Op.put(1, "a", 0, 10, OK, 2))).isFalse();
+  }
+
+  @Test
+  void aConditionalPutThatReportsAMismatchMustSeeAnotherVersion() {
+    assertThat(linearizable(Op.putIfVersion(1, "a", 0, 0, 1, FAILED, 0))).as("absent, expected 0: it must have matched").isFalse();
+    assertThat(linearizable(Op.put(2, "x", 0, 1, OK, 1), Op.putIfVersion(1, "a", 0, 2, 3, FAILED, 1))).isTrue();
+  }
+
+  @Test
+  void definiteFailuresOfPlainWritesNeverHappened() {
+    assertThat(linearizable(Op.put(1, "a", 0, 1, FAILED, 0), Op.get(2, null, 0, 2, 3))).isTrue();
+  }
+
+  @Test
+  void theViolationNamesTheKeyAndTheOperationsItCouldNotPlace() {
+    var v = LinearizabilityChecker.check(Map.of("user-7", List.of(Op.put(1, "a", 0, 1, OK, 1), Op.get(2, null, 0, 2, 3))));
+    assertThat(v).isPresent();
+    assertThat(v.get().key()).isEqualTo("user-7");
+    assertThat(v.get().toString()).contains("user-7").contains("get() -> ok absent");
+  }
+
+  @Test
+  void manyOverlappingOperationsAreSearchedQuickly() {
+    // 8 clients, 40 rounds, every round's operations overlapping each other: a realistic worst case.
+    List<Op> ops = new java.util.ArrayList<>();
+    long version = 0;
+    for (int round = 0; round < 40; round++) {
+      long t = round * 100L;
+      for (int c = 0; c < 7; c++) {
+        ops.add(Op.get(c, version == 0 ? null : "v" + version, version, t, t + 50 + c));
+      }
+      version++;
+      ops.add(Op.put(7, "v" + version, t + 1, t + 60, OK, version));
+    }
+    // The reads were invoked before the put was and completed after it started: each may see either.
+    assertThat(LinearizabilityChecker.checkKey("k", ops)).isEmpty();
+  }
+}

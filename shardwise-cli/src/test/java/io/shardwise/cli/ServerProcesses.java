@@ -1,0 +1,104 @@
+package io.shardwise.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The packaged {@code shardwise} command run as separate JVMs: long-running servers (nodes,
+ * routers), each logging to {@code <dir>/<name>.log}, and one-shot CLI calls. Every process it
+ * starts is stopped by {@link #close}; {@link #kill9} is a real {@code SIGKILL}.
+ */
+final class ServerProcesses implements AutoCloseable {
+
+  private static final Path JAR = Path.of(System.getProperty("shardwise.jar", "target/shardwise.jar"));
+  private static final Pattern SERVING = Pattern.compile("serving on (\\S+)");
+
+  record Result(int exit, String out, String err) {}
+
+  private final Path dir;
+  private final Map<String, Process> servers = new LinkedHashMap<>();
+  private int killed;
+
+  ServerProcesses(Path dir) {
+    this.dir = dir;
+  }
+
+  static List<String> java(String... args) {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", JAR.toString()));
+    command.addAll(List.of(args));
+    return command;
+  }
+
+  /** Starts a long-running command and waits (up to 60 s) until it prints its "serving on" line. */
+  Process start(String name, String... args) throws IOException, InterruptedException {
+    Path log = dir.resolve(name + ".log");
+    Process p = new ProcessBuilder(java(args)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    servers.put(name, p);
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (Files.exists(log) && SERVING.matcher(Files.readString(log, StandardCharsets.UTF_8)).find()) {
+        return p;
+      }
+      assertThat(p.isAlive()).as("%s exited early: %s", name, Files.exists(log) ? Files.readString(log) : "").isTrue();
+      Thread.sleep(100);
+    }
+    throw new AssertionError(name + " did not start: " + Files.readString(log));
+  }
+
+  /** The address server {@code name} printed in its "serving on" line. */
+  String address(String name) throws IOException {
+    Matcher m = SERVING.matcher(Files.readString(dir.resolve(name + ".log")));
+    assertThat(m.find()).as(name + " printed its address").isTrue();
+    return m.group(1);
+  }
+
+  /** {@code kill -9}: no shutdown hook runs, nothing unregisters. Its log is kept as {@code <name>-killed-<n>.log}. */
+  void kill9(String name) throws IOException, InterruptedException {
+    Process p = servers.remove(name);
+    p.destroyForcibly();
+    assertThat(p.waitFor(30, TimeUnit.SECONDS)).as(name + " died").isTrue();
+    Files.move(dir.resolve(name + ".log"), dir.resolve(name + "-killed-" + (++killed) + ".log"));
+  }
+
+  /** Runs one CLI command against {@code zk} and waits for it (at most 2 minutes). */
+  Result cli(String zk, String... args) throws IOException, InterruptedException {
+    Path out = Files.createTempFile(dir, "out", ".txt");
+    Path err = Files.createTempFile(dir, "err", ".txt");
+    List<String> command = new ArrayList<>(List.of(args));
+    command.addAll(List.of("--zk", zk));
+    Process p = new ProcessBuilder(java(command.toArray(new String[0]))).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
+    return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+  }
+
+  /** SIGTERM to every server still running (the shutdown hook closes it), then SIGKILL to any that hangs. */
+  @Override
+  public void close() {
+    for (Process p : servers.values()) {
+      p.destroy();
+    }
+    try {
+      for (Process p : servers.values()) {
+        if (!p.waitFor(20, TimeUnit.SECONDS)) {
+          p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+      }
+    } catch (InterruptedException e) {
+      servers.values().forEach(Process::destroyForcibly);
+      Thread.currentThread().interrupt();
+    }
+    servers.clear();
+  }
+}
