@@ -199,8 +199,8 @@ final class OwnerBatcher {
     }
     ListenableFuture<?> call;
     if (batch.get(0).isPut()) {
-      BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header).setTable(table);
-      batch.forEach(p -> b.addEntries(KeyValue.newBuilder().setKey(p.key()).setValue(p.value())));
+      BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header.toBuilder().clearRequestId()).setTable(table);
+      batch.forEach(p -> b.addEntries(KeyValue.newBuilder().setKey(p.key()).setValue(p.value())).addRequestIds(p.header().getRequestId()));
       call = stub.withDeadlineAfter(30, TimeUnit.SECONDS).batchPut(b.build());
     } else {
       BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);

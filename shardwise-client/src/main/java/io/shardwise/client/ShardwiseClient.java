@@ -261,8 +261,9 @@ public final class ShardwiseClient implements AutoCloseable {
     if (routing != Routing.CLIENT || value.length > OwnerBatcher.MAX_BYTES / 4) {
       return CompletableFuture.supplyAsync(() -> put(table, key, value), asyncRetries);
     }
-    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(header, proto(key), ByteString.copyFrom(value)),
-        () -> put(table, key, value), r -> (Long) r);
+    ByteString id = newRequestId();
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(withId(header, id), proto(key), ByteString.copyFrom(value)),
+        () -> put(table, key, value, id), r -> (Long) r);
   }
 
   private <T> CompletableFuture<T> firstTryAsync(
@@ -298,29 +299,47 @@ public final class ShardwiseClient implements AutoCloseable {
     return out;
   }
 
-  /** Writes {@code value}; returns its new version. */
+  /** Writes {@code value}; returns its new version. A retried attempt is never applied twice. */
   public long put(String table, Key key, byte[] value) {
+    return put(table, key, value, newRequestId());
+  }
+
+  private long put(String table, Key key, byte[] value, ByteString id) {
     if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
-      return call(table, key, (target, stub, header) -> batcher(target, table).put(header, proto(key), ByteString.copyFrom(value)));
+      return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), proto(key), ByteString.copyFrom(value)));
     }
-    return call(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
-        .setValue(ByteString.copyFrom(value)).build())).getVersion();
+    return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+        .setKey(proto(key)).setValue(ByteString.copyFrom(value)).build())).getVersion();
   }
 
   /**
    * Writes {@code value} only if the key is at {@code expectedVersion} (0: only if absent).
    *
    * @throws VersionMismatchException with the current version; nothing was written
+   * @throws OutcomeUnknownException if the client cannot tell whether it was applied
    */
   public long putIfVersion(String table, Key key, byte[] value, long expectedVersion) {
-    return call(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key))
-        .setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build())).getVersion();
+    ByteString id = newRequestId();
+    return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+        .setKey(proto(key)).setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build()))
+        .getVersion();
   }
 
   /** Deletes {@code key}; true if it existed. */
   public boolean delete(String table, Key key) {
-    return call(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()))
-        .getDeleted();
+    ByteString id = newRequestId();
+    return write(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+        .setKey(proto(key)).build())).getDeleted();
+  }
+
+  /** A write id: 16 random bytes, made once per logical write and sent with each of its attempts. */
+  private static ByteString newRequestId() {
+    java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+    return ByteString.copyFrom(java.nio.ByteBuffer.allocate(16).putLong(r.nextLong()).putLong(r.nextLong()).array());
+  }
+
+  private static RequestHeader withId(RequestHeader header, ByteString id) {
+    return header.toBuilder().setRequestId(id).build();
   }
 
   /**
@@ -332,10 +351,15 @@ public final class ShardwiseClient implements AutoCloseable {
   public long[] batchPut(String table, List<Map.Entry<Key, byte[]>> entries) {
     long[] versions = new long[entries.size()];
     Map<String, List<Integer>> groups = groupByTarget(table, entries.size(), i -> entries.get(i).getKey());
+    List<ByteString> ids = new ArrayList<>(entries.size());
+    for (int i = 0; i < entries.size(); i++) {
+      ids.add(newRequestId());
+    }
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
-      BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), (target, stub, header) -> {
+      BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), true, (target, stub, header) -> {
         BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header).setTable(table);
-        g.getValue().forEach(i -> b.addEntries(KeyValue.newBuilder().setKey(proto(entries.get(i).getKey())).setValue(ByteString.copyFrom(entries.get(i).getValue()))));
+        g.getValue().forEach(i -> b.addEntries(KeyValue.newBuilder().setKey(proto(entries.get(i).getKey()))
+            .setValue(ByteString.copyFrom(entries.get(i).getValue()))).addRequestIds(ids.get(i)));
         return stub.batchPut(b.build());
       });
       for (int j = 0; j < g.getValue().size(); j++) {
@@ -350,7 +374,7 @@ public final class ShardwiseClient implements AutoCloseable {
     List<Optional<Versioned>> out = new ArrayList<>(java.util.Collections.nCopies(keys.size(), Optional.<Versioned>empty()));
     Map<String, List<Integer>> groups = groupByTarget(table, keys.size(), keys::get);
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
-      BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), (target, stub, header) -> {
+      BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), false, (target, stub, header) -> {
         BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);
         g.getValue().forEach(i -> b.addKeys(proto(keys.get(i))));
         return stub.batchGet(b.build());
@@ -374,7 +398,7 @@ public final class ShardwiseClient implements AutoCloseable {
       Key key = Key.of(request.getPartition().getPartitionKey().toByteArray());
       return call(request.getTable(), key, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
     }
-    return withRetries(request.getTable(), null, null, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
+    return withRetries(request.getTable(), null, null, false, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
   }
 
   /**
@@ -452,15 +476,21 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private <R> R call(String table, Key key, Call<R> call) {
-    return withRetries(table, key, null, call);
+    return withRetries(table, key, null, false, call);
+  }
+
+  /** A write with a write id: its retries are safe, and an outcome it cannot know is reported as such. */
+  private <R> R write(String table, Key key, Call<R> call) {
+    return withRetries(table, key, null, true, call);
   }
 
   /**
    * Sends a request to its target (the key's owner in client mode, else a seed), retrying on
    * WRONG_SHARD (after refreshing the map), MAP_BEHIND, NOT_SERVING and UNAVAILABLE, with backoff.
    */
-  private <R> R withRetries(String table, Key key, String fixedTarget, Call<R> call) {
+  private <R> R withRetries(String table, Key key, String fixedTarget, boolean write, Call<R> call) {
     RuntimeException last = null;
+    StatusRuntimeException ambiguous = null; // an attempt that may have been applied
     for (int attempt = 0; attempt < maxAttempts; attempt++) {
       String target;
       try {
@@ -487,9 +517,19 @@ public final class ShardwiseClient implements AutoCloseable {
         if (code == ErrorInfo.Code.VERSION_MISMATCH) {
           throw new VersionMismatchException(e, Errors.info(e).map(ErrorInfo::getCurrentVersion).orElse(0L));
         }
+        // Without the server's error info, a failure may have come after the owner applied the
+        // write (the connection or the reply was lost); a write retries it under the same id.
+        boolean maybeApplied = code == ErrorInfo.Code.CODE_UNSPECIFIED && (e.getStatus().getCode() == Status.Code.UNAVAILABLE
+            || e.getStatus().getCode() == Status.Code.DEADLINE_EXCEEDED || e.getStatus().getCode() == Status.Code.CANCELLED);
+        if (write && maybeApplied) {
+          ambiguous = e;
+        }
         boolean retriable = code == ErrorInfo.Code.WRONG_SHARD || code == ErrorInfo.Code.MAP_BEHIND || code == ErrorInfo.Code.NOT_SERVING
-            || e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+            || e.getStatus().getCode() == Status.Code.UNAVAILABLE || (write && maybeApplied);
         if (!retriable) {
+          if (ambiguous != null) {
+            throw new OutcomeUnknownException(ambiguous);
+          }
           throw new ShardwiseException(e);
         }
         long refusedAt = Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L);
@@ -511,6 +551,9 @@ public final class ShardwiseClient implements AutoCloseable {
         }
         sleep(Math.min(500, 10L << attempt));
       }
+    }
+    if (ambiguous != null) {
+      throw new OutcomeUnknownException(ambiguous);
     }
     throw last instanceof StatusRuntimeException ? new ShardwiseException((StatusRuntimeException) last) : last;
   }

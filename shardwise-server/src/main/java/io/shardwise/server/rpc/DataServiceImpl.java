@@ -107,14 +107,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(out, () -> {
       Key key = key(request.getKey());
       ctx.limits().checkValue(request.getValue().size());
+      byte[] requestId = requestId(request.getHeader().getRequestId());
       return keyed(request.getHeader(), request.getTable(), key, true,
           (map, shard) -> {
             byte[] value = request.getValue().toByteArray();
             long version;
             try {
-              version = request.getConditional()
-                  ? ctx.shards().putIfVersion(shard, key.encode(), value, request.getExpectedVersion())
-                  : ctx.shards().put(shard, key.encode(), value);
+              version = ctx.shards().write(shard, key.encode(), value,
+                  request.getConditional() ? request.getExpectedVersion() : Mutation.ANY, requestId);
             } catch (VersionMismatchException e) {
               throw Errors.versionMismatch(e.getMessage(), e.actual());
             }
@@ -138,8 +138,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
     respond(out, () -> {
       Key key = key(request.getKey());
+      byte[] requestId = requestId(request.getHeader().getRequestId());
       return keyed(request.getHeader(), request.getTable(), key, true,
-          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1)).setDeleted(ctx.shards().delete(shard, key.encode())).build(),
+          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1))
+              .setDeleted(ctx.shards().delete(shard, key.encode(), requestId)).build(),
           (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
     });
   }
@@ -177,6 +179,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += kv.getKey().getPartitionKey().size() + kv.getKey().getSortKey().size() + kv.getValue().size();
       }
       ctx.limits().checkBatch(keys.size(), bytes);
+      List<ByteString> ids = request.getRequestIdsList();
+      if (!ids.isEmpty() && ids.size() != keys.size()) {
+        throw Errors.invalid("a batch has one write id per entry or none: " + ids.size() + " ids for " + keys.size() + " entries");
+      }
+      ids.forEach(id -> ctx.limits().checkRequestId(id.size()));
       byte[][] partitionKeys = partitionKeys(keys);
       long[] versions = new long[keys.size()];
       int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
@@ -184,7 +191,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             List<Mutation> mutations = new ArrayList<>();
             for (int i : indexes) {
               ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
-              mutations.add(Mutation.put(shard, keys.get(i).encode(), request.getEntries(i).getValue().toByteArray()));
+              mutations.add(Mutation.put(shard, keys.get(i).encode(), request.getEntries(i).getValue().toByteArray())
+                  .withRequestId(ids.isEmpty() ? null : ids.get(i).toByteArray()));
             }
             long[] written;
             try {
@@ -201,6 +209,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           (stub, header, indexes) -> {
             BatchPutRequest.Builder sub = BatchPutRequest.newBuilder().setHeader(header).setTable(request.getTable());
             indexes.forEach(i -> sub.addEntries(request.getEntries(i)));
+            if (!ids.isEmpty()) {
+              indexes.forEach(i -> sub.addRequestIds(ids.get(i)));
+            }
             BatchPutResponse r = stub.batchPut(sub.build());
             for (int j = 0; j < indexes.size(); j++) {
               versions[indexes.get(j)] = r.getVersions(j);
@@ -417,7 +428,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         ShardRef shard = ref(table, ((Route.Serve) route).shard());
         ctx.hooks().routedHere(shard, write);
         try {
-          return local.serve(map, shard);
+          R served = local.serve(map, shard);
+          if (write) {
+            ctx.hooks().written(shard);
+          }
+          return served;
         } catch (ShardFencedException e) {
           Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched
           last = moving(e);
@@ -439,7 +454,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
       Inline.mayBlock();
       try {
-        return remote.call(ctx.peers().data(liveAddress(wrong.ownerHint())), forwardHeader(map));
+        return remote.call(ctx.peers().data(liveAddress(wrong.ownerHint())),
+            forwardHeader(map).toBuilder().setRequestId(h.getRequestId()).build()); // the owner dedups the retry too
       } catch (StatusRuntimeException e) {
         last = e;
         map = catchUpAfter(e, map);
@@ -494,6 +510,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         }
         try {
           local.serve(current, table, mine);
+          if (write && ctx.hooks() != RequestHooks.NONE) {
+            mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(ctx.hooks()::written);
+          }
         } catch (ShardFencedException e) {
           Inline.mayBlock(); // the batch is all or nothing: nothing was written
           last = moving(e);
@@ -577,6 +596,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private static ShardRef ref(Table table, ShardAssignment shard) {
     return new ShardRef(table.id(), shard.id().number());
+  }
+
+  /** The client's write id ({@code null} if it sent none), within the limit. */
+  private byte[] requestId(ByteString id) {
+    ctx.limits().checkRequestId(id.size());
+    return id.isEmpty() ? null : id.toByteArray();
   }
 
   private Key key(io.shardwise.proto.v1.Key k) {

@@ -32,6 +32,15 @@ public record Limits(int maxKeyBytes, int maxValueBytes, int maxBatchKeys, long 
     }
   }
 
+  /** The longest client write id (RequestHeader.request_id) a node accepts. */
+  public static final int MAX_REQUEST_ID_BYTES = 64;
+
+  void checkRequestId(int bytes) {
+    if (bytes > MAX_REQUEST_ID_BYTES) {
+      throw Errors.limit("write id is " + bytes + " bytes; the limit is " + MAX_REQUEST_ID_BYTES + " bytes");
+    }
+  }
+
   void checkValue(int valueBytes) {
     if (valueBytes > maxValueBytes) {
       throw Errors.limit("value is " + valueBytes + " bytes; the limit is " + maxValueBytes + " bytes");

@@ -19,6 +19,12 @@ public interface RequestHooks {
   default void routedHere(ShardRef shard, boolean write) {}
 
   /**
+   * A write to {@code shard} has been applied here and its answer is about to leave. A hook that
+   * throws here is a reply lost after the write.
+   */
+  default void written(ShardRef shard) {}
+
+  /**
    * This node, as a move's source, has just stored the cutover of {@code shard} in ZooKeeper. A
    * hook that throws here is a reply lost after the compare-and-set was applied.
    */

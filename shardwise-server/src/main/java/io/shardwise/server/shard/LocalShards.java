@@ -87,25 +87,27 @@ public final class LocalShards {
     }
   }
 
-  public long putIfVersion(ShardRef ref, byte[] key, byte[] value, long expectedVersion) throws VersionMismatchException {
-    return apply(List.of(new Mutation(ref, key, value, expectedVersion)))[0];
+  /**
+   * Writes {@code value} (unconditionally if {@code expectedVersion == Mutation.ANY}) as the write
+   * {@code requestId} ({@code null}: none); a repeat of the id answers the first write's version.
+   */
+  public long write(ShardRef ref, byte[] key, byte[] value, long expectedVersion, byte[] requestId) throws VersionMismatchException {
+    return apply(List.of(new Mutation(ref, key, value, expectedVersion).withRequestId(requestId)))[0];
   }
 
-  /** Deletes {@code key}; true if it was live. */
-  public boolean delete(ShardRef ref, byte[] key) {
-    LocalShard s = enter(ref, true);
+  /** Deletes {@code key}; true if it was live (or, for a repeated write id, if it was the first time). */
+  public boolean delete(ShardRef ref, byte[] key, byte[] requestId) {
     try {
-      boolean deleted = store.delete(ref, key);
-      s.written(key);
-      return deleted;
-    } finally {
-      s.exit();
+      return apply(List.of(Mutation.delete(ref, key).withRequestId(requestId)))[0] > 0;
+    } catch (VersionMismatchException e) {
+      throw new AssertionError("an unconditional delete cannot mismatch", e);
     }
   }
 
   /**
-   * Applies the mutations atomically ({@link ShardStore#apply}) inside the fence of every shard
-   * they touch: all of them are served here for the whole write, or nothing is written.
+   * Applies the mutations atomically ({@link ShardStore#apply}, write ids and their records
+   * included) inside the fence of every shard they touch: all of them are served here for the
+   * whole write, or nothing is written.
    */
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
     Map<ShardRef, LocalShard> entered = new LinkedHashMap<>(4);
@@ -117,7 +119,11 @@ public final class LocalShards {
       }
       long[] versions = store.apply(batch);
       for (Mutation m : batch) {
-        entered.get(m.shard()).written(m.key());
+        LocalShard s = entered.get(m.shard());
+        s.written(m.key());
+        if (m.requestId() != null) {
+          s.written(ShardStore.requestRecordKey(m.requestId())); // the record moves with the shard too
+        }
       }
       return versions;
     } finally {

@@ -3,23 +3,33 @@ package io.shardwise.server.storage;
 /**
  * One write of a batch: a put ({@code value != null}) or a delete ({@code value == null}) of
  * {@code key} in {@code shard}, unconditional ({@code expectedVersion == ANY}) or only at
- * {@code expectedVersion} (0: only if absent).
+ * {@code expectedVersion} (0: only if absent), with the client's write id ({@code requestId},
+ * {@code null} for none) that makes a retry of it answer the first result instead of writing again.
  */
-public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion) {
+public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId) {
 
   public static final long ANY = -1;
 
   public static Mutation put(ShardRef shard, byte[] key, byte[] value) {
-    return new Mutation(shard, key, value, ANY);
+    return new Mutation(shard, key, value, ANY, null);
   }
 
   public static Mutation delete(ShardRef shard, byte[] key) {
-    return new Mutation(shard, key, null, ANY);
+    return new Mutation(shard, key, null, ANY, null);
+  }
+
+  public Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion) {
+    this(shard, key, value, expectedVersion, null);
   }
 
   public Mutation {
     if (expectedVersion < ANY) {
       throw new IllegalArgumentException("expected version must not be negative, not " + expectedVersion);
     }
+  }
+
+  /** The same write with the client's write id ({@code null} or empty: none). */
+  public Mutation withRequestId(byte[] id) {
+    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id);
   }
 }

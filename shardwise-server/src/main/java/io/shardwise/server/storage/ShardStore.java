@@ -186,28 +186,13 @@ public final class ShardStore implements AutoCloseable {
 
   /** Deletes {@code key}; true if it was live. */
   public boolean delete(ShardRef shard, byte[] key) {
-    enter();
     try {
-      byte[] storeKey = shard.storeKey(key);
-      ReentrantLock lock = stripes[stripeOf(storeKey)];
-      lock.lock();
-      try {
-        byte[] raw = read(storeKey);
-        traffic.write(shard);
-        if (raw == null || raw[0] == TOMBSTONE) {
-          return false;
-        }
-        db.put(writeOptions, storeKey, encode(null, version(raw) + 1));
-        return true;
-      } catch (RocksDBException e) {
-        throw new StorageException("delete in shard " + shard + " failed: " + e.getMessage(), e);
-      } finally {
-        lock.unlock();
-      }
-    } finally {
-      exit();
+      return apply(List.of(Mutation.delete(shard, key)))[0] > 0;
+    } catch (VersionMismatchException e) {
+      throw new AssertionError("an unconditional delete cannot mismatch", e);
     }
   }
+
 
   private long applyUnchecked(Mutation m) {
     try {
@@ -218,25 +203,43 @@ public final class ShardStore implements AutoCloseable {
   }
 
   /**
-   * Applies the mutations atomically: all of them, or none. A key may appear once per batch.
+   * Applies the mutations atomically: all of them, or none. A key, and a write id, may appear once
+   * per batch.
    *
-   * @return the new version written by each mutation, in order
+   * <p>A mutation with a write id that this shard has already applied is not applied again: its
+   * result is the first one, read from the shard's request record. A record is written in the same
+   * RocksDB batch as the write it answers for, under a key of the shard's own range that no user key
+   * can take ({@link #requestRecordKey}), so it is exactly as durable as the write, and it moves,
+   * exports and is trashed with the shard.
+   *
+   * @return per mutation: the new version of a put; for a delete, the tombstone's version if the
+   *     key was live and 0 if it was absent (then nothing is written)
    * @throws VersionMismatchException for the first conditional mutation that does not match;
    *     nothing is written
-   * @throws IllegalArgumentException if a key repeats
+   * @throws IllegalArgumentException if a key or a write id repeats
    */
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
     enter();
     try {
-      byte[][] storeKeys = new byte[batch.size()][];
+      int n = batch.size();
+      byte[][] storeKeys = new byte[n][];
+      byte[][] recordKeys = new byte[n][];
       TreeSet<Integer> stripeSet = new TreeSet<>();
       TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
-      for (int i = 0; i < storeKeys.length; i++) {
-        storeKeys[i] = batch.get(i).shard().storeKey(batch.get(i).key());
+      for (int i = 0; i < n; i++) {
+        Mutation m = batch.get(i);
+        storeKeys[i] = m.shard().storeKey(m.key());
         if (!seen.add(storeKeys[i])) {
           throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
         }
         stripeSet.add(stripeOf(storeKeys[i]));
+        if (m.requestId() != null) {
+          recordKeys[i] = m.shard().storeKey(requestRecordKey(m.requestId()));
+          if (!seen.add(recordKeys[i])) {
+            throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
+          }
+          stripeSet.add(stripeOf(recordKeys[i]));
+        }
       }
       List<ReentrantLock> held = new ArrayList<>();
       try {
@@ -244,20 +247,41 @@ public final class ShardStore implements AutoCloseable {
           stripes[stripe].lock();
           held.add(stripes[stripe]);
         }
-        long[] versions = new long[storeKeys.length];
+        long[] versions = new long[n];
+        long now = System.currentTimeMillis();
+        boolean anyWrite = false;
         try (WriteBatch writes = new WriteBatch()) {
-          for (int i = 0; i < storeKeys.length; i++) {
+          for (int i = 0; i < n; i++) {
             Mutation m = batch.get(i);
+            if (recordKeys[i] != null) {
+              byte[] record = read(recordKeys[i]);
+              if (record != null) {
+                versions[i] = recordedResult(record); // a retry: answered, not applied again
+                continue;
+              }
+            }
             byte[] raw = read(storeKeys[i]);
             long stored = raw == null ? 0 : version(raw);
-            long current = raw == null || raw[0] == TOMBSTONE ? 0 : stored;
+            boolean live = raw != null && raw[0] != TOMBSTONE;
+            long current = live ? stored : 0;
             if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
               throw new VersionMismatchException(m.expectedVersion(), current);
             }
-            versions[i] = stored + 1;
-            writes.put(storeKeys[i], encode(m.value(), versions[i]));
+            if (m.value() == null && !live) {
+              versions[i] = 0; // deleting an absent key writes nothing
+            } else {
+              versions[i] = stored + 1;
+              writes.put(storeKeys[i], encode(m.value(), versions[i]));
+              anyWrite = true;
+            }
+            if (recordKeys[i] != null) {
+              writes.put(recordKeys[i], encode(requestRecord(versions[i], now), 1));
+              anyWrite = true;
+            }
           }
-          db.write(writeOptions, writes);
+          if (anyWrite) {
+            db.write(writeOptions, writes);
+          }
         }
         for (Mutation m : batch) {
           traffic.write(m.shard());
@@ -272,6 +296,65 @@ public final class ShardStore implements AutoCloseable {
       exit();
     }
   }
+
+  // ------------------------------------------------------------------ request records
+
+  /**
+   * Where a shard keeps the record of a write id: {@code 0x00 0x02 + id} inside the shard's range.
+   * An encoded user key never starts so ({@code Key} encodes a 0x00 byte of the partition key as
+   * {@code 0x00 0xFF} and ends it with {@code 0x00 0x01}, and a partition key is never empty), so
+   * records never meet user keys; scans and sizes skip them.
+   */
+  public static byte[] requestRecordKey(byte[] requestId) {
+    byte[] out = new byte[RECORD_PREFIX.length + requestId.length];
+    System.arraycopy(RECORD_PREFIX, 0, out, 0, RECORD_PREFIX.length);
+    System.arraycopy(requestId, 0, out, RECORD_PREFIX.length, requestId.length);
+    return out;
+  }
+
+  private static final byte[] RECORD_PREFIX = {0x00, 0x02};
+  private static final byte[] RECORD_END = {0x00, 0x03};
+
+  private static boolean isRequestRecord(byte[] storeKey) {
+    return storeKey.length >= ShardRef.PREFIX_BYTES + 2 && storeKey[ShardRef.PREFIX_BYTES] == RECORD_PREFIX[0]
+        && storeKey[ShardRef.PREFIX_BYTES + 1] == RECORD_PREFIX[1];
+  }
+
+  private static byte[] requestRecord(long result, long atMillis) {
+    return java.nio.ByteBuffer.allocate(16).putLong(result).putLong(atMillis).array();
+  }
+
+  private static long recordedResult(byte[] raw) {
+    return java.nio.ByteBuffer.wrap(raw, HEADER, 8).getLong();
+  }
+
+  /** Removes the shard's request records written before {@code cutoffMillis}; returns how many. */
+  public int purgeRequestRecords(ShardRef shard, long cutoffMillis) {
+    enter();
+    try (Slice bound = new Slice(shard.storeKey(RECORD_END));
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true).setFillCache(false);
+        RocksIterator it = db.newIterator(read);
+        WriteBatch deletes = new WriteBatch()) {
+      int purged = 0;
+      for (it.seek(shard.storeKey(RECORD_PREFIX)); it.isValid(); it.next()) {
+        byte[] raw = it.value();
+        if (java.nio.ByteBuffer.wrap(raw, HEADER + 8, 8).getLong() < cutoffMillis) {
+          deletes.delete(it.key());
+          purged++;
+        }
+      }
+      checkIterator(it, shard);
+      if (purged > 0) {
+        db.write(writeOptions, deletes);
+      }
+      return purged;
+    } catch (RocksDBException e) {
+      throw new StorageException("purging request records of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      exit();
+    }
+  }
+
 
   // ------------------------------------------------------------------ moving shards
 
@@ -312,7 +395,7 @@ public final class ShardStore implements AutoCloseable {
             writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
             entries++;
             bytes += key.length + raw.length;
-            if (raw[0] != TOMBSTONE) {
+            if (raw[0] != TOMBSTONE && !isRequestRecord(key)) {
               live++;
             }
           }
@@ -458,7 +541,7 @@ public final class ShardStore implements AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] == TOMBSTONE) {
+          if (raw[0] == TOMBSTONE || isRequestRecord(it.key())) {
             continue;
           }
           byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
@@ -486,7 +569,7 @@ public final class ShardStore implements AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(shard.prefix()); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] != TOMBSTONE) {
+          if (raw[0] != TOMBSTONE && !isRequestRecord(it.key())) {
             keys++;
             bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
           }

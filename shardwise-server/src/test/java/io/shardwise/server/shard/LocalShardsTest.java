@@ -57,7 +57,7 @@ class LocalShardsTest {
     for (int i = 0; i < 1000; i++) {
       shards.put(A, b("k" + i), b("old" + i));
     }
-    shards.delete(A, b("k5"));
+    shards.delete(A, b("k5"), null);
     shards.put(A_NEXT, b("k1"), b("neighbour"));
     LocalShard local = shards.get(A);
     ChangeLog log = local.track();
@@ -67,7 +67,7 @@ class LocalShardsTest {
     assertThat(exported.liveKeys()).isEqualTo(999);
     // Written after the snapshot: only the change log carries these.
     shards.put(A, b("k1"), b("new1"));
-    shards.delete(A, b("k2"));
+    shards.delete(A, b("k2"), null);
     shards.put(A, b("k5"), b("back5"));
     shards.apply(List.of(Mutation.put(A, b("fresh"), b("f")), Mutation.put(A_NEXT, b("k2"), b("not tracked"))));
 
@@ -105,7 +105,7 @@ class LocalShardsTest {
     local.track();
     local.pause(false);
     assertThatThrownBy(() -> shards.put(A, b("k"), b("v"))).isInstanceOf(ShardFencedException.class);
-    assertThatThrownBy(() -> shards.delete(A, b("k"))).isInstanceOf(ShardFencedException.class);
+    assertThatThrownBy(() -> shards.delete(A, b("k"), null)).isInstanceOf(ShardFencedException.class);
     assertThatThrownBy(() -> shards.apply(List.of(Mutation.put(A_NEXT, b("x"), b("y")), Mutation.put(A, b("k"), b("v")))))
         .isInstanceOf(ShardFencedException.class);
     assertThat(shards.get(A_NEXT, b("x"))).as("a refused batch writes nothing").isNull();

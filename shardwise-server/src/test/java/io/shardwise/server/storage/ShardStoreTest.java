@@ -77,6 +77,29 @@ class ShardStoreTest {
   }
 
   @Test
+  void aWriteIdIsAppliedOnceAndItsRecordTravelsWithTheShardButIsNoRow() throws Exception {
+    byte[] id = b("id-1");
+    assertThat(store.apply(List.of(Mutation.put(A, b("k"), b("v1")).withRequestId(id)))).containsExactly(1);
+    assertThat(store.apply(List.of(Mutation.put(A, b("k"), b("v2")).withRequestId(id)))).as("the repeat is answered").containsExactly(1);
+    assertThat(s(store.get(A, b("k")).value())).isEqualTo("v1");
+    assertThat(store.apply(List.of(new Mutation(A, b("k"), b("v3"), 0).withRequestId(id))))
+        .as("even a condition that no longer holds: the first answer stands").containsExactly(1);
+    assertThat(store.stats(A).keys()).as("the record is not a row").isEqualTo(1);
+    assertThat(store.scan(A, new byte[0], null, 10).entries()).hasSize(1);
+
+    Path sst = dir.resolve("a.sst");
+    assertThat(store.exportShard(A, sst).liveKeys()).isEqualTo(1);
+    try (ShardStore other = ShardStore.open(dir.resolve("other"), false)) {
+      other.ingest(A, sst);
+      assertThat(other.apply(List.of(Mutation.put(A, b("k"), b("v4")).withRequestId(id)))).as("answered on the new owner").containsExactly(1);
+      assertThat(other.purgeRequestRecords(A, System.currentTimeMillis() + 1)).isEqualTo(1);
+      assertThat(other.apply(List.of(Mutation.put(A, b("k"), b("v4")).withRequestId(id)))).as("a new write once purged").containsExactly(2);
+    }
+    assertThatThrownBy(() -> store.apply(List.of(Mutation.put(A, b("x"), b("1")).withRequestId(id), Mutation.put(A, b("y"), b("1")).withRequestId(id))))
+        .hasMessage("write id 1 of the batch repeats an earlier write id");
+  }
+
+  @Test
   void aBatchIsAppliedEntirelyOrNotAtAll() throws Exception {
     store.put(A, b("c"), b("old"));
     List<Mutation> batch =
@@ -87,7 +110,7 @@ class ShardStoreTest {
     assertThat(s(store.get(A, b("c")).value())).isEqualTo("old");
 
     long[] versions = store.apply(List.of(Mutation.put(A, b("a"), b("1")), new Mutation(A, b("c"), b("new"), 1), Mutation.delete(A_NEXT, b("zz"))));
-    assertThat(versions).containsExactly(1, 2, 1);
+    assertThat(versions).as("deleting an absent key writes nothing and answers 0").containsExactly(1, 2, 0);
     assertThatThrownBy(() -> store.apply(List.of(Mutation.put(A, b("x"), b("1")), Mutation.put(A, b("x"), b("2")))))
         .hasMessage("key 1 of the batch repeats an earlier key");
   }
