@@ -101,10 +101,14 @@ final class RebalanceCommand {
     @Parameters(paramLabel = "PLAN-ID", description = "The plan, e.g. p-0000000003.")
     String id;
 
+    @Option(names = "--accept-data-loss",
+        description = "Approve a plan that gives shards of absent nodes to other nodes empty (their data stays on the absent nodes).")
+    boolean acceptDataLoss;
+
     @Override
     public Integer call() {
       try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        PlanRecord p = new Rebalancing(c).approve(id);
+        PlanRecord p = new Rebalancing(c).approve(id, acceptDataLoss);
         spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + p.getMovesCount()
             + " moves; follow it with: shardwise rebalance status --wait");
       }

@@ -354,6 +354,10 @@ public final class Balancer implements AutoCloseable {
       try {
         MoveProgress last;
         if (move.getSourceAbsent()) {
+          if (!plan.getDataLossAccepted()) {
+            throw new IllegalStateException("plan " + planId + " was not approved with --accept-data-loss; shard " + move.getTable() + "/"
+                + move.getNumber() + " of absent " + move.getFrom() + " is not given away");
+          }
           reassign(move);
           last = MoveProgress.newBuilder().setPhase(MoveProgress.Phase.DONE).build();
         } else if (source == null) {

@@ -87,6 +87,16 @@ public final class PlanMaker {
       if (plan.note() != null) {
         record.addNotes("table " + table.name() + ": " + plan.note());
       }
+      java.util.Map<String, Integer> abandoned = new java.util.TreeMap<>();
+      for (Move m : plan.moves()) {
+        if (!live.containsKey(m.from())) {
+          abandoned.merge(m.from().value(), 1, Integer::sum);
+        }
+      }
+      abandoned.forEach((node, count) -> record.addNotes("table " + table.name() + ": " + count + " shards of absent node " + node
+          + " go to other nodes EMPTY — their data is on " + node + " only (size unknown while it is away); approving needs"
+          + " --accept-data-loss, and " + node + " keeps its copies in its trash if it returns"));
+      record.setAbandonedShards(record.getAbandonedShards() + abandoned.values().stream().mapToInt(Integer::intValue).sum());
       for (Move m : plan.moves()) {
         ShardAssignment s = table.shards().get((int) m.shard().number());
         record.addMoves(MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(m.shard().number())

@@ -58,13 +58,26 @@ public final class Rebalancing {
     return records.create(plan);
   }
 
+  /** Approves a pending plan that abandons no data; see {@link #approve(String, boolean)}. */
+  public PlanRecord approve(String id) {
+    return approve(id, false);
+  }
+
   /**
    * Approves a pending plan, which the balancer then runs.
    *
-   * @throws IllegalStateException if it is not pending, another plan is running, or the map has
-   *     changed since it was made (it is then marked stale: make a new one)
+   * @param acceptDataLoss the operator accepts that shards of absent nodes are given to other nodes
+   *     empty; a plan that does so is refused without it
+   * @throws IllegalStateException if it is not pending, another plan is running, it abandons data
+   *     and {@code acceptDataLoss} is false, or the map has changed since it was made (it is then
+   *     marked stale: make a new one)
    */
-  public PlanRecord approve(String id) {
+  public PlanRecord approve(String id, boolean acceptDataLoss) {
+    PlanRecord asked = records.plan(id).orElseThrow(() -> new IllegalArgumentException("no plan " + id));
+    if (asked.getAbandonedShards() > 0 && !acceptDataLoss) {
+      throw new IllegalStateException("plan " + id + " gives " + asked.getAbandonedShards() + " shards of absent nodes to other nodes"
+          + " without their data (see its notes); approve it with --accept-data-loss, or bring the nodes back");
+    }
     long epoch = coordinator.readMap().map().epoch();
     for (PlanRecord p : records.plans()) {
       if (!p.getId().equals(id) && (p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING)) {
@@ -80,7 +93,7 @@ public final class Rebalancing {
         return p.toBuilder().setState(PlanRecord.State.STALE).setFinishedMillis(System.currentTimeMillis())
             .setError("made at map epoch " + p.getBaseEpoch() + "; the map is at " + epoch).build();
       }
-      return p.toBuilder().setState(PlanRecord.State.APPROVED).build();
+      return p.toBuilder().setState(PlanRecord.State.APPROVED).setDataLossAccepted(acceptDataLoss && p.getAbandonedShards() > 0).build();
     });
     if (after.getState() == PlanRecord.State.STALE) {
       throw new IllegalStateException("plan " + id + " is stale: it was made at map epoch " + after.getBaseEpoch()

@@ -50,6 +50,11 @@ import org.slf4j.LoggerFactory;
 public final class ShardwiseNode implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(ShardwiseNode.class);
+  /**
+   * How long a shard remembers the answer to a write id: far longer than any client retries one
+   * write (its attempts span seconds), short enough that the records stay a small part of a shard.
+   */
+  static final Duration REQUEST_RECORD_HORIZON = Duration.ofMinutes(10);
 
   private final NodeId id;
   private final ShardStore store;
@@ -121,6 +126,7 @@ public final class ShardwiseNode implements AutoCloseable {
     Duration trashGrace = config.trashGrace();
     long purgeEvery = Math.max(100, Math.min(Duration.ofMinutes(1).toMillis(), trashGrace.toMillis() / 10));
     cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
+    cleaner.scheduleWithFixedDelay(this::purgeRequestRecords, 1, 1, TimeUnit.MINUTES);
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
@@ -223,6 +229,19 @@ public final class ShardwiseNode implements AutoCloseable {
       if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
         trash(shard, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
             () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+      }
+    }
+  }
+
+  private void purgeRequestRecords() {
+    long cutoff = System.currentTimeMillis() - REQUEST_RECORD_HORIZON.toMillis();
+    for (var shard : shards.all().values()) {
+      try {
+        if (shard.state() == io.shardwise.server.shard.LocalShard.State.SERVING) {
+          store.purgeRequestRecords(shard.ref(), cutoff);
+        }
+      } catch (RuntimeException e) {
+        LOG.warn("node {}: purging the write ids of shard {} failed: {}", id, shard.ref(), e.getMessage());
       }
     }
   }

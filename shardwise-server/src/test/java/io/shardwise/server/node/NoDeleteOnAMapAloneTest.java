@@ -133,4 +133,40 @@ class NoDeleteOnAMapAloneTest {
       await().atMost(Duration.ofSeconds(30)).until(() -> n1.store().trash().entries().isEmpty());
     }
   }
+
+  @Test
+  void aPlanThatAbandonsAnAbsentNodesShardsSaysSoNeedsAcceptDataLossAndTheReturningNodeKeepsItsCopiesInTheTrash() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        io.shardwise.server.coordination.Coordinator c = io.shardwise.server.coordination.Coordinator.connect(cluster.zk.connectString(),
+            Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      var records = new io.shardwise.server.balance.RebalanceRecords(c);
+      records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
+          .setAbsentGraceSeconds(1).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("gone", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(4).build());
+      keys(100).forEach(k -> client.put("gone", k, k.partitionKey()));
+      long onN2 = cluster.node("n1").map().shardsOf(io.shardwise.core.map.NodeId.of("n2")).size();
+      assertThat(onN2).isPositive();
+      cluster.node("n2").close();
+      cluster.nodes.remove(cluster.node("n2"));
+
+      await().atMost(Duration.ofSeconds(30)).until(() -> records.plans().stream().anyMatch(p -> p.getAbandonedShards() > 0));
+      var plan = records.plans().stream().filter(p -> p.getAbandonedShards() > 0).findFirst().orElseThrow();
+      assertThat(plan.getState()).as("auto mode never approves it").isEqualTo(io.shardwise.proto.v1.PlanRecord.State.PENDING);
+      assertThat(plan.getAbandonedShards()).isEqualTo((int) onN2);
+      assertThat(plan.getNotesList()).anyMatch(n -> n.contains("absent node n2 go to other nodes EMPTY"));
+      var rebalancing = new io.shardwise.server.balance.Rebalancing(c);
+      assertThatThrownBy(() -> rebalancing.approve(plan.getId())).isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("--accept-data-loss");
+      rebalancing.approve(plan.getId(), true);
+      await().atMost(Duration.ofSeconds(30)).until(() -> c.readMap().map().shardsOf(io.shardwise.core.map.NodeId.of("n2")).isEmpty());
+
+      // n2 comes back: the map gives it nothing, and what it held goes to its trash, not away.
+      ShardwiseNode back = cluster.startNode(2);
+      cluster.nodes.add(back);
+      assertThat(back.store().trash().entries()).hasSize((int) onN2)
+          .allSatisfy(e -> assertThat(e.reason()).contains("not this node's"));
+      assertThat(back.store().trash().entries().stream().mapToLong(ShardTrash.Entry::liveKeys).sum()).isPositive();
+    }
+  }
 }
