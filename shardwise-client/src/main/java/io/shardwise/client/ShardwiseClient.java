@@ -188,6 +188,10 @@ public final class ShardwiseClient implements AutoCloseable {
     }
     if (fetched.epoch() >= map.epoch()) {
       map = fetched;
+      if (!live.equals(addresses)) {
+        // A node joined or came back: connect to it now, not when a reconnect backoff runs out.
+        channels.values().forEach(ManagedChannel::resetConnectBackoff);
+      }
       addresses = Map.copyOf(live);
     }
     lastRefreshNanos = System.nanoTime();

@@ -62,7 +62,12 @@ import org.slf4j.LoggerFactory;
 public final class Balancer implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(Balancer.class);
-  private static final int MAX_ATTEMPTS = 3;
+  /**
+   * Attempts per move before it fails. With {@link #retryDelayMillis} between them (0.5 s doubling
+   * to 30 s, jittered) a move keeps trying for about two minutes: long enough for a restarted node
+   * to come back and for reconnect backoffs to clear.
+   */
+  private static final int MAX_ATTEMPTS = 8;
   private static final long PROGRESS_EVERY_MILLIS = 1_000;
   /** Finished plans beyond the newest this many are deleted. */
   private static final int KEEP_PLANS = 100;
@@ -81,7 +86,7 @@ public final class Balancer implements AutoCloseable {
   private final Map<String, Context.CancellableContext> inFlight = new ConcurrentHashMap<>();
   private final Map<NodeId, Long> absentSince = new HashMap<>();
   private final AtomicLong ticks = new AtomicLong();
-  private String lastFingerprint;
+  private volatile String lastFingerprint;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
     this.self = self;
@@ -289,7 +294,8 @@ public final class Balancer implements AutoCloseable {
       }
       for (int i = 0; i < plan.getMovesCount(); i++) {
         MoveRecord m = plan.getMoves(i);
-        if (m.getState() != MoveRecord.State.WAITING || busy.getOrDefault(m.getFrom(), 0) >= settings.getMaxMovesPerNode()
+        if (m.getState() != MoveRecord.State.WAITING || m.getRetryAfterMillis() > System.currentTimeMillis()
+            || busy.getOrDefault(m.getFrom(), 0) >= settings.getMaxMovesPerNode()
             || busy.getOrDefault(m.getTo(), 0) >= settings.getMaxMovesPerNode()) {
           continue;
         }
@@ -328,6 +334,11 @@ public final class Balancer implements AutoCloseable {
       return b.build();
     });
     LOG.info("balancer: plan {} {}", id, Rebalancing.describe(done.getState()));
+    if (done.getState() == PlanRecord.State.FAILED) {
+      // Nothing in the cluster's shape may have changed, yet it is still unbalanced: plan again
+      // (auto mode runs it, suggest mode proposes it) instead of waiting for a change that may never come.
+      lastFingerprint = null;
+    }
   }
 
   private static String key(String planId, int index) {
@@ -425,6 +436,12 @@ public final class Balancer implements AutoCloseable {
     });
   }
 
+  /** Backoff before attempt {@code attempts + 1}: 0.5 s doubling to 30 s, with ±25% jitter so moves do not retry in step. */
+  static long retryDelayMillis(int attempts) {
+    long base = Math.min(30_000, 500L << Math.max(0, Math.min(attempts - 1, 10)));
+    return base * 3 / 4 + java.util.concurrent.ThreadLocalRandom.current().nextLong(base / 2 + 1);
+  }
+
   private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
     boolean cutOver = ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
     PlanRecord after = records.update(planId, p -> {
@@ -435,7 +452,8 @@ public final class Balancer implements AutoCloseable {
         m.setState(MoveRecord.State.CANCELLED).setError(String.valueOf(e.getMessage()));
       } else {
         m.setState(m.getAttempts() >= MAX_ATTEMPTS ? MoveRecord.State.FAILED : MoveRecord.State.WAITING)
-            .setError(String.valueOf(e.getMessage()));
+            .setError(String.valueOf(e.getMessage()))
+            .setRetryAfterMillis(System.currentTimeMillis() + retryDelayMillis(m.getAttempts()));
       }
       return withMove(p, index, m);
     });

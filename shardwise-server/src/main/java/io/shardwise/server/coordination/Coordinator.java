@@ -254,6 +254,11 @@ public final class Coordinator implements AutoCloseable {
     }
   }
 
+  /** Calls {@code listener} whenever a node registers, changes or goes (on Curator's event thread; keep it short). */
+  public void onLiveNodesChange(Runnable listener) {
+    nodesCache.listenable().addListener(CuratorCacheListener.builder().forAll((type, before, after) -> listener.run()).build());
+  }
+
   /** Live nodes by id, from a cache kept current by ZooKeeper watches. */
   public Map<NodeId, NodeInfo> liveNodes() {
     return live(nodesCache, NODES_PATH);

@@ -119,6 +119,7 @@ public final class ShardwiseNode implements AutoCloseable {
         config.hooks());
     TableAdmin tables = new TableAdmin(ctx);
     coordinator.watchConnection(this::onConnectionChange);
+    coordinator.onLiveNodesChange(peers::resetConnectBackoff); // a restarted peer is reachable at once
     dropGrace = config.dropGrace();
     moves = new MoveServiceImpl(ctx, config.dataDir().resolve("moves"), this::onMap, config.moveListener());
     coordinator.watchMap(this::onMap);

@@ -38,6 +38,7 @@ public final class ShardwiseRouter implements AutoCloseable {
           new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), io.shardwise.server.rpc.RequestHooks.NONE);
       TableAdmin tables = new TableAdmin(ctx);
       coordinator.watchMap(m -> router.map.advance(m));
+      coordinator.onLiveNodesChange(router.peers::resetConnectBackoff);
       router.server = GrpcServers.start(host, port, limits.maxMessageBytes(), new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables));
       router.address = host + ":" + router.server.getPort();
       coordinator.register(true, NodeInfo.newBuilder().setId(id).setAddress(router.address).build(), Duration.ofSeconds(20),

@@ -29,6 +29,11 @@ public final class Peers implements AutoCloseable {
     return AdminServiceGrpc.newBlockingStub(channel(address));
   }
 
+  /** Connects again at once to peers in reconnect backoff: called when the live nodes change. */
+  public void resetConnectBackoff() {
+    channels.values().forEach(ManagedChannel::resetConnectBackoff);
+  }
+
   @Override
   public void close() {
     Channels.closeAll(channels.values());
