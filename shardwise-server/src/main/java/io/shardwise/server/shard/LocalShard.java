@@ -91,6 +91,11 @@ public final class LocalShard {
     }
   }
 
+  /** True while a move's change log records this shard's writes (read inside the fence). */
+  boolean tracked() {
+    return log != null;
+  }
+
   void exit() {
     fence.readLock().unlock();
   }

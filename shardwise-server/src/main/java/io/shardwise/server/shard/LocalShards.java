@@ -120,9 +120,11 @@ public final class LocalShards {
       long[] versions = store.apply(batch);
       for (Mutation m : batch) {
         LocalShard s = entered.get(m.shard());
-        s.written(m.key());
-        if (m.requestId() != null) {
-          s.written(ShardStore.requestRecordKey(m.requestId())); // the record moves with the shard too
+        if (s.tracked()) { // a move is copying the shard: its change log gets the key, and the write id's record
+          s.written(m.key());
+          if (m.requestId() != null) {
+            s.written(ShardStore.requestRecordKey(m.requestId()));
+          }
         }
       }
       return versions;
