@@ -528,8 +528,10 @@ public final class ShardwiseClient implements AutoCloseable {
         if (write && maybeApplied) {
           ambiguous = e;
         }
+        // A deadline is not retried (the owner may be paused: another 30 s would not help); for a
+        // write it ends as an unknown outcome below.
         boolean retriable = code == ErrorInfo.Code.WRONG_SHARD || code == ErrorInfo.Code.MAP_BEHIND || code == ErrorInfo.Code.NOT_SERVING
-            || e.getStatus().getCode() == Status.Code.UNAVAILABLE || (write && maybeApplied);
+            || e.getStatus().getCode() == Status.Code.UNAVAILABLE;
         if (!retriable) {
           if (ambiguous != null) {
             throw new OutcomeUnknownException(ambiguous);

@@ -76,6 +76,12 @@ class RetriedWriteTest {
       assertThat(client.delete("retry", Key.of("a"))).as("a delete whose reply was lost still reports the delete").isTrue();
       assertThat(client.get("retry", Key.of("a"))).isEmpty();
 
+      hook.left.set(Integer.MAX_VALUE); // every reply lost, retries included
+      assertThatThrownBy(() -> client.put("retry", Key.of("e"), b("maybe")))
+          .as("the client cannot know: it says so").isInstanceOf(io.shardwise.client.OutcomeUnknownException.class);
+      hook.left.set(0);
+      assertThat(client.get("retry", Key.of("e")).orElseThrow().version()).as("applied once, whatever the retries").isEqualTo(1);
+
       hook.left.set(2);
       long[] versions = client.batchPut("retry", java.util.List.of(java.util.Map.entry(Key.of("c"), b("1")), java.util.Map.entry(Key.of("d"), b("2"))));
       assertThat(versions).containsExactly(1, 1);
