@@ -297,6 +297,10 @@ final class RebalanceCommand {
     @Option(names = "--absent-grace", paramLabel = "DURATION", description = "How long a node may be absent before its shards move (e.g. 10m).")
     String absentGrace;
 
+    @Option(names = "--max-move-attempts", paramLabel = "N",
+        description = "Attempts per move, with backoff from 0.5 s doubling to 30 s, before it fails (default 8: about two minutes).")
+    Integer maxMoveAttempts;
+
     @Override
     public Integer call() {
       if (table != null && mode == null) {
@@ -304,6 +308,9 @@ final class RebalanceCommand {
       }
       boolean clearTable = table != null && mode.equals("default");
       BalancerSettings.Mode m = mode == null || clearTable ? null : parseMode(mode);
+      if (maxMoveAttempts != null && (maxMoveAttempts < 1 || maxMoveAttempts > 100)) {
+        throw new IllegalArgumentException("--max-move-attempts must be in [1, 100], not " + maxMoveAttempts);
+      }
       if (maxMoves != null && maxMoves < 1) {
         throw new IllegalArgumentException("--max-moves-per-node must be at least 1, not " + maxMoves);
       }
@@ -341,6 +348,9 @@ final class RebalanceCommand {
           }
           if (grace != null) {
             b.setAbsentGraceSeconds(grace.toSeconds());
+          }
+          if (maxMoveAttempts != null) {
+            b.setMaxMoveAttempts(maxMoveAttempts);
           }
           return b.build();
         });

@@ -63,11 +63,11 @@ public final class Balancer implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(Balancer.class);
   /**
-   * Attempts per move before it fails. With {@link #retryDelayMillis} between them (0.5 s doubling
+   * Attempts per move before it fails, unless {@code BalancerSettings.max_move_attempts} says otherwise. With {@link #retryDelayMillis} between them (0.5 s doubling
    * to 30 s, jittered) a move keeps trying for about two minutes: long enough for a restarted node
    * to come back and for reconnect backoffs to clear.
    */
-  private static final int MAX_ATTEMPTS = 8;
+  private static final int DEFAULT_MAX_ATTEMPTS = 8;
   private static final long PROGRESS_EVERY_MILLIS = 1_000;
   /** Finished plans beyond the newest this many are deleted. */
   private static final int KEEP_PLANS = 100;
@@ -444,6 +444,7 @@ public final class Balancer implements AutoCloseable {
 
   private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
     boolean cutOver = ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
+    int maxAttempts = records.settings().getMaxMoveAttempts() > 0 ? records.settings().getMaxMoveAttempts() : DEFAULT_MAX_ATTEMPTS;
     PlanRecord after = records.update(planId, p -> {
       MoveRecord.Builder m = p.getMoves(index).toBuilder();
       if (cutOver) {
@@ -451,7 +452,7 @@ public final class Balancer implements AutoCloseable {
       } else if (p.getCancelRequested()) {
         m.setState(MoveRecord.State.CANCELLED).setError(String.valueOf(e.getMessage()));
       } else {
-        m.setState(m.getAttempts() >= MAX_ATTEMPTS ? MoveRecord.State.FAILED : MoveRecord.State.WAITING)
+        m.setState(m.getAttempts() >= maxAttempts ? MoveRecord.State.FAILED : MoveRecord.State.WAITING)
             .setError(String.valueOf(e.getMessage()))
             .setRetryAfterMillis(System.currentTimeMillis() + retryDelayMillis(m.getAttempts()));
       }

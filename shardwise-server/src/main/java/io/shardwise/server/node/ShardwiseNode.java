@@ -62,6 +62,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final Coordinator coordinator;
   private final AppliedMap map = new AppliedMap();
   private final AtomicBoolean writable = new AtomicBoolean(false);
+  private final AtomicBoolean closed = new AtomicBoolean(false);
   private final Peers peers;
   private final ScheduledExecutorService cleaner;
   private final MeterRegistry metrics = new SimpleMeterRegistry();
@@ -312,8 +313,12 @@ public final class ShardwiseNode implements AutoCloseable {
     return writable.get();
   }
 
+  /** Stops the node; closing it again does nothing. */
   @Override
   public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
     writable.set(false);
     if (balancer != null) {
       balancer.close();

@@ -622,9 +622,12 @@ public final class ShardStore implements AutoCloseable {
     return closed;
   }
 
-  /** Waits (up to 10 s) for operations in progress, then closes RocksDB. Later calls fail. */
+  /** Waits (up to 10 s) for operations in progress, then closes RocksDB. Later calls fail; closing again does nothing. */
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) {
+      return; // RocksDB must never be touched once closed: a second close would crash the process
+    }
     closed = true;
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (inUse.sum() > 0 && System.nanoTime() < deadline) {

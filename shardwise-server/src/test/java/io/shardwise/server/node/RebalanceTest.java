@@ -344,6 +344,7 @@ class RebalanceTest {
     try (TestCluster cluster = new TestCluster(dir, 0, io.shardwise.server.rpc.Limits.DEFAULT);
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
       RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
+      records.updateSettings(s -> s.toBuilder().setMaxMoveAttempts(2).build()); // fail fast: the test waits for the failure
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("crash", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
       loadIncompressible(client, "crash", 3000, 3); // ~3 MB: a shard takes seconds to copy at 200 kB/s
@@ -489,13 +490,14 @@ class RebalanceTest {
         ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
         int index = cluster.nodes.indexOf(leader);
         leader.close();
-        // Another node leads, takes over the plan (moves the old leader was driving are re-read
-        // from the map), and the plan ends; the old leader comes back with its data.
+        // Another node leads and takes over the plan (moves the old leader was driving are re-read
+        // from the map); moves to or from the old leader wait with backoff until it comes back,
+        // with its data, and the plan ends.
         await().atMost(PLAN_TIMEOUT).until(() -> cluster.nodes.stream().anyMatch(n -> n != leader && n.balancer().isLeader()));
         records.updateSettings(s -> s.toBuilder().setBandwidthBytesPerSecond(0).build());
+        cluster.nodes.set(index, cluster.startNode(Integer.parseInt(leader.id().value().substring(1))));
         assertThat(awaitFinished(records, plan.getId()).getMovesList())
             .noneMatch(m -> m.getState() == MoveRecord.State.MOVING || m.getState() == MoveRecord.State.WAITING);
-        cluster.nodes.set(index, cluster.startNode(Integer.parseInt(leader.id().value().substring(1))));
         await().atMost(PLAN_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() ->
             shardsPerNode(c.readMap().map(), "leader").getOrDefault(NodeId.of("n4"), 0) == 2
                 && records.plans().stream().allMatch(p -> RebalanceRecords.finished(p.getState())));
