@@ -70,6 +70,19 @@ class KillNineIT {
         "--session-timeout", SESSION.toSeconds() + "s", "--drop-grace", "2s");
   }
 
+  /** Nodes n1..n3, and each table made through the CLI with 6 hash-range shards; returns the node ids. */
+  private List<String> startThreeNodesWithTables(String... tables) throws Exception {
+    List<String> nodes = List.of("n1", "n2", "n3");
+    for (String n : nodes) {
+      startNode(n);
+    }
+    for (String table : tables) {
+      ServerProcesses.Result created = processes.cli(zk.connectString(), "table", "create", table, "--strategy", "hashrange", "--shards", "6");
+      assertThat(created.exit()).as(created.err()).isZero();
+    }
+    return nodes;
+  }
+
   private ShardwiseClient client(List<String> nodes) throws Exception {
     List<String> seeds = new ArrayList<>();
     for (String n : nodes) {
@@ -88,12 +101,7 @@ class KillNineIT {
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void anOwnerKilledWithNoMoveRunningLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
-    List<String> nodes = List.of("n1", "n2", "n3");
-    for (String n : nodes) {
-      startNode(n);
-    }
-    ServerProcesses.Result created = processes.cli(zk.connectString(), "table", "create", "hist", "--strategy", "hashrange", "--shards", "6");
-    assertThat(created.exit()).as(created.err()).isZero();
+    List<String> nodes = startThreeNodesWithTables("hist");
     SplittableRandom random = new SplittableRandom(seed);
     String victim = nodes.get(random.nextInt(nodes.size()));
 
@@ -115,14 +123,7 @@ class KillNineIT {
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void theSourceOfAMoveKilledMidMoveLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
-    List<String> nodes = List.of("n1", "n2", "n3");
-    for (String n : nodes) {
-      startNode(n);
-    }
-    for (String table : List.of("hist", "bulk")) {
-      ServerProcesses.Result created = processes.cli(zk.connectString(), "table", "create", table, "--strategy", "hashrange", "--shards", "6");
-      assertThat(created.exit()).as(created.err()).isZero();
-    }
+    List<String> nodes = startThreeNodesWithTables("hist", "bulk");
     // Enough data that a throttled move takes seconds: the kill lands inside one.
     byte[] filler = new byte[1024];
     new SplittableRandom(seed).nextBytes(filler);
