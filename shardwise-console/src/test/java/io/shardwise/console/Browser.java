@@ -8,7 +8,9 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
+import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -51,8 +53,24 @@ final class Browser implements AutoCloseable {
     driver.manage().timeouts().scriptTimeout(Duration.ofSeconds(10));
   }
 
+  /**
+   * A wait that polls every 100 ms. The console re-renders its tables on every refresh, so an element
+   * found in one poll may be gone by the time it is read: a stale reference is a reason to poll again.
+   */
   WebDriverWait waiting(Duration atMost) {
-    return new WebDriverWait(driver, atMost, Duration.ofMillis(100));
+    WebDriverWait wait = new WebDriverWait(driver, atMost, Duration.ofMillis(100));
+    wait.ignoring(StaleElementReferenceException.class);
+    return wait;
+  }
+
+  /** The text of the element {@code by} finds, read again if the page re-rendered it in between. */
+  String text(By by) {
+    return waiting(Duration.ofSeconds(10)).until(d -> d.findElement(by).getText());
+  }
+
+  /** An attribute of the element {@code by} finds, read again if the page re-rendered it in between. */
+  String attribute(By by, String name) {
+    return waiting(Duration.ofSeconds(10)).until(d -> d.findElement(by).getAttribute(name));
   }
 
   /** Saves what the page shows as {@code target/NAME.png}, for a reviewer to look at. */

@@ -135,19 +135,23 @@ class ConsoleBrowserTest {
     try (Browser browser = new Browser(dir.resolve("profile-cluster"))) {
       browser.driver.get(cluster.console.url());
       browser.waiting(Duration.ofSeconds(15)).until(d -> d.findElements(By.cssSelector("#nodes tbody tr")).size() == 3);
-      assertThat(browser.driver.findElement(By.cssSelector("#stat-shards .value")).getText()).isEqualTo("12");
+      assertThat(browser.text(By.cssSelector("#stat-shards .value"))).isEqualTo("12");
 
       cluster.addNode();
-      WebElement approve = browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));
-      String planId = browser.driver.findElement(By.id("pending-plan")).getAttribute("data-plan");
-      assertThat(browser.driver.findElement(By.id("pending-plan")).getText()).contains("moves").contains("n4");
+      browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));
+      String planId = browser.attribute(By.id("pending-plan"), "data-plan");
+      assertThat(browser.text(By.id("pending-plan"))).contains("moves").contains("n4");
       browser.screenshot("console-cluster-pending");
-      approve.click();
+      // the button is re-rendered with the page: find it and click it in one step, again if it went stale
+      browser.waiting(Duration.ofSeconds(10)).until(d -> {
+        d.findElement(By.id("approve")).click();
+        return true;
+      });
 
       // The plan runs, the page follows it, and when it is done n4 holds its share.
       browser.waiting(Duration.ofSeconds(60)).until(ExpectedConditions.attributeToBe(By.id("last-plan"), "data-state", "done"));
-      assertThat(browser.driver.findElement(By.id("last-plan")).getAttribute("data-plan")).isEqualTo(planId);
-      assertThat(browser.driver.findElement(By.id("report")).getText()).contains("moves cut over");
+      assertThat(browser.attribute(By.id("last-plan"), "data-plan")).isEqualTo(planId);
+      assertThat(browser.text(By.id("report"))).contains("moves cut over");
       browser.waiting(Duration.ofSeconds(10)).until(d -> {
         List<WebElement> cells = d.findElements(By.cssSelector("#nodes tr[data-node='n4'] td"));
         return cells.size() > 2 && Integer.parseInt(cells.get(2).getText()) == 3;
