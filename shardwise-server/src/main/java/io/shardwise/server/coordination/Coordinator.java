@@ -50,7 +50,7 @@ import org.apache.zookeeper.data.Stat;
  *
  * <p>Thread-safe. Close it to end the session (which removes this process's ephemeral znodes).
  */
-public final class Coordinator implements AutoCloseable {
+public final class Coordinator implements MapStore, AutoCloseable {
 
   public static final String ROOT = "/shardwise";
   public static final String MAP_PATH = ROOT + "/map";
@@ -158,6 +158,11 @@ public final class Coordinator implements AutoCloseable {
     return readMap();
   }
 
+  @Override
+  public ShardMap syncedMap() {
+    return readMapSynced().map();
+  }
+
   /**
    * Changes the map: reads it, asks {@code plan} for a delta (empty: nothing to do), applies it,
    * and stores the result with a compare-and-set on the znode version. A writer that loses the
@@ -167,6 +172,7 @@ public final class Coordinator implements AutoCloseable {
    * @return the stored map after the change (or the current map if {@code plan} had nothing)
    * @throws IllegalArgumentException if the plan does not fit the map (from {@link ShardMap#apply})
    */
+  @Override
   public ShardMap updateMap(Function<ShardMap, Optional<ShardMapDelta>> plan) {
     ShardMap[] stored = new ShardMap[1];
     update(MAP_PATH, data -> {

@@ -4,7 +4,6 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.DropCopyRequest;
@@ -18,8 +17,8 @@ import io.shardwise.proto.v1.ShardChangesResponse;
 import io.shardwise.proto.v1.ShardChunk;
 import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.rpc.ClusterContext;
+import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
-import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -33,38 +32,34 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Node-to-node shard moves. As the source it runs {@link ShardMover} for the balancer; as the
- * destination it receives the snapshot (an SST file, ingested whole) and the catch-up values of a
- * shard it does not own yet, and drops them again if the move is abandoned.
- *
- * <p>A destination accepts data only for a shard of a table that exists and that it does not own:
- * it can never overwrite a shard it serves.
+ * Node-to-node shard moves over gRPC. As the source it runs {@link ShardMover} for the balancer;
+ * as the destination it hands what arrives to {@link MoveDestination}. The protocol itself lives
+ * in those two classes; this one only turns gRPC calls and streams into their calls.
  */
 public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
   private static final Logger LOG = LoggerFactory.getLogger(MoveServiceImpl.class);
 
-  private final ClusterContext ctx;
-  private final Path workDir;
-  private final Consumer<ShardMap> applyMap;
+  private final MoveNode node;
+  private final MoveTarget.Factory targets;
+  private final MoveDestination destination;
   private final Consumer<MoveProgress> listener;
   private final MoveMetrics metrics;
-  private final ConcurrentHashMap<String, ShardRef> incoming = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<ShardRef, String> outgoing = new ConcurrentHashMap<>();
 
   /**
    * @param workDir where snapshots are written and received (inside the node's data directory,
    *     on the store's file system, so ingestion moves files instead of copying them)
    * @param listener hears every progress report of a move from this node
-   * @param applyMap installs a map this node has just stored (after a cutover) without waiting for
-   *     the ZooKeeper watch
+   * @param applyMap installs a newer map on this node (after a cutover, or a map read to decide
+   *     a move's outcome) without waiting for the ZooKeeper watch
    */
   public MoveServiceImpl(ClusterContext ctx, Path workDir, Consumer<ShardMap> applyMap, Consumer<MoveProgress> listener) {
-    this.ctx = ctx;
+    this.node = MoveNode.of(ctx, applyMap, workDir);
+    this.targets = GrpcMoveTarget.factory(ctx);
+    this.destination = new MoveDestination(node);
     this.listener = listener;
     this.metrics = new MoveMetrics(ctx.metrics());
-    this.workDir = workDir;
-    this.applyMap = applyMap;
     try {
       Files.createDirectories(workDir);
       try (var old = Files.list(workDir)) {
@@ -79,7 +74,12 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
   /** True while a move into this node is receiving {@code shard}: its data must not be dropped. */
   public boolean receiving(ShardRef shard) {
-    return incoming.containsValue(shard);
+    return destination.receiving(shard);
+  }
+
+  /** This node owns {@code shard} now: the move that brought it here is over. */
+  public void arrived(ShardRef shard) {
+    destination.arrived(shard);
   }
 
   // ------------------------------------------------------------------ source
@@ -93,7 +93,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
           + " is already being moved (move " + outgoing.get(shard) + ")").asRuntimeException());
       return;
     }
-    ShardMover mover = new ShardMover(ctx, workDir, applyMap, request, shard, metrics);
+    ShardMover mover = new ShardMover(node, targets, request, shard, metrics);
     call.setOnCancelHandler(mover::cancel);
     try {
       mover.run(progress -> {
@@ -130,15 +130,12 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       public void onNext(ShardChunk chunk) {
         try {
           if (shard == null) {
-            shard = new ShardRef(chunk.getTableId(), chunk.getNumber());
+            ShardRef first = new ShardRef(chunk.getTableId(), chunk.getNumber());
+            destination.begin(chunk.getMoveId(), first);
+            shard = first;
             moveId = chunk.getMoveId();
-            checkNotOwned(shard, moveId);
-            ShardRef previous = incoming.put(moveId, shard);
-            if (previous != null) {
-              throw Errors.invalid("move " + moveId + " is already receiving");
-            }
             empty = chunk.getEmptyShard();
-            file = workDir.resolve("in-" + fileSafe(moveId) + ".sst");
+            file = node.workDir().resolve("in-" + fileSafe(moveId) + ".sst");
             if (!empty) {
               channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
             }
@@ -158,7 +155,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
       @Override
       public void onError(Throwable t) {
-        cleanUp(true);
+        cleanUp();
       }
 
       @Override
@@ -172,19 +169,18 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
             channel.close();
             channel = null;
           }
-          ctx.store().ingest(shard, empty ? null : file);
-          LOG.info("move {}: received {} bytes of shard {}", moveId, bytes, shard);
+          destination.ingest(moveId, shard, empty ? null : file, bytes);
           out.onNext(ReceiveShardResponse.newBuilder().setBytes(bytes).build());
           out.onCompleted();
         } catch (RuntimeException | IOException e) {
-          cleanUp(true);
+          cleanUp();
           out.onError(Status.INTERNAL.withDescription("ingesting shard " + shard + " failed: " + e.getMessage()).asRuntimeException());
         } finally {
           deleteQuietly(file);
         }
       }
 
-      private void cleanUp(boolean drop) {
+      private void cleanUp() {
         try {
           if (channel != null) {
             channel.close();
@@ -193,11 +189,8 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
           // the file is deleted below
         }
         deleteQuietly(file);
-        if (moveId != null && drop) {
-          incoming.remove(moveId, shard);
-          if (!ownedHere(shard)) {
-            ctx.store().drop(shard);
-          }
+        if (shard != null) {
+          destination.abort(moveId, shard);
         }
       }
     };
@@ -205,19 +198,14 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
   @Override
   public void applyChanges(ShardChanges request, StreamObserver<ShardChangesResponse> out) {
-    ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
-    if (!shard.equals(incoming.get(request.getMoveId()))) {
-      out.onError(Errors.invalid("move " + request.getMoveId() + " is not receiving shard " + shard));
-      return;
-    }
-    List<ShardStore.StoredValue> values = new ArrayList<>(request.getValuesCount());
+    List<ShardEngine.StoredValue> values = new ArrayList<>(request.getValuesCount());
     for (StoredValue v : request.getValuesList()) {
-      values.add(new ShardStore.StoredValue(v.getStoreKey().toByteArray(), v.getAbsent() ? null : v.getStored().toByteArray()));
+      values.add(new ShardEngine.StoredValue(v.getStoreKey().toByteArray(), v.getAbsent() ? null : v.getStored().toByteArray()));
     }
     try {
-      ctx.store().writeStored(shard, values);
-    } catch (IllegalArgumentException e) {
-      out.onError(Errors.invalid(e.getMessage()));
+      destination.applyChanges(request.getMoveId(), new ShardRef(request.getTableId(), request.getNumber()), values);
+    } catch (StatusRuntimeException e) {
+      out.onError(e);
       return;
     }
     out.onNext(ShardChangesResponse.getDefaultInstance());
@@ -226,43 +214,14 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
 
   @Override
   public void dropCopy(DropCopyRequest request, StreamObserver<DropCopyResponse> out) {
-    ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
-    ShardMap map;
     try {
-      map = ctx.coordinator().readMapSynced().map(); // the source's word is not enough: read the map
-    } catch (RuntimeException e) {
-      out.onError(Status.UNAVAILABLE.withDescription("cannot read the map to check the move's outcome: " + e.getMessage())
-          .asRuntimeException());
+      destination.dropCopy(request.getMoveId(), new ShardRef(request.getTableId(), request.getNumber()));
+    } catch (StatusRuntimeException e) {
+      out.onError(e);
       return;
     }
-    applyMap.accept(map);
-    if (map.owns(ctx.self(), shard.tableId(), shard.shardNumber()) || ownedHere(shard)) {
-      out.onError(Status.FAILED_PRECONDITION.withDescription("move " + request.getMoveId() + ": the map at epoch " + map.epoch()
-          + " gives shard " + shard + " to this node; its copy is kept").asRuntimeException());
-      return;
-    }
-    incoming.remove(request.getMoveId(), shard);
-    ctx.store().drop(shard); // an incomplete copy this node never served
     out.onNext(DropCopyResponse.getDefaultInstance());
     out.onCompleted();
-  }
-
-  /** This node owns {@code shard} now: the move that brought it here is over. */
-  public void arrived(ShardRef shard) {
-    incoming.values().removeIf(shard::equals);
-  }
-
-  private void checkNotOwned(ShardRef shard, String moveId) {
-    ShardMap map = ctx.map().current();
-    ShardAssignment s = map.shard(shard.tableId(), shard.shardNumber())
-        .orElseThrow(() -> Errors.invalid("move " + moveId + ": no shard " + shard + " in the map at epoch " + map.epoch()));
-    if (s.owner().equals(ctx.self())) {
-      throw Errors.invalid("move " + moveId + ": this node already owns shard " + s.id());
-    }
-  }
-
-  private boolean ownedHere(ShardRef shard) {
-    return ctx.map().current().owns(ctx.self(), shard.tableId(), shard.shardNumber());
   }
 
   static String fileSafe(String id) {

@@ -169,36 +169,13 @@ public final class ShardwiseNode implements AutoCloseable {
     if (next.epoch() <= previous.epoch()) {
       return;
     }
-    for (ShardAssignment s : next.shardsOf(id)) {
-      Table t = next.table(s.id().table()).orElseThrow();
-      ShardRef ref = new ShardRef(t.id(), s.id().number());
-      shards.own(ref, s.epoch());
-      moves.arrived(ref);
-    }
-    List<ShardRef> lost = new java.util.ArrayList<>();
-    List<ShardRef> droppedTables = new java.util.ArrayList<>();
-    for (Table old : previous.tables().values()) {
-      Table now = next.table(old.name()).orElse(null);
-      boolean dropped = now == null || now.id() != old.id();
-      for (ShardAssignment s : old.shards()) {
-        if (!s.owner().equals(id)) {
-          continue;
-        }
-        ShardRef shard = new ShardRef(old.id(), s.id().number());
-        if (dropped) {
-          shards.handOff(shard);
-          droppedTables.add(shard);
-        } else if (!now.shards().get((int) s.id().number()).owner().equals(id)) {
-          shards.handOff(shard);
-          lost.add(shard);
-        }
-      }
-    }
+    LocalShards.MapChanges changes = shards.apply(previous, next, id);
+    changes.owned().forEach(moves::arrived);
     map.advance(next);
-    for (ShardRef shard : droppedTables) {
+    for (ShardRef shard : changes.droppedTables()) {
       cleaner.execute(() -> trash(shard, "its table was dropped at map epoch " + next.epoch(), () -> true));
     }
-    for (ShardRef shard : lost) {
+    for (ShardRef shard : changes.lost()) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }
   }

@@ -2,10 +2,16 @@ package io.shardwise.server.shard;
 
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ScanPage;
+import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.VersionMismatchException;
 import io.shardwise.server.storage.Versioned;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,18 +20,18 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The shards this node holds, and the only way to their data for requests: every read and write
  * goes through the shard's {@link LocalShard} fence, so a node never serves a shard it has handed
- * off, and a write is never acknowledged after its shard's cutover. The {@link ShardStore} below
- * is the engine only.
+ * off, and a write is never acknowledged after its shard's cutover. The {@link ShardEngine} below
+ * ({@link ShardStore} in a node) is the engine only.
  *
  * <p>Shards are added and handed off by the node as it applies maps ({@link #own}, {@link
  * #handOff}), before the map becomes the one requests are routed by. Thread-safe.
  */
 public final class LocalShards {
 
-  private final ShardStore store;
+  private final ShardEngine store;
   private final ConcurrentHashMap<ShardRef, LocalShard> held = new ConcurrentHashMap<>();
 
-  public LocalShards(ShardStore store) {
+  public LocalShards(ShardEngine store) {
     this.store = store;
   }
 
@@ -52,6 +58,48 @@ public final class LocalShards {
     }
   }
 
+  /**
+   * What applying a map changed here: the shards this node owns in it, those it lost to another
+   * node, and those whose table is gone (dropped, or recreated under a new id).
+   */
+  public record MapChanges(List<ShardRef> owned, List<ShardRef> lost, List<ShardRef> droppedTables) {}
+
+  /**
+   * Brings the local shards in line with {@code next}, a map newer than {@code previous} (the one
+   * requests are routed by until the caller installs {@code next}): shards {@code self} owns in
+   * it serve at their new epochs, and shards it owned in {@code previous} and not in {@code next}
+   * are handed off, each once its requests in flight are done. Call it before installing {@code
+   * next}, so no request routed by the new map meets a shard in its old state.
+   */
+  public MapChanges apply(ShardMap previous, ShardMap next, NodeId self) {
+    List<ShardRef> owned = new ArrayList<>();
+    for (ShardAssignment s : next.shardsOf(self)) {
+      ShardRef ref = new ShardRef(next.table(s.id().table()).orElseThrow().id(), s.id().number());
+      own(ref, s.epoch());
+      owned.add(ref);
+    }
+    List<ShardRef> lost = new ArrayList<>();
+    List<ShardRef> droppedTables = new ArrayList<>();
+    for (Table old : previous.tables().values()) {
+      Table now = next.table(old.name()).orElse(null);
+      boolean dropped = now == null || now.id() != old.id();
+      for (ShardAssignment s : old.shards()) {
+        if (!s.owner().equals(self)) {
+          continue;
+        }
+        ShardRef ref = new ShardRef(old.id(), s.id().number());
+        if (dropped) {
+          handOff(ref);
+          droppedTables.add(ref);
+        } else if (!next.owns(self, ref.tableId(), ref.shardNumber())) {
+          handOff(ref);
+          lost.add(ref);
+        }
+      }
+    }
+    return new MapChanges(owned, lost, droppedTables);
+  }
+
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */
   public void forget(ShardRef ref) {
     held.computeIfPresent(ref, (r, s) -> s.state() == LocalShard.State.HANDED_OFF ? null : s);
@@ -69,7 +117,7 @@ public final class LocalShards {
     }
   }
 
-  /** Live entries of the shard in {@code [from, to)}; see {@link ShardStore#scan}. */
+  /** Live entries of the shard in {@code [from, to)}; see {@link ShardEngine#scan}. */
   public ScanPage scan(ShardRef ref, byte[] from, byte[] to, int limit) {
     LocalShard s = enter(ref, false);
     try {
@@ -105,7 +153,7 @@ public final class LocalShards {
   }
 
   /**
-   * Applies the mutations atomically ({@link ShardStore#apply}, write ids and their records
+   * Applies the mutations atomically ({@link ShardEngine#apply}, write ids and their records
    * included) inside the fence of every shard they touch: all of them are served here for the
    * whole write, or nothing is written.
    */

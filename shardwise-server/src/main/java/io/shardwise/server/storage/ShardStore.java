@@ -59,7 +59,7 @@ import org.rocksdb.WriteOptions;
  *
  * <p>Thread-safe. Closing releases RocksDB; reopening the directory brings every shard back.
  */
-public final class ShardStore implements AutoCloseable {
+public final class ShardStore implements ShardEngine, AutoCloseable {
 
   private static final byte LIVE = 0;
   private static final byte TOMBSTONE = 1;
@@ -158,6 +158,7 @@ public final class ShardStore implements AutoCloseable {
   }
 
   /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
+  @Override
   public Versioned get(ShardRef shard, byte[] key) {
     enter();
     try {
@@ -218,6 +219,7 @@ public final class ShardStore implements AutoCloseable {
    *     nothing is written
    * @throws IllegalArgumentException if a key or a write id repeats
    */
+  @Override
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
     enter();
     try {
@@ -358,13 +360,11 @@ public final class ShardStore implements AutoCloseable {
 
   // ------------------------------------------------------------------ moving shards
 
-  /** What an export wrote: stored entries (tombstones included), live keys, and bytes. */
-  public record ExportStats(long entries, long liveKeys, long bytes) {}
-
   /**
    * Writes {@code shard} as of now (a consistent snapshot) to the SST file {@code file}, stored
    * values as they are. No file is created for an empty shard ({@code entries == 0}).
    */
+  @Override
   public ExportStats exportShard(ShardRef shard, Path file) {
     return export(shard, file, new byte[0], sstOptions);
   }
@@ -426,6 +426,7 @@ public final class ShardStore implements AutoCloseable {
    * {@link #exportShard} on another node), moving the file into the store. {@code file == null}:
    * the shard is empty.
    */
+  @Override
   public void ingest(ShardRef shard, Path file) {
     synchronized (trash) { // never interleaved with trashing the same shard
       enter();
@@ -448,10 +449,8 @@ public final class ShardStore implements AutoCloseable {
   }
 
 
-  /** A stored key (prefix included) and its stored value ({@code null}: absent). */
-  public record StoredValue(byte[] storeKey, byte[] stored) {}
-
   /** The stored values of {@code storeKeys} (from a move's change log), as they are now. */
+  @Override
   public List<StoredValue> readStored(List<byte[]> storeKeys) {
     if (storeKeys.isEmpty()) {
       return List.of(); // RocksDB's multiGet asserts on an empty list
@@ -478,6 +477,7 @@ public final class ShardStore implements AutoCloseable {
    *
    * @throws IllegalArgumentException if a key is not in {@code shard}; nothing is written
    */
+  @Override
   public void writeStored(ShardRef shard, List<StoredValue> values) {
     enter();
     try {
@@ -527,6 +527,7 @@ public final class ShardStore implements AutoCloseable {
    * Live entries of {@code shard} with keys in {@code [from, to)} ({@code to == null}: to the end of
    * the shard), in unsigned key order, at most {@code limit} of them.
    */
+  @Override
   public ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit) {
     enter();
     try {
@@ -586,6 +587,7 @@ public final class ShardStore implements AutoCloseable {
   public record ShardStats(long keys, long bytes) {}
 
   /** Removes every key of {@code shard}, tombstones included, with one range deletion. */
+  @Override
   public void drop(ShardRef shard) {
     enter();
     try {
@@ -618,6 +620,7 @@ public final class ShardStore implements AutoCloseable {
   }
 
   /** True once {@link #close} has begun. */
+  @Override
   public boolean isClosed() {
     return closed;
   }

@@ -77,7 +77,7 @@ public final class ShardTrash {
       long id = nextId;
       Path file = store.directory().resolveSibling("trash-" + id + ".sst");
       try {
-        ShardStore.ExportStats exported = store.export(shard, file, longBytes(id), sstOptions);
+        ShardEngine.ExportStats exported = store.export(shard, file, longBytes(id), sstOptions);
         if (exported.entries() == 0) {
           return Optional.empty();
         }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.Versioned;
@@ -62,7 +63,7 @@ class LocalShardsTest {
     LocalShard local = shards.get(A);
     ChangeLog log = local.track();
     Path sst = dir.resolve("a.sst");
-    ShardStore.ExportStats exported = store.exportShard(A, sst);
+    ShardEngine.ExportStats exported = store.exportShard(A, sst);
     assertThat(exported.entries()).isEqualTo(1000); // the tombstone travels too
     assertThat(exported.liveKeys()).isEqualTo(999);
     // Written after the snapshot: only the change log carries these.

@@ -1,0 +1,72 @@
+package io.shardwise.server.storage;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The storage engine as the shard layer and the move protocol use it: reads and atomic writes of
+ * a shard's keys, and the whole-shard operations a move needs. {@link ShardStore} is the engine
+ * (RocksDB); the move simulation also runs on an in-memory one. Stored keys are {@link
+ * ShardRef#storeKey} of the key; a stored value is the engine's own encoding of a value or a
+ * tombstone with its version, copied between engines of the same kind as it is.
+ */
+public interface ShardEngine {
+
+  /** What an export wrote: stored entries (tombstones included), live keys, and bytes. */
+  record ExportStats(long entries, long liveKeys, long bytes) {}
+
+  /** A stored key (prefix included) and its stored value ({@code null}: absent). */
+  record StoredValue(byte[] storeKey, byte[] stored) {}
+
+  /** The live value of {@code key}, or {@code null} if it is absent or deleted. */
+  Versioned get(ShardRef shard, byte[] key);
+
+  /**
+   * Live entries of {@code shard} with keys in {@code [from, to)} ({@code to == null}: to the end of
+   * the shard), in unsigned key order, at most {@code limit} of them.
+   */
+  ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit);
+
+  /**
+   * Applies the mutations atomically: all of them, or none. A mutation whose write id this shard
+   * has already applied is answered with its first result and not applied again; the record of a
+   * write id is written atomically with the write, inside the shard ({@link
+   * ShardStore#requestRecordKey}), so it moves with it.
+   *
+   * @return per mutation: the new version of a put; for a delete, the tombstone's version if the
+   *     key was live and 0 if it was absent (then nothing is written)
+   * @throws VersionMismatchException for the first conditional mutation that does not match;
+   *     nothing is written
+   * @throws IllegalArgumentException if a key or a write id repeats
+   */
+  long[] apply(List<Mutation> batch) throws VersionMismatchException;
+
+  /**
+   * Writes {@code shard} as of now (a consistent snapshot) to {@code file}, stored values as they
+   * are. No file is created for an empty shard ({@code entries == 0}).
+   */
+  ExportStats exportShard(ShardRef shard, Path file);
+
+  /**
+   * Replaces whatever this engine holds of {@code shard} with {@code file} (made by {@link
+   * #exportShard} on another node), moving the file in; {@code file == null}: the shard is empty.
+   * What it held of the shard is kept aside (the trash), not deleted.
+   */
+  void ingest(ShardRef shard, Path file);
+
+  /** The stored values of {@code storeKeys} (from a move's change log), as they are now. */
+  List<StoredValue> readStored(List<byte[]> storeKeys);
+
+  /**
+   * Writes stored values copied from a move's source into {@code shard}, atomically.
+   *
+   * @throws IllegalArgumentException if a key is not in {@code shard}; nothing is written
+   */
+  void writeStored(ShardRef shard, List<StoredValue> values);
+
+  /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
+  void drop(ShardRef shard);
+
+  /** True once the engine is closing: long waits (for a map read) give up. */
+  boolean isClosed();
+}

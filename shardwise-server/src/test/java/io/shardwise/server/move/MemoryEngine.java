@@ -1,0 +1,209 @@
+package io.shardwise.server.move;
+
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ScanPage;
+import io.shardwise.server.storage.ShardEngine;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.VersionMismatchException;
+import io.shardwise.server.storage.Versioned;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The engine's contract ({@link ShardEngine}) in memory, for the move simulation: versions that
+ * rise across deletes, write ids answered from a record kept inside the shard, deletes of absent
+ * keys that write nothing, exports to a file and ingests that replace the shard. A crash of its
+ * node keeps it, as kill -9 keeps RocksDB's data. {@code MoveSimulationTest} runs the same
+ * schedules on {@link ShardStore} too, so the two are held to one behaviour. Not thread-safe.
+ */
+final class MemoryEngine implements ShardEngine {
+
+  private static final byte VALUE = 0;
+  private static final byte TOMBSTONE = 1;
+  private static final int HEADER = 9;
+  private static final int PREFIX_BYTES = new ShardRef(0, 0).storeKey(new byte[0]).length;
+
+  private final TreeMap<byte[], byte[]> data = new TreeMap<>(Arrays::compareUnsigned);
+  private final TreeMap<byte[], byte[]> trash = new TreeMap<>(Arrays::compareUnsigned);
+
+  @Override
+  public Versioned get(ShardRef shard, byte[] key) {
+    byte[] raw = data.get(shard.storeKey(key));
+    return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
+  }
+
+  @Override
+  public ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit) {
+    throw new UnsupportedOperationException("the move simulation does not scan");
+  }
+
+  @Override
+  public long[] apply(List<Mutation> batch) throws VersionMismatchException {
+    int n = batch.size();
+    TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
+    byte[][] keys = new byte[n][];
+    byte[][] records = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      Mutation m = batch.get(i);
+      keys[i] = m.shard().storeKey(m.key());
+      if (!seen.add(keys[i])) {
+        throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
+      }
+      if (m.requestId() != null) {
+        records[i] = m.shard().storeKey(ShardStore.requestRecordKey(m.requestId()));
+        if (!seen.add(records[i])) {
+          throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
+        }
+      }
+    }
+    long[] versions = new long[n];
+    TreeMap<byte[], byte[]> writes = new TreeMap<>(Arrays::compareUnsigned);
+    for (int i = 0; i < n; i++) {
+      Mutation m = batch.get(i);
+      if (records[i] != null && data.containsKey(records[i])) {
+        versions[i] = ByteBuffer.wrap(data.get(records[i]), HEADER, 8).getLong(); // a repeat: answered, not applied
+        continue;
+      }
+      byte[] raw = data.get(keys[i]);
+      long stored = raw == null ? 0 : version(raw);
+      boolean live = raw != null && raw[0] != TOMBSTONE;
+      long current = live ? stored : 0;
+      if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
+        throw new VersionMismatchException(m.expectedVersion(), current);
+      }
+      if (m.value() == null && !live) {
+        versions[i] = 0;
+      } else {
+        versions[i] = stored + 1;
+        writes.put(keys[i], encode(m.value(), versions[i]));
+      }
+      if (records[i] != null) {
+        writes.put(records[i], encode(ByteBuffer.allocate(8).putLong(versions[i]).array(), 1));
+      }
+    }
+    data.putAll(writes);
+    return versions;
+  }
+
+  @Override
+  public ExportStats exportShard(ShardRef shard, Path file) {
+    NavigableMap<byte[], byte[]> range = range(data, shard);
+    if (range.isEmpty()) {
+      return new ExportStats(0, 0, 0);
+    }
+    long live = 0;
+    long bytes = 0;
+    try (DataOutputStream out = new DataOutputStream(Files.newOutputStream(file))) {
+      out.writeInt(range.size());
+      for (var e : range.entrySet()) {
+        write(out, e.getKey());
+        write(out, e.getValue());
+        bytes += e.getKey().length + e.getValue().length;
+        if (e.getValue()[0] != TOMBSTONE && !isRecord(e.getKey())) {
+          live++;
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return new ExportStats(range.size(), live, bytes);
+  }
+
+  @Override
+  public void ingest(ShardRef shard, Path file) {
+    NavigableMap<byte[], byte[]> old = range(data, shard);
+    trash.putAll(old);
+    old.clear();
+    if (file == null) {
+      return;
+    }
+    try (DataInputStream in = new DataInputStream(Files.newInputStream(file))) {
+      for (int n = in.readInt(); n > 0; n--) {
+        data.put(read(in), read(in));
+      }
+      Files.delete(file); // moved in, as RocksDB's ingestion moves the file
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public List<StoredValue> readStored(List<byte[]> storeKeys) {
+    List<StoredValue> out = new ArrayList<>(storeKeys.size());
+    for (byte[] k : storeKeys) {
+      out.add(new StoredValue(k, data.get(k)));
+    }
+    return out;
+  }
+
+  @Override
+  public void writeStored(ShardRef shard, List<StoredValue> values) {
+    byte[] prefix = shard.storeKey(new byte[0]);
+    for (StoredValue v : values) {
+      if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+        throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
+      }
+    }
+    for (StoredValue v : values) {
+      if (v.stored() == null) {
+        data.remove(v.storeKey());
+      } else {
+        data.put(v.storeKey(), v.stored());
+      }
+    }
+  }
+
+  @Override
+  public void drop(ShardRef shard) {
+    range(data, shard).clear();
+  }
+
+  @Override
+  public boolean isClosed() {
+    return false;
+  }
+
+  private static NavigableMap<byte[], byte[]> range(TreeMap<byte[], byte[]> map, ShardRef shard) {
+    byte[] from = shard.storeKey(new byte[0]);
+    byte[] to = new ShardRef(shard.tableId(), shard.shardNumber() + 1).storeKey(new byte[0]);
+    return map.subMap(from, true, to, false);
+  }
+
+  /** A write id's record: {@code 0x00 0x02} right after the shard's prefix (see {@link ShardStore#requestRecordKey}). */
+  private static boolean isRecord(byte[] storeKey) {
+    int prefix = PREFIX_BYTES;
+    return storeKey.length >= prefix + 2 && storeKey[prefix] == 0x00 && storeKey[prefix + 1] == 0x02;
+  }
+
+  private static byte[] encode(byte[] value, long version) {
+    byte[] v = value == null ? new byte[0] : value;
+    return ByteBuffer.allocate(HEADER + v.length).put(value == null ? TOMBSTONE : VALUE).putLong(version).put(v).array();
+  }
+
+  private static long version(byte[] raw) {
+    return ByteBuffer.wrap(raw, 1, 8).getLong();
+  }
+
+  private static void write(DataOutputStream out, byte[] b) throws IOException {
+    out.writeInt(b.length);
+    out.write(b);
+  }
+
+  private static byte[] read(DataInputStream in) throws IOException {
+    byte[] b = new byte[in.readInt()];
+    in.readFully(b);
+    return b;
+  }
+}
