@@ -54,7 +54,9 @@ function drawNodes(c) {
       el("td", { class: skew("bytes") }, fmtBytes(n.bytes)),
       el("td", { class: skew("requests") }, fmtRate(n.requestsPerSecond)),
       el("td", { class: "muted" }, n.address),
-      el("td", { class: "muted" }, labels));
+      el("td", { class: "muted" }, labels),
+      el("td", { class: "num muted", title: "copies of shards the node keeps but does not serve, purged after its trash grace" },
+        n.trashEntries === undefined ? "?" : n.trashEntries === 0 ? "empty" : `${n.trashEntries} (${fmtBytes(n.trashBytes)})`));
   });
   $("nodes").tBodies[0].replaceChildren(...rows);
   const b = c.balance;

@@ -97,7 +97,8 @@ final class ClusterCommand {
           ArrayNode nodes = o.putArray("nodes");
           for (NodeInfo n : status.getNodesList()) {
             nodes.addObject().put("id", n.getId()).put("address", n.getAddress()).put("up", n.getUp()).put("shards", n.getShards())
-                .put("keys", n.getKeys()).put("bytes", n.getBytes());
+                .put("keys", n.getKeys()).put("bytes", n.getBytes()).put("trash_entries", n.getTrashEntries())
+                .put("trash_bytes", n.getTrashBytes());
           }
           ArrayNode shards = o.putArray("shards");
           for (TableInfo t : status.getTablesList()) {
@@ -114,9 +115,9 @@ final class ClusterCommand {
         List<List<String>> rows = new ArrayList<>();
         for (NodeInfo n : status.getNodesList()) {
           rows.add(List.of(n.getId(), n.getAddress(), n.getUp() ? "up" : "down", Integer.toString(n.getShards()), Long.toString(n.getKeys()),
-              Long.toString(n.getBytes())));
+              Long.toString(n.getBytes()), n.getUp() ? n.getTrashEntries() + " / " + n.getTrashBytes() : "?"));
         }
-        Output.table(out, List.of("NODE", "ADDRESS", "STATE", "SHARDS", "KEYS", "BYTES"), rows);
+        Output.table(out, List.of("NODE", "ADDRESS", "STATE", "SHARDS", "KEYS", "BYTES", "TRASH ENTRIES / BYTES"), rows);
         for (TableInfo t : status.getTablesList()) {
           out.println();
           TableCommand.print(out, OutputFormat.table, t);

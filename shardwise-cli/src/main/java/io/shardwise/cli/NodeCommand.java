@@ -22,7 +22,7 @@ import picocli.CommandLine.Model.CommandSpec;
       "With the dev cluster running, `shardwise node --data-dir data/dev/n4` joins it on a free port."
     },
     footer = {"", "Production: shardwise node --zk zk1:2181,zk2:2181,zk3:2181 --data-dir /var/lib/shardwise --listen 10.0.0.5:7101"},
-    subcommands = {DrainCommand.class, DrainCommand.Undrain.class})
+    subcommands = {DrainCommand.class, DrainCommand.Undrain.class, TrashCommand.class})
 final class NodeCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;

@@ -8,6 +8,7 @@ import io.shardwise.core.key.ByteStrings;
 import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.proto.v1.UndropTableResponse;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -25,7 +26,8 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise table create|list|describe|drop}. */
 @Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe and drop tables.",
-    subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class})
+    subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class,
+        TableCommand.Undrop.class})
 final class TableCommand {
 
   static final class Common {
@@ -144,7 +146,8 @@ final class TableCommand {
     }
   }
 
-  @Command(name = "drop", mixinStandardHelpOptions = true, description = "Drop a table and all its data.")
+  @Command(name = "drop", mixinStandardHelpOptions = true,
+      description = "Drop a table: it is gone from the map at once; its data stays in its owners' trash for their --trash-grace (24h by default).")
   static final class Drop implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -156,7 +159,30 @@ final class TableCommand {
     public Integer call() {
       try (ShardwiseClient client = common.cluster.connect()) {
         client.dropTable(name);
-        spec.commandLine().getOut().println("dropped " + name);
+        spec.commandLine().getOut().println("dropped " + name + "; its data stays in the owners' trash for their trash grace "
+            + "('shardwise table undrop " + name + "' brings it back)");
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "undrop", mixinStandardHelpOptions = true,
+      description = "Bring back the last table dropped under NAME, with the data its owners still keep in their trash.")
+  static final class Undrop implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Override
+    public Integer call() {
+      try (ShardwiseClient client = common.cluster.connect()) {
+        UndropTableResponse r = client.undropTable(name);
+        PrintWriter out = spec.commandLine().getOut();
+        out.println("undropped " + name + " (id " + r.getTable().getId() + ", " + r.getTable().getShardsCount() + " shards): "
+            + r.getShardsFoundInTrash() + " shards' data found in the owners' trash (empty shards have none)"
+            + (r.getOwnersNotAskedCount() == 0 ? "" : "; owners not live, restoring when they start: " + String.join(", ", r.getOwnersNotAskedList())));
       }
       return Main.EXIT_OK;
     }

@@ -178,6 +178,42 @@ class MultiProcessIT {
     ServerProcesses.Result bad = cli("rebalance", "mode", "--table", "orders");
     assertThat(bad.exit()).isEqualTo(2);
     assertThat(bad.err()).contains("--table needs a MODE");
+
+    // A dropped table's data waits in its owners' trash, and comes back with it.
+    ServerProcesses.Result drop = cli("table", "drop", "orders");
+    assertThat(drop.out()).contains("table undrop orders");
+    JsonNode trash = null;
+    for (long deadline = System.nanoTime() + 30_000_000_000L; System.nanoTime() < deadline; ) { // each try is a CLI process
+      trash = new ObjectMapper().readTree(cli("node", "trash", "list", "--output", "json").out());
+      if (keysOfKind(trash, "table_dropped") == 9) {
+        break;
+      }
+    }
+    assertThat(keysOfKind(trash, "table_dropped")).as(trash.toString()).isEqualTo(9);
+    long entries = 0;
+    for (JsonNode e : trash.get("entries")) {
+      entries += e.get("kind").asText().equals("table_dropped") ? 1 : 0;
+    }
+    JsonNode trashed = new ObjectMapper().readTree(cli("cluster", "status", "--output", "json").out());
+    assertThat(trashed.get("nodes").findValues("trash_entries").stream().mapToLong(JsonNode::asLong).sum()).isGreaterThanOrEqualTo(entries);
+    ServerProcesses.Result undrop = cli("table", "undrop", "orders");
+    assertThat(undrop.exit()).as(undrop.err()).isZero();
+    assertThat(undrop.out()).contains("undropped orders").contains(entries + " shards' data found");
+    String scanned = cli("kv", "scan", "orders", "--all").out();
+    for (int i = 0; i < 9; i++) {
+      assertThat(scanned).contains("amount=" + i);
+    }
+  }
+
+  /** Live keys in the trash entries of one kind. */
+  private static long keysOfKind(JsonNode trash, String kind) {
+    long n = 0;
+    for (JsonNode e : trash.get("entries")) {
+      if (e.get("kind").asText().equals(kind)) {
+        n += e.get("keys").asLong();
+      }
+    }
+    return n;
   }
 
   /**

@@ -37,6 +37,8 @@ import io.shardwise.proto.v1.RequestHeader;
 import io.shardwise.proto.v1.ScanRequest;
 import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.proto.v1.UndropTableRequest;
+import io.shardwise.proto.v1.UndropTableResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -438,9 +440,20 @@ public final class ShardwiseClient implements AutoCloseable {
     return onSeed(stub -> stub.describeTable(DescribeTableRequest.newBuilder().setName(name).setWithStats(withStats).build()));
   }
 
+  /** Drops a table; its data stays in its owners' trash for their trash grace, and {@link #undropTable} brings it back. */
   public void dropTable(String name) {
     long epoch = onSeed(stub -> stub.dropTable(DropTableRequest.newBuilder().setName(name).build())).getMapEpoch();
     awaitEpoch(epoch);
+  }
+
+  /**
+   * Brings back the last table dropped under {@code name} with the data its owners still keep in
+   * their trash; fails with ALREADY_EXISTS while a table has the name.
+   */
+  public UndropTableResponse undropTable(String name) {
+    UndropTableResponse r = onSeed(stub -> stub.undropTable(UndropTableRequest.newBuilder().setName(name).build()));
+    awaitEpoch(r.getTable().getMapEpoch());
+    return r;
   }
 
   public ClusterStatusResponse clusterStatus() {

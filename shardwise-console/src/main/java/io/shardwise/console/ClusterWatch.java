@@ -95,7 +95,9 @@ final class ClusterWatch {
     boolean readSizes = sizesAt == Long.MIN_VALUE || now - sizesAt > SIZES_NANOS;
     NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), readSizes, NODE_DEADLINE);
     Set<String> unreachable = polled.unreachable();
+    Map<String, long[]> trash = new java.util.HashMap<>();
     for (NodeStatsResponse stats : polled.answers()) {
+      trash.put(stats.getNode(), new long[] {stats.getTrashCount(), stats.getTrashList().stream().mapToLong(t -> t.getBytes()).sum()});
       for (ShardInfo s : stats.getShardsList()) {
         String key = s.getTable() + "/" + s.getNumber();
         Reading before = readings.get(key);
@@ -177,6 +179,10 @@ final class ClusterWatch {
       ObjectNode o = nodes.addObject().put("id", id.value()).put("address", info == null ? "" : info.getAddress()).put("state", state)
           .put("shards", (long) n[0]).put("keys", (long) n[1]).put("bytes", (long) n[2])
           .put("readsPerSecond", round(n[3])).put("writesPerSecond", round(n[4])).put("requestsPerSecond", round(n[3] + n[4]));
+      long[] t = trash.get(id.value());
+      if (t != null) { // copies the node keeps but does not serve; unknown for a node that did not answer
+        o.put("trashEntries", t[0]).put("trashBytes", t[1]);
+      }
       ObjectNode labels = o.putObject("labels");
       if (info != null) {
         new TreeMap<>(info.getLabelsMap()).forEach(labels::put);

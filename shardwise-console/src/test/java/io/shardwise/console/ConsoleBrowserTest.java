@@ -160,6 +160,9 @@ class ConsoleBrowserTest {
       browser.waiting(Duration.ofSeconds(15)).until(d ->
           !d.findElement(By.cssSelector("#nodes tr[data-node='n4'] td:nth-child(6)")).getText().equals("0.0")
               && !d.findElement(By.cssSelector("#hot tbody tr td:nth-child(3)")).getText().equals("0.0"));
+      // Each up node says what its trash keeps (the moved-away copies go there after the drop grace).
+      browser.waiting(Duration.ofSeconds(10)).until(d ->
+          d.findElement(By.cssSelector("#nodes tr[data-node='n1'] td:nth-child(9)")).getText().matches("empty|\\d+ \\(.*\\)"));
       browser.screenshot("console-cluster");
     } finally {
       reading.set(false);

@@ -135,6 +135,24 @@ public final class ShardMap {
           shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next));
         }
         out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards));
+      } else if (change instanceof ShardMapDelta.RestoreTable) {
+        Table t = ((ShardMapDelta.RestoreTable) change).table();
+        if (out.containsKey(t.name())) {
+          throw new IllegalArgumentException("table " + t.name() + " exists; drop it first to bring back the dropped one");
+        }
+        for (Table other : out.values()) {
+          if (other.id() == t.id()) {
+            throw new IllegalArgumentException("table id " + t.id() + " is in use by table " + other.name());
+          }
+        }
+        if (t.id() >= next) {
+          throw new IllegalArgumentException("table " + t.name() + " has id " + t.id() + ", newer than this map");
+        }
+        List<ShardAssignment> shards = new ArrayList<>();
+        for (ShardAssignment s : t.shards()) {
+          shards.add(new ShardAssignment(s.id(), s.owner(), next));
+        }
+        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards));
       } else if (change instanceof ShardMapDelta.DropTable) {
         String name = ((ShardMapDelta.DropTable) change).name();
         if (out.remove(name) == null) {

@@ -15,7 +15,7 @@ import java.util.List;
 public final class ShardMapDelta {
 
   /** One change. */
-  public sealed interface Change permits CreateTable, DropTable, MoveShard {}
+  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard {}
 
   /** A new table whose shard at position i is first owned by {@code owners.get(i)}. */
   public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) implements Change {
@@ -27,6 +27,12 @@ public final class ShardMapDelta {
 
   /** Removes a table and all its shards. */
   public record DropTable(String name) implements Change {}
+
+  /**
+   * Brings back a dropped table as it was when it was dropped: its id, layout and owners (the nodes
+   * that keep its data in their trash), every shard at the new epoch. No table may have its name.
+   */
+  public record RestoreTable(Table table) implements Change {}
 
   /**
    * Gives a shard to a new owner, raising its epoch. {@code from} must be the current owner: a move
@@ -77,6 +83,11 @@ public final class ShardMapDelta {
 
     public Builder dropTable(String name) {
       changes.add(new DropTable(name));
+      return this;
+    }
+
+    public Builder restoreTable(Table table) {
+      changes.add(new RestoreTable(table));
       return this;
     }
 

@@ -57,6 +57,23 @@ class ShardMapTest {
   }
 
   @Test
+  void aDroppedTableComesBackWithItsIdAndOwnersAtTheNewEpoch() {
+    ShardMap map = withTable(ShardMap.EMPTY, "a", Strategy.MOD, 3);
+    Table old = map.table("a").orElseThrow();
+    ShardMap dropped = map.apply(ShardMapDelta.on(map).dropTable("a").build());
+    ShardMap back = dropped.apply(ShardMapDelta.on(dropped).restoreTable(old).build());
+    Table t = back.table("a").orElseThrow();
+    assertThat(t.id()).isEqualTo(old.id());
+    assertThat(t.shards()).extracting(ShardAssignment::owner).containsExactlyElementsOf(old.shards().stream().map(ShardAssignment::owner).toList());
+    assertThat(t.shards()).allMatch(s -> s.epoch() == back.epoch());
+    // not while a table has the name, nor twice
+    ShardMap recreated = withTable(dropped, "a", Strategy.MOD, 3);
+    assertThatThrownBy(() -> recreated.apply(ShardMapDelta.on(recreated).restoreTable(old).build()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("drop it first");
+    assertThatThrownBy(() -> back.apply(ShardMapDelta.on(back).restoreTable(old).build())).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void shardsAreFoundByTableIdSoARecreatedTableNeverMatchesTheOldOne() {
     ShardMap map = withTable(ShardMap.EMPTY, "a", Strategy.MOD, 3);
     long oldId = map.table("a").orElseThrow().id();

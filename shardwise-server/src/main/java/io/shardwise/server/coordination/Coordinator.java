@@ -58,6 +58,8 @@ public final class Coordinator implements MapStore, AutoCloseable {
   public static final String ROUTERS_PATH = ROOT + "/routers";
   public static final String CLUSTER_ID_PATH = ROOT + "/cluster-id";
   public static final String MEMBERS_PATH = ROOT + "/members";
+  /** The last table dropped under each name, as it was, for {@code table undrop}. */
+  public static final String DROPPED_PATH = ROOT + "/dropped";
 
   private static final int MAX_CAS_ATTEMPTS = 50;
 

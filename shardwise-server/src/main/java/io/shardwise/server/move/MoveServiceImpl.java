@@ -8,6 +8,8 @@ import io.shardwise.core.map.ShardMap;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.DropCopyRequest;
 import io.shardwise.proto.v1.DropCopyResponse;
+import io.shardwise.proto.v1.MergeStoredRequest;
+import io.shardwise.proto.v1.MergeStoredResponse;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveServiceGrpc;
 import io.shardwise.proto.v1.MoveShardRequest;
@@ -17,6 +19,7 @@ import io.shardwise.proto.v1.ShardChangesResponse;
 import io.shardwise.proto.v1.ShardChunk;
 import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.rpc.ClusterContext;
+import io.shardwise.server.shard.ShardFencedException;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
 import java.io.IOException;
@@ -221,6 +224,28 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       return;
     }
     out.onNext(DropCopyResponse.getDefaultInstance());
+    out.onCompleted();
+  }
+
+  /** Merges a trash entry's stored values into a shard this node serves (newer versions win). */
+  @Override
+  public void mergeStored(MergeStoredRequest request, StreamObserver<MergeStoredResponse> out) {
+    ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
+    List<ShardEngine.StoredValue> values = new ArrayList<>(request.getValuesCount());
+    for (StoredValue v : request.getValuesList()) {
+      values.add(new ShardEngine.StoredValue(v.getStoreKey().toByteArray(), v.getStored().toByteArray()));
+    }
+    int written;
+    try {
+      written = node.shards().merge(shard, values);
+    } catch (ShardFencedException e) {
+      out.onError(Status.FAILED_PRECONDITION.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    } catch (IllegalArgumentException e) {
+      out.onError(Errors.invalid(e.getMessage()));
+      return;
+    }
+    out.onNext(MergeStoredResponse.newBuilder().setWritten(written).build());
     out.onCompleted();
   }
 

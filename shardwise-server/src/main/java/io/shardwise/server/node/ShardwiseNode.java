@@ -21,6 +21,7 @@ import io.shardwise.server.rpc.TableAdmin;
 import io.shardwise.server.shard.LocalShards;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.ShardTrash;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -59,6 +60,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final NodeId id;
   private final ShardStore store;
   private final LocalShards shards;
+  private final NodeTrash trash;
   private final Coordinator coordinator;
   private final AppliedMap map = new AppliedMap();
   private final AtomicBoolean writable = new AtomicBoolean(false);
@@ -77,6 +79,7 @@ public final class ShardwiseNode implements AutoCloseable {
     this.id = id;
     this.store = store;
     this.shards = new LocalShards(store);
+    this.trash = new NodeTrash(id, store, shards, map::current, coordinator, peers);
     this.coordinator = coordinator;
     this.peers = peers;
     this.cleaner = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -132,7 +135,7 @@ public final class ShardwiseNode implements AutoCloseable {
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
-        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables), moves);
+        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables, trash), moves);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
@@ -169,11 +172,16 @@ public final class ShardwiseNode implements AutoCloseable {
     if (next.epoch() <= previous.epoch()) {
       return;
     }
-    LocalShards.MapChanges changes = shards.apply(previous, next, id);
+    LocalShards.MapChanges changes;
+    synchronized (store.trash()) {
+      trash.restoreUndropped(previous, next);
+      changes = shards.apply(previous, next, id);
+      map.advance(next);
+    }
     changes.owned().forEach(moves::arrived);
-    map.advance(next);
     for (ShardRef shard : changes.droppedTables()) {
-      cleaner.execute(() -> trash(shard, "its table was dropped at map epoch " + next.epoch(), () -> true));
+      cleaner.execute(() -> trash.put(shard, ShardTrash.Kind.TABLE_DROPPED, "its table was dropped at map epoch " + next.epoch(),
+          () -> map.current().tables().values().stream().noneMatch(t -> t.id() == shard.tableId()))); // not if undropped meanwhile
     }
     for (ShardRef shard : changes.lost()) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
@@ -182,20 +190,8 @@ public final class ShardwiseNode implements AutoCloseable {
 
   /** Moves a shard's old copy to the trash unless this node owns the shard (again) or is receiving it. */
   private void dropIfForeign(ShardRef shard) {
-    trash(shard, "moved to another node (map epoch " + map.current().epoch() + ")",
+    trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + map.current().epoch() + ")",
         () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
-  }
-
-  private void trash(ShardRef shard, String reason, java.util.function.BooleanSupplier stillForeign) {
-    try {
-      store.trash().put(shard, reason, stillForeign).ifPresent(e ->
-          LOG.info("node {}: shard {} ({} keys, {} bytes) to the trash: {}", id, shard, e.liveKeys(), e.bytes(), reason));
-      if (stillForeign.getAsBoolean()) {
-        shards.forget(shard);
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("node {}: could not move shard {} to the trash: {}", id, shard, e.getMessage());
-    }
   }
 
   /**
@@ -206,7 +202,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private void trashForeignShards() {
     for (ShardRef shard : store.storedShards()) {
       if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
-        trash(shard, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
+        trash.put(shard, ShardTrash.Kind.FOREIGN_AT_START, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
             () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
       }
     }

@@ -1,5 +1,6 @@
 package io.shardwise.server.rpc;
 
+import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Measurement;
 import io.micrometer.core.instrument.Meter;
@@ -15,13 +16,20 @@ import io.shardwise.proto.v1.GetShardMapRequest;
 import io.shardwise.proto.v1.GetShardMapResponse;
 import io.shardwise.proto.v1.HealthRequest;
 import io.shardwise.proto.v1.HealthResponse;
+import io.shardwise.proto.v1.ListTrashRequest;
+import io.shardwise.proto.v1.ListTrashResponse;
 import io.shardwise.proto.v1.Metric;
 import io.shardwise.proto.v1.MetricsRequest;
 import io.shardwise.proto.v1.MetricsResponse;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.PurgeTrashRequest;
+import io.shardwise.proto.v1.PurgeTrashResponse;
+import io.shardwise.proto.v1.RestoreTrashRequest;
+import io.shardwise.proto.v1.RestoreTrashResponse;
 import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.proto.v1.TrashEntry;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.ShardTraffic;
@@ -35,10 +43,46 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
 
   private final ClusterContext ctx;
   private final TableAdmin tables;
+  private final TrashAdmin trash;
 
+  /** A router's: it holds no data and has no trash. */
   public AdminServiceImpl(ClusterContext ctx, TableAdmin tables) {
+    this(ctx, tables, null);
+  }
+
+  public AdminServiceImpl(ClusterContext ctx, TableAdmin tables, TrashAdmin trash) {
     this.ctx = ctx;
     this.tables = tables;
+    this.trash = trash;
+  }
+
+  @Override
+  public void listTrash(ListTrashRequest request, StreamObserver<ListTrashResponse> out) {
+    DataServiceImpl.respond(out, () -> ListTrashResponse.newBuilder().setNode(ctx.isRouter() ? "" : ctx.self().value())
+        .addAllEntries(trash == null ? List.of() : trash.list()).build());
+  }
+
+  @Override
+  public void restoreTrash(RestoreTrashRequest request, StreamObserver<RestoreTrashResponse> out) {
+    DataServiceImpl.respond(out, () -> {
+      RestoreTrashResponse.Builder b = RestoreTrashResponse.newBuilder();
+      for (long id : request.getIdsList()) {
+        b.addRestored(requireTrash().restore(id));
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void purgeTrash(PurgeTrashRequest request, StreamObserver<PurgeTrashResponse> out) {
+    DataServiceImpl.respond(out, () -> PurgeTrashResponse.newBuilder().addAllPurged(requireTrash().purge(request.getIdsList())).build());
+  }
+
+  private TrashAdmin requireTrash() {
+    if (trash == null) {
+      throw Status.FAILED_PRECONDITION.withDescription("a router holds no data and has no trash; ask a node").asRuntimeException();
+    }
+    return trash;
   }
 
   @Override
@@ -58,6 +102,9 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         return b.build();
       }
       b.setNode(ctx.self().value());
+      if (trash != null) {
+        b.addAllTrash(trash.list());
+      }
       ShardMap map = ctx.map().current();
       for (Table t : map.tables().values()) {
         for (int position = 0; position < t.shards().size(); position++) {
@@ -83,7 +130,10 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
   public void clusterStatus(ClusterStatusRequest request, StreamObserver<ClusterStatusResponse> out) {
     DataServiceImpl.respond(out, () -> {
       ShardMap map = ctx.map().current();
-      Map<String, ShardInfo> stats = tables.shardStats();
+      NodeStatsPoll.Answers answers = tables.poll();
+      Map<String, ShardInfo> stats = TableAdmin.shardStats(answers);
+      Map<String, NodeStatsResponse> byNode = new java.util.HashMap<>();
+      answers.answers().forEach(a -> byNode.put(a.getNode(), a));
       ClusterStatusResponse.Builder b = ClusterStatusResponse.newBuilder().setMapEpoch(map.epoch());
       Map<NodeId, NodeInfo> live = ctx.coordinator().liveNodes();
       java.util.Set<NodeId> all = new java.util.TreeSet<>(live.keySet());
@@ -100,6 +150,10 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
             keys += stat.getKeys();
             bytes += stat.getBytes();
           }
+        }
+        NodeStatsResponse answer = byNode.get(id.value());
+        if (answer != null) {
+          n.setTrashEntries(answer.getTrashCount()).setTrashBytes(answer.getTrashList().stream().mapToLong(TrashEntry::getBytes).sum());
         }
         b.addNodes(n.setShards((int) shards).setKeys(keys).setBytes(bytes));
       }

@@ -40,6 +40,8 @@ import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.proto.v1.ShardScanRequest;
 import io.shardwise.proto.v1.ShardScanResponse;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.proto.v1.UndropTableRequest;
+import io.shardwise.proto.v1.UndropTableResponse;
 import io.shardwise.server.shard.ShardFencedException;
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ScanPage;
@@ -98,6 +100,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   @Override
   public void dropTable(DropTableRequest request, StreamObserver<DropTableResponse> out) {
     respond(out, () -> tables.drop(request.getName()));
+  }
+
+  @Override
+  public void undropTable(UndropTableRequest request, StreamObserver<UndropTableResponse> out) {
+    respond(out, () -> tables.undrop(request.getName()));
   }
 
   // ------------------------------------------------------------------ single keys

@@ -17,9 +17,12 @@ import io.shardwise.proto.Errors;
 import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.CreateTableRequest;
 import io.shardwise.proto.v1.DropTableResponse;
+import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ListTablesResponse;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.proto.v1.UndropTableResponse;
+import io.shardwise.server.coordination.Coordinator;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -97,10 +100,20 @@ public final class TableAdmin {
     return info(table, map.epoch(), withStats ? shardStats() : Map.of());
   }
 
+  /**
+   * Drops a table. Its definition is kept first (in ZooKeeper, the last one per name), so that
+   * {@link #undrop} can bring it back while its data is in the owners' trash.
+   */
   DropTableResponse drop(String name) {
+    ShardMap before = ctx.coordinator().readMap().map();
+    Table table = before.table(name).orElseThrow(() -> Errors.noSuchTable(name, before.epoch()));
+    byte[] record = MapCodec.toProto(ShardMap.restore(before.epoch(), List.of(table))).toByteArray();
+    ctx.coordinator().update(Coordinator.DROPPED_PATH + "/" + name, old -> record);
     ShardMap stored = ctx.coordinator().updateMap(map -> {
-      if (map.table(name).isEmpty()) {
-        throw Errors.noSuchTable(name, map.epoch());
+      Table now = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
+      if (now.id() != table.id()) {
+        throw Status.ABORTED.withDescription("table " + name + " was recreated while it was being dropped; drop it again")
+            .asRuntimeException();
       }
       return Optional.of(ShardMapDelta.on(map).dropTable(name).build());
     });
@@ -108,11 +121,55 @@ public final class TableAdmin {
     return DropTableResponse.newBuilder().setMapEpoch(stored.epoch()).build();
   }
 
+  /**
+   * Brings back the last table dropped under {@code name}: the same id, layout and owners, so each
+   * owner finds the shard's copy in its trash and puts it back before it serves the shard. Data
+   * purged from a trash since (after the trash grace) is gone; the answer says how many shards'
+   * copies the live owners still had.
+   */
+  UndropTableResponse undrop(String name) {
+    byte[] record = ctx.coordinator().read(Coordinator.DROPPED_PATH + "/" + name).map(Coordinator.Record::data)
+        .orElseThrow(() -> Status.NOT_FOUND.withDescription("no dropped table " + name + " is remembered (only the last drop of each "
+            + "name is, until the name is dropped again)").asRuntimeException());
+    Table table = MapCodec.fromBytes(record).table(name).orElseThrow();
+    // What the owners still hold, asked before the table is back (then the copies leave the trash).
+    java.util.Set<Long> inTrash = new java.util.TreeSet<>();
+    java.util.Set<String> answered = new java.util.TreeSet<>();
+    for (NodeStatsResponse node : poll().answers()) {
+      answered.add(node.getNode());
+      node.getTrashList().stream().filter(e -> e.getTableId() == table.id() && e.getKind().equals("table_dropped"))
+          .forEach(e -> inTrash.add(e.getNumber()));
+    }
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      if (map.table(name).isPresent()) {
+        throw Status.ALREADY_EXISTS.withDescription("a table " + name + " exists (id " + map.table(name).get().id()
+            + "); drop it first to bring back the one dropped before").asRuntimeException();
+      }
+      return Optional.of(ShardMapDelta.on(map).restoreTable(table).build());
+    });
+    ctx.coordinator().delete(Coordinator.DROPPED_PATH + "/" + name);
+    ctx.map().await(stored.epoch(), APPLY_WAIT);
+    Table back = stored.table(name).orElseThrow();
+    UndropTableResponse.Builder out = UndropTableResponse.newBuilder().setTable(info(back, stored.epoch(), Map.of()))
+        .setShardsFoundInTrash(inTrash.size());
+    back.shards().stream().map(s -> s.owner().value()).filter(o -> !answered.contains(o)).distinct().forEach(out::addOwnersNotAsked);
+    return out.build();
+  }
+
   /** Keys and bytes of every shard, asked of every live node; shards of unreachable nodes are left out. */
   Map<String, ShardInfo> shardStats() {
+    return shardStats(poll());
+  }
+
+  /** Every live node's stats (shards with keys and bytes, trash), within 5 s each. */
+  NodeStatsPoll.Answers poll() {
+    return NodeStatsPoll.ask(ctx.peers(), ctx.coordinator().liveNodes().values(), true, Duration.ofSeconds(5));
+  }
+
+  /** The shards in {@code answers}, by "table/number". */
+  static Map<String, ShardInfo> shardStats(NodeStatsPoll.Answers answers) {
     Map<String, ShardInfo> out = new HashMap<>();
-    NodeStatsPoll.ask(ctx.peers(), ctx.coordinator().liveNodes().values(), true, Duration.ofSeconds(5)).answers()
-        .forEach(stats -> stats.getShardsList().forEach(s -> out.put(s.getTable() + "/" + s.getNumber(), s)));
+    answers.answers().forEach(stats -> stats.getShardsList().forEach(s -> out.put(s.getTable() + "/" + s.getNumber(), s)));
     return out; // shards of unreachable nodes are missing; cluster status marks the node
   }
 

@@ -91,6 +91,14 @@ public final class LocalShard {
     }
   }
 
+  /** Records a stored key (prefix included) written while inside the fence, for a move in progress (no-op otherwise). */
+  void writtenStored(byte[] storeKey) {
+    ChangeLog l = log;
+    if (l != null) {
+      l.record(storeKey);
+    }
+  }
+
   /** True while a move's change log records this shard's writes (read inside the fence). */
   boolean tracked() {
     return log != null;

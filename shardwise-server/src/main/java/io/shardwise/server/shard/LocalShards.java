@@ -181,6 +181,23 @@ public final class LocalShards {
     }
   }
 
+  /**
+   * Merges stored values (a trash entry's) into a shard served here, inside its fence: each is
+   * written only if newer than what the shard holds ({@link ShardEngine#mergeStored}).
+   *
+   * @return how many user keys were written (write-id records are merged too, and not counted)
+   */
+  public int merge(ShardRef ref, List<ShardEngine.StoredValue> values) {
+    LocalShard s = enter(ref, true);
+    try {
+      List<byte[]> written = store.mergeStored(ref, values);
+      written.forEach(s::writtenStored);
+      return (int) written.stream().filter(k -> !ShardStore.isRequestRecord(k)).count();
+    } finally {
+      s.exit();
+    }
+  }
+
   private LocalShard enter(ShardRef ref, boolean write) {
     LocalShard s = held.get(ref);
     if (s == null) {

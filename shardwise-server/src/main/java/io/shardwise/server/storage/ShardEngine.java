@@ -64,6 +64,16 @@ public interface ShardEngine {
    */
   void writeStored(ShardRef shard, List<StoredValue> values);
 
+  /**
+   * Merges stored values (from a trashed copy of {@code shard}) into the shard: each is written
+   * only if its version is newer than the key's stored version (tombstones count), so nothing
+   * written since is overwritten and nothing deleted since comes back. Atomic.
+   *
+   * @return the store keys written
+   * @throws IllegalArgumentException if a key is not in {@code shard}; nothing is written
+   */
+  List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values);
+
   /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
   void drop(ShardRef shard);
 

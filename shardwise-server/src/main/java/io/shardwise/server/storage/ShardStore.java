@@ -317,7 +317,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private static final byte[] RECORD_PREFIX = {0x00, 0x02};
   private static final byte[] RECORD_END = {0x00, 0x03};
 
-  private static boolean isRequestRecord(byte[] storeKey) {
+  /** True for the stored key of a write id's record ({@link #requestRecordKey}), false for a user key. */
+  public static boolean isRequestRecord(byte[] storeKey) {
     return storeKey.length >= ShardRef.PREFIX_BYTES + 2 && storeKey[ShardRef.PREFIX_BYTES] == RECORD_PREFIX[0]
         && storeKey[ShardRef.PREFIX_BYTES + 1] == RECORD_PREFIX[1];
   }
@@ -433,7 +434,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       try {
         // Whatever this node held of the shard is older than the incoming copy, but it is not ours
         // to delete: it goes to the trash (and the range is then empty, so ingestion forces no flush).
-        trash.put(shard, "replaced by a copy that a move brought in", () -> true);
+        trash.put(shard, ShardTrash.Kind.REPLACED, "replaced by a copy that a move brought in", () -> true);
         if (file == null) {
           return;
         }
@@ -496,6 +497,47 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         db.write(writeOptions, writes);
       } catch (RocksDBException e) {
         throw new StorageException("writing copied values to shard " + shard + " failed: " + e.getMessage(), e);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values) {
+    enter();
+    try {
+      byte[] prefix = shard.prefix();
+      TreeSet<Integer> stripeSet = new TreeSet<>();
+      for (StoredValue v : values) {
+        if (v.stored() == null || v.storeKey().length < prefix.length
+            || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+          throw new IllegalArgumentException("a merged value is absent or its key does not belong to shard " + shard);
+        }
+        stripeSet.add(stripeOf(v.storeKey()));
+      }
+      List<ReentrantLock> held = new ArrayList<>();
+      try (WriteBatch writes = new WriteBatch()) {
+        for (int stripe : stripeSet) { // ascending, as writes take them: no two wait on each other
+          stripes[stripe].lock();
+          held.add(stripes[stripe]);
+        }
+        List<byte[]> written = new ArrayList<>();
+        for (StoredValue v : values) {
+          byte[] raw = read(v.storeKey());
+          if (raw == null || version(raw) < version(v.stored())) {
+            writes.put(v.storeKey(), v.stored());
+            written.add(v.storeKey());
+          }
+        }
+        if (!written.isEmpty()) {
+          db.write(writeOptions, writes);
+        }
+        return written;
+      } catch (RocksDBException e) {
+        throw new StorageException("merging into shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
       }
     } finally {
       exit();

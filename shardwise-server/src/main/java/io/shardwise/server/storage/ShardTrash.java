@@ -42,8 +42,22 @@ public final class ShardTrash {
   static final byte[] COLUMN_FAMILY = "trash".getBytes(StandardCharsets.UTF_8);
   private static final int ID_BYTES = 8;
 
+  /** Why a copy is in the trash. */
+  public enum Kind {
+    /** The shard moved to another node. */
+    MOVED_AWAY,
+    /** Found at start, the map giving it to another node. */
+    FOREIGN_AT_START,
+    /** Its table was dropped: {@code table undrop} brings it back. */
+    TABLE_DROPPED,
+    /** A move brought in a newer copy of the shard. */
+    REPLACED,
+    /** Trashed by a build that did not record why. */
+    UNKNOWN
+  }
+
   /** One trashed copy of a shard. */
-  public record Entry(long id, ShardRef shard, long trashedAtMillis, long entries, long liveKeys, long bytes, String reason) {}
+  public record Entry(long id, ShardRef shard, Kind kind, long trashedAtMillis, long entries, long liveKeys, long bytes, String reason) {}
 
   private final ShardStore store;
   private final RocksDB db;
@@ -68,7 +82,7 @@ public final class ShardTrash {
    *
    * @return the new entry, or empty if the shard held nothing or {@code stillUnowned} said no
    */
-  public synchronized Optional<Entry> put(ShardRef shard, String reason, BooleanSupplier stillUnowned) {
+  public synchronized Optional<Entry> put(ShardRef shard, Kind kind, String reason, BooleanSupplier stillUnowned) {
     store.enter();
     try {
       if (!stillUnowned.getAsBoolean()) {
@@ -81,7 +95,8 @@ public final class ShardTrash {
         if (exported.entries() == 0) {
           return Optional.empty();
         }
-        Entry entry = new Entry(id, shard, System.currentTimeMillis(), exported.entries(), exported.liveKeys(), exported.bytes(), reason);
+        Entry entry = new Entry(id, shard, kind, System.currentTimeMillis(), exported.entries(), exported.liveKeys(), exported.bytes(),
+            reason);
         nextId++;
         // The entry first: a crash after it and before the data leaves an empty entry, never data without one.
         db.put(column, writeOptions, metaKey(id), encode(entry));
@@ -118,6 +133,40 @@ public final class ShardTrash {
       return out;
     } catch (RocksDBException e) {
       throw new StorageException("reading the trash failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  /** The entry {@code id}, if there is one. */
+  public Optional<Entry> entry(long id) {
+    return entries().stream().filter(e -> e.id() == id).findFirst();
+  }
+
+  /**
+   * Calls {@code batch} with the stored values the entry kept (original store keys), in key order,
+   * at most {@code maxKeys} at a time.
+   */
+  public void forEachBatch(long id, int maxKeys, java.util.function.Consumer<List<ShardEngine.StoredValue>> batch) {
+    store.enter();
+    try (Slice bound = new Slice(longBytes(id + 1));
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setFillCache(false);
+        RocksIterator it = db.newIterator(column, read)) {
+      List<ShardEngine.StoredValue> values = new ArrayList<>();
+      for (it.seek(longBytes(id)); it.isValid(); it.next()) {
+        byte[] key = it.key();
+        values.add(new ShardEngine.StoredValue(java.util.Arrays.copyOfRange(key, ID_BYTES, key.length), it.value()));
+        if (values.size() == maxKeys) {
+          batch.accept(values);
+          values = new ArrayList<>();
+        }
+      }
+      it.status();
+      if (!values.isEmpty()) {
+        batch.accept(values);
+      }
+    } catch (RocksDBException e) {
+      throw new StorageException("reading trash entry " + id + " failed: " + e.getMessage(), e);
     } finally {
       store.exit();
     }
@@ -176,10 +225,15 @@ public final class ShardTrash {
     return ShardStore.concat(new byte[ID_BYTES], longBytes(id));
   }
 
+  /**
+   * Six longs, then {@code 0x00}, the kind's ordinal and the reason in UTF-8. Entries written before
+   * kinds were recorded have the reason right after the longs; a reason never starts with 0x00.
+   */
   private static byte[] encode(Entry e) {
     byte[] reason = e.reason().getBytes(StandardCharsets.UTF_8);
-    return ByteBuffer.allocate(6 * Long.BYTES + reason.length).putLong(e.shard().tableId()).putLong(e.shard().shardNumber())
-        .putLong(e.trashedAtMillis()).putLong(e.entries()).putLong(e.liveKeys()).putLong(e.bytes()).put(reason).array();
+    return ByteBuffer.allocate(6 * Long.BYTES + 2 + reason.length).putLong(e.shard().tableId()).putLong(e.shard().shardNumber())
+        .putLong(e.trashedAtMillis()).putLong(e.entries()).putLong(e.liveKeys()).putLong(e.bytes())
+        .put((byte) 0).put((byte) e.kind().ordinal()).put(reason).array();
   }
 
   private static Entry decode(byte[] key, byte[] value) {
@@ -190,8 +244,14 @@ public final class ShardTrash {
     long entries = b.getLong();
     long live = b.getLong();
     long bytes = b.getLong();
+    Kind kind = Kind.UNKNOWN;
+    if (b.remaining() >= 2 && value[b.position()] == 0) {
+      int ordinal = value[b.position() + 1];
+      kind = ordinal >= 0 && ordinal < Kind.values().length ? Kind.values()[ordinal] : Kind.UNKNOWN;
+      b.position(b.position() + 2);
+    }
     String reason = new String(value, b.position(), b.remaining(), StandardCharsets.UTF_8);
-    return new Entry(id, shard, at, entries, live, bytes, reason);
+    return new Entry(id, shard, kind, at, entries, live, bytes, reason);
   }
 
   private static byte[] longBytes(long v) {

@@ -33,7 +33,6 @@ final class MemoryEngine implements ShardEngine {
   private static final byte VALUE = 0;
   private static final byte TOMBSTONE = 1;
   private static final int HEADER = 9;
-  private static final int PREFIX_BYTES = new ShardRef(0, 0).storeKey(new byte[0]).length;
 
   private final TreeMap<byte[], byte[]> data = new TreeMap<>(Arrays::compareUnsigned);
   private final TreeMap<byte[], byte[]> trash = new TreeMap<>(Arrays::compareUnsigned);
@@ -111,7 +110,7 @@ final class MemoryEngine implements ShardEngine {
         write(out, e.getKey());
         write(out, e.getValue());
         bytes += e.getKey().length + e.getValue().length;
-        if (e.getValue()[0] != TOMBSTONE && !isRecord(e.getKey())) {
+        if (e.getValue()[0] != TOMBSTONE && !ShardStore.isRequestRecord(e.getKey())) {
           live++;
         }
       }
@@ -166,6 +165,11 @@ final class MemoryEngine implements ShardEngine {
   }
 
   @Override
+  public List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values) {
+    throw new UnsupportedOperationException("the move simulation does not restore trash");
+  }
+
+  @Override
   public void drop(ShardRef shard) {
     range(data, shard).clear();
   }
@@ -179,12 +183,6 @@ final class MemoryEngine implements ShardEngine {
     byte[] from = shard.storeKey(new byte[0]);
     byte[] to = new ShardRef(shard.tableId(), shard.shardNumber() + 1).storeKey(new byte[0]);
     return map.subMap(from, true, to, false);
-  }
-
-  /** A write id's record: {@code 0x00 0x02} right after the shard's prefix (see {@link ShardStore#requestRecordKey}). */
-  private static boolean isRecord(byte[] storeKey) {
-    int prefix = PREFIX_BYTES;
-    return storeKey.length >= prefix + 2 && storeKey[prefix] == 0x00 && storeKey[prefix + 1] == 0x02;
   }
 
   private static byte[] encode(byte[] value, long version) {

@@ -135,6 +135,47 @@ class NoDeleteOnAMapAloneTest {
   }
 
   @Test
+  void aDroppedTableComesBackWithEveryKeyAndVersionUntilItsNameIsTakenAgain() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("cart", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(6).build());
+      List<Key> keys = keys(60);
+      keys.forEach(k -> client.put("cart", k, k.partitionKey()));
+      keys.subList(0, 10).forEach(k -> client.put("cart", k, b("second")));
+      keys.subList(50, 60).forEach(k -> client.delete("cart", k));
+      client.dropTable("cart");
+      assertThatThrownBy(() -> client.get("cart", keys.get(0))).hasMessageContaining("cart");
+      // Each owner's shards of the table go to its trash.
+      await().atMost(Duration.ofSeconds(20)).until(() -> cluster.nodes.stream().mapToLong(n -> n.store().trash().entries().stream()
+          .filter(e -> e.kind() == ShardTrash.Kind.TABLE_DROPPED).count()).sum() == 6);
+      assertThat(cluster.nodes).allMatch(n -> n.store().storedShards().isEmpty());
+
+      var back = client.undropTable("cart");
+      assertThat(back.getShardsFoundInTrash()).isEqualTo(6);
+      assertThat(back.getOwnersNotAskedList()).isEmpty();
+      for (int i = 0; i < 60; i++) {
+        var v = client.get("cart", keys.get(i));
+        if (i >= 50) {
+          assertThat(v).as("key-" + i + " stays deleted").isEmpty();
+        } else {
+          assertThat(v).as("key-" + i).isPresent();
+          assertThat(v.get().version()).isEqualTo(i < 10 ? 2 : 1);
+          assertThat(v.get().value()).isEqualTo(i < 10 ? b("second") : keys.get(i).partitionKey());
+        }
+      }
+      assertThat(client.put("cart", keys.get(0), b("third"))).as("versions go on from where they were").isEqualTo(3);
+      assertThat(client.put("cart", keys.get(55), b("again"))).as("after its tombstone (version 2)").isEqualTo(3);
+      assertThat(cluster.nodes).allMatch(n -> n.store().trash().entries().isEmpty());
+      assertThatThrownBy(() -> client.undropTable("cart")).hasMessageContaining("no dropped table cart");
+
+      // Dropped again and the name reused: the old one cannot come back over the new one.
+      client.dropTable("cart");
+      client.createTable("cart", PartitioningSpec.newBuilder().setStrategy("mod").setShards(2).build());
+      assertThatThrownBy(() -> client.undropTable("cart")).hasMessageContaining("a table cart exists");
+    }
+  }
+
+  @Test
   void aPlanThatAbandonsAnAbsentNodesShardsSaysSoNeedsAcceptDataLossAndTheReturningNodeKeepsItsCopiesInTheTrash() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
         io.shardwise.server.coordination.Coordinator c = io.shardwise.server.coordination.Coordinator.connect(cluster.zk.connectString(),
@@ -167,6 +208,28 @@ class NoDeleteOnAMapAloneTest {
       assertThat(back.store().trash().entries()).hasSize((int) onN2)
           .allSatisfy(e -> assertThat(e.reason()).contains("not this node's"));
       assertThat(back.store().trash().entries().stream().mapToLong(ShardTrash.Entry::liveKeys).sum()).isPositive();
+      assertThat(back.store().trash().entries()).allMatch(e -> e.kind() == ShardTrash.Kind.FOREIGN_AT_START);
+
+      // Meanwhile ten keys are written again; then an operator merges n2's copies back into the
+      // shards' new owners: the rest of the keys return, and the keys written since keep their values.
+      ShardwiseClient fresh = cluster.client(Routing.CLIENT);
+      keys(10).forEach(k -> fresh.put("gone", k, b("new")));
+      long missing = keys(100).stream().filter(k -> fresh.get("gone", k).isEmpty()).count();
+      assertThat(missing).as("keys of n2's old shards, absent before the restore").isPositive();
+      var admin = io.shardwise.proto.v1.AdminServiceGrpc.newBlockingStub(io.shardwise.proto.Channels.open(back.address(), 16 << 20));
+      var listed = admin.listTrash(io.shardwise.proto.v1.ListTrashRequest.getDefaultInstance());
+      assertThat(listed.getEntriesList()).hasSize((int) onN2).allMatch(e -> e.getKind().equals("foreign_at_start") && e.getTable().equals("gone"));
+      var restored = admin.restoreTrash(io.shardwise.proto.v1.RestoreTrashRequest.newBuilder()
+          .addAllIds(listed.getEntriesList().stream().map(io.shardwise.proto.v1.TrashEntry::getId).toList()).build());
+      assertThat(restored.getRestoredList()).hasSize((int) onN2); // into the current owners (auto mode may have given n2 shards again)
+      assertThat(restored.getRestoredList().stream().mapToLong(io.shardwise.proto.v1.RestoredEntry::getKeysMerged).sum())
+          .as("the missing keys are merged; the ten written since are as new (version 1) as their trashed copies, and kept").isEqualTo(missing);
+      for (Key k : keys(100)) {
+        int i = Integer.parseInt(new String(k.partitionKey(), StandardCharsets.UTF_8).substring(4));
+        assertThat(fresh.get("gone", k)).as("key-" + i).isPresent().get()
+            .satisfies(v -> assertThat(v.value()).isEqualTo(i < 10 ? b("new") : k.partitionKey()));
+      }
+      assertThat(back.store().trash().entries()).as("restored entries leave the trash").isEmpty();
     }
   }
 }

@@ -1,0 +1,189 @@
+package io.shardwise.server.node;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Status;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.MergeStoredRequest;
+import io.shardwise.proto.v1.MoveServiceGrpc;
+import io.shardwise.proto.v1.RestoredEntry;
+import io.shardwise.proto.v1.StoredValue;
+import io.shardwise.proto.v1.TrashEntry;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.TrashAdmin;
+import io.shardwise.server.shard.LocalShards;
+import io.shardwise.server.storage.ShardEngine;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import io.shardwise.server.storage.ShardTrash;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a node does with its trash besides keeping it: puts copies in, brings a dropped table's
+ * copies back when the table is undropped, and, for an operator, lists, restores and purges
+ * entries. A restore merges an entry into its shard's current owner — here or on another node —
+ * writing a key only where the entry's version is newer, so nothing written or deleted since is
+ * undone. Thread-safe.
+ */
+final class NodeTrash implements TrashAdmin {
+
+  private static final Logger LOG = LoggerFactory.getLogger(NodeTrash.class);
+  private static final int MERGE_BATCH_KEYS = 1_000;
+
+  private final NodeId self;
+  private final ShardStore store;
+  private final LocalShards shards;
+  private final Supplier<ShardMap> map;
+  private final Coordinator coordinator;
+  private final Peers peers;
+
+  NodeTrash(NodeId self, ShardStore store, LocalShards shards, Supplier<ShardMap> map, Coordinator coordinator, Peers peers) {
+    this.self = self;
+    this.store = store;
+    this.shards = shards;
+    this.map = map;
+    this.coordinator = coordinator;
+    this.peers = peers;
+  }
+
+  /** Moves what the store holds of {@code shard} to the trash if {@code stillForeign} says so when it starts. */
+  void put(ShardRef shard, ShardTrash.Kind kind, String reason, BooleanSupplier stillForeign) {
+    try {
+      store.trash().put(shard, kind, reason, stillForeign).ifPresent(e ->
+          LOG.info("node {}: shard {} ({} keys, {} bytes) to the trash: {}", self, shard, e.liveKeys(), e.bytes(), reason));
+      if (stillForeign.getAsBoolean()) {
+        shards.forget(shard);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: could not move shard {} to the trash: {}", self, shard, e.getMessage());
+    }
+  }
+
+  /**
+   * Before this node applies {@code next}: shards it owns of a table that {@code previous} does not
+   * have (an undropped table keeps its id) get back the copies its drop put in the trash. They are
+   * written straight to the store, before the shard serves, so no write can come between. The
+   * caller holds the trash's lock until it has installed {@code next}: a drop's trashing that has
+   * not run yet then sees the table back and keeps the data where it is.
+   */
+  void restoreUndropped(ShardMap previous, ShardMap next) {
+    assert Thread.holdsLock(store.trash()) : "the caller holds the trash until the new map is installed";
+    List<ShardTrash.Entry> entries = null;
+    for (Table t : next.tables().values()) {
+      if (previous.tables().values().stream().anyMatch(old -> old.id() == t.id())) {
+        continue;
+      }
+      for (ShardAssignment s : t.shards()) {
+        if (!s.owner().equals(self)) {
+          continue;
+        }
+        if (entries == null) {
+          entries = store.trash().entries();
+        }
+        ShardRef ref = new ShardRef(t.id(), s.id().number());
+        for (ShardTrash.Entry e : entries) {
+          if (e.kind() == ShardTrash.Kind.TABLE_DROPPED && e.shard().equals(ref)) {
+            long[] merged = {0};
+            store.trash().forEachBatch(e.id(), MERGE_BATCH_KEYS, values -> merged[0] += store.mergeStored(ref, values).size());
+            store.trash().purge(e.id());
+            LOG.info("node {}: table {} undropped: shard {} got back {} stored keys from trash entry {}", self, t.name(), ref, merged[0],
+                e.id());
+          }
+        }
+      }
+    }
+  }
+
+  @Override
+  public List<TrashEntry> list() {
+    ShardMap current = map.get();
+    List<TrashEntry> out = new ArrayList<>();
+    for (ShardTrash.Entry e : store.trash().entries()) {
+      String table = current.tables().values().stream().filter(t -> t.id() == e.shard().tableId()).map(Table::name).findFirst().orElse("");
+      out.add(TrashEntry.newBuilder().setId(e.id()).setTable(table).setTableId(e.shard().tableId()).setNumber(e.shard().shardNumber())
+          .setKind(e.kind().name().toLowerCase(Locale.ROOT)).setTrashedAtMillis(e.trashedAtMillis()).setKeys(e.liveKeys())
+          .setBytes(e.bytes()).setReason(e.reason()).build());
+    }
+    return out;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such entry, FAILED_PRECONDITION if its
+   *     table is not in the map (undrop it first) or the owner cannot take it now
+   */
+  @Override
+  public RestoredEntry restore(long id) {
+    ShardTrash.Entry e = store.trash().entry(id)
+        .orElseThrow(() -> Status.NOT_FOUND.withDescription("node " + self + " has no trash entry " + id).asRuntimeException());
+    ShardMap current = map.get();
+    ShardAssignment owner = current.shard(e.shard().tableId(), e.shard().shardNumber())
+        .orElseThrow(() -> Status.FAILED_PRECONDITION.withDescription("trash entry " + id + " is of table id " + e.shard().tableId()
+            + ", which is not in the map at epoch " + current.epoch()
+            + (e.kind() == ShardTrash.Kind.TABLE_DROPPED ? "; 'table undrop' brings a dropped table back with its data" : ""))
+            .asRuntimeException());
+    long[] written = {0};
+    long[] offered = {0};
+    if (owner.owner().equals(self)) {
+      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, values -> {
+        offered[0] += userKeys(values);
+        try {
+          written[0] += shards.merge(e.shard(), values);
+        } catch (RuntimeException fenced) {
+          throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " cannot take the entry now: " + fenced.getMessage())
+              .asRuntimeException();
+        }
+      });
+    } else {
+      var info = coordinator.liveNodes().get(owner.owner());
+      if (info == null) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " belongs to " + owner.owner() + ", which is not live")
+            .asRuntimeException();
+      }
+      MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(peers.channel(info.getAddress()));
+      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, values -> {
+        offered[0] += userKeys(values);
+        MergeStoredRequest.Builder request = MergeStoredRequest.newBuilder().setTableId(e.shard().tableId())
+            .setNumber(e.shard().shardNumber());
+        for (ShardEngine.StoredValue v : values) {
+          request.addValues(StoredValue.newBuilder().setStoreKey(ByteString.copyFrom(v.storeKey())).setStored(ByteString.copyFrom(v.stored())));
+        }
+        written[0] += peer.withDeadlineAfter(60, TimeUnit.SECONDS).mergeStored(request.build()).getWritten();
+      });
+    }
+    store.trash().purge(id);
+    LOG.info("node {}: trash entry {} (shard {}) restored into {}: {} of {} keys written, the rest were as new or newer there", self, id,
+        owner.id(), owner.owner(), written[0], offered[0]);
+    return RestoredEntry.newBuilder().setId(id).setKeysMerged(written[0]).setKeysNewerKept(offered[0] - written[0])
+        .setOwner(owner.owner().value()).build();
+  }
+
+  private static long userKeys(List<ShardEngine.StoredValue> values) {
+    return values.stream().filter(v -> !ShardStore.isRequestRecord(v.storeKey())).count();
+  }
+
+  @Override
+  public List<Long> purge(List<Long> ids) {
+    List<Long> purged = new ArrayList<>();
+    for (long id : ids) {
+      Optional<ShardTrash.Entry> e = store.trash().entry(id);
+      if (e.isPresent() && store.trash().purge(id)) {
+        purged.add(id);
+        LOG.info("node {}: trash entry {} (shard {}, {} keys) purged by an operator", self, id, e.get().shard(), e.get().liveKeys());
+      }
+    }
+    return purged;
+  }
+}
