@@ -72,6 +72,26 @@ final class ServerProcesses implements AutoCloseable {
     Files.move(dir.resolve(name + ".log"), dir.resolve(name + "-killed-" + (++killed) + ".log"));
   }
 
+  /**
+   * {@code SIGSTOP}, then {@code SIGCONT} after {@code pause}: the process stands still (no
+   * heartbeat, no reply) and then goes on as if nothing happened, as a long GC pause or a stalled VM.
+   * A process must be resumed even if the test fails: {@link #close} sends SIGCONT first.
+   */
+  void pause(String name, java.time.Duration pause) throws IOException, InterruptedException {
+    Process p = servers.get(name);
+    signal(p, "STOP");
+    try {
+      Thread.sleep(pause.toMillis());
+    } finally {
+      signal(p, "CONT");
+    }
+  }
+
+  private static void signal(Process p, String signal) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).inheritIO().start();
+    assertThat(kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0).as("kill -" + signal + " " + p.pid()).isTrue();
+  }
+
   /** Runs one CLI command against {@code zk} and waits for it (at most 2 minutes). */
   Result cli(String zk, String... args) throws IOException, InterruptedException {
     Path out = Files.createTempFile(dir, "out", ".txt");
@@ -87,6 +107,11 @@ final class ServerProcesses implements AutoCloseable {
   @Override
   public void close() {
     for (Process p : servers.values()) {
+      try {
+        signal(p, "CONT"); // a stopped process ignores SIGTERM until it runs again
+      } catch (IOException | InterruptedException | AssertionError ignored) {
+        // it may have exited already
+      }
       p.destroy();
     }
     try {
