@@ -162,27 +162,69 @@ public final class ShardwiseClient implements AutoCloseable {
     return map.epoch();
   }
 
-  /** Fetches the current map from the first seed that answers. */
+  /** How long one node may take to answer a map request in {@link #refreshMap} before the others' answers are taken. */
+  private static final Duration MAP_FETCH_DEADLINE = Duration.ofSeconds(3);
+
+  /**
+   * Fetches the current map, asking every seed and every node of the last map at once and taking
+   * the newest answer among the first to arrive: a stopped or unreachable node costs nothing while
+   * another answers, and at most {@code MAP_FETCH_DEADLINE} if none does.
+   */
   public synchronized void refreshMap() {
-    StatusRuntimeException last = null;
-    for (int i = 0; i < seeds.size(); i++) {
-      String seed = seeds.get((nextSeed + i) % seeds.size());
-      try {
-        fetchMap(seed);
-        return;
-      } catch (StatusRuntimeException e) {
-        last = e;
-        nextSeed = (nextSeed + 1) % seeds.size();
-      }
+    java.util.LinkedHashSet<String> targets = new java.util.LinkedHashSet<>(seeds);
+    targets.addAll(addresses.values());
+    GetShardMapRequest request = GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build();
+    java.util.concurrent.LinkedBlockingQueue<Object> answers = new java.util.concurrent.LinkedBlockingQueue<>();
+    List<com.google.common.util.concurrent.ListenableFuture<GetShardMapResponse>> calls = new java.util.ArrayList<>();
+    for (String target : targets) {
+      var call = AdminServiceGrpc.newFutureStub(channel(target)).withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+          .getShardMap(request);
+      calls.add(call);
+      call.addListener(() -> {
+        try {
+          answers.add(com.google.common.util.concurrent.Futures.getDone(call));
+        } catch (java.util.concurrent.ExecutionException | RuntimeException e) {
+          answers.add(e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e);
+        }
+      }, Runnable::run);
     }
-    throw new ShardwiseException(Status.Code.UNAVAILABLE, "no seed answered (" + String.join(", ", seeds) + "): "
-        + (last == null ? "" : last.getStatus().getDescription()));
+    Throwable last = null;
+    GetShardMapResponse best = null;
+    try {
+      // The first answer, and any others already in: a node a little behind must not win over one that is current.
+      for (int received = 0; received < targets.size() && (best == null || !answers.isEmpty()); received++) {
+        Object a = answers.poll(MAP_FETCH_DEADLINE.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+        if (a == null) {
+          break;
+        }
+        if (a instanceof GetShardMapResponse r) {
+          if (best == null || r.getMap().getEpoch() > best.getMap().getEpoch()) {
+            best = r;
+          }
+        } else {
+          last = (Throwable) a;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      calls.forEach(c -> c.cancel(false));
+    }
+    if (best == null) {
+      throw new ShardwiseException(Status.Code.UNAVAILABLE, "no node answered for the map within " + MAP_FETCH_DEADLINE.toSeconds()
+          + " s (" + String.join(", ", targets) + ")" + (last instanceof StatusRuntimeException sre ? ": " + sre.getStatus().getDescription() : ""));
+    }
+    install(best);
   }
 
   /** Installs the map {@code address} serves if it is not older than ours. */
   private void fetchMap(String address) {
-    GetShardMapResponse r = AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
-        .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build());
+    install(AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+        .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build()));
+  }
+
+  /** Installs a fetched map if it is not older than ours, with the live nodes' addresses it came with. */
+  private void install(GetShardMapResponse r) {
     ShardMap fetched = MapCodec.fromProto(r.getMap());
     Map<NodeId, String> live = new HashMap<>();
     for (NodeInfo n : r.getNodesList()) {
