@@ -22,6 +22,7 @@ import picocli.CommandLine.Command;
       KvCommand.class,
       ClusterCommand.class,
       RebalanceCommand.class,
+      ZooKeeperCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

@@ -54,6 +54,11 @@ final class NodeCommand implements Callable<Integer> {
           + "Default: ${DEFAULT-VALUE}.")
   String trashGrace;
 
+  @Option(names = "--tombstone-grace", paramLabel = "DURATION", defaultValue = "24h",
+      description = "How long a deleted key's tombstone is kept before it is purged (versions never repeat after a purge). "
+          + "Keep it at least --trash-grace. Default: ${DEFAULT-VALUE}.")
+  String tombstoneGrace;
+
   @Option(names = "--session-timeout", paramLabel = "DURATION", defaultValue = "10s",
       description = "ZooKeeper session timeout: how long a node may be cut off (or dead) before its shards' owner is gone from "
           + "ZooKeeper. Default: ${DEFAULT-VALUE}.")
@@ -80,7 +85,8 @@ final class NodeCommand implements Callable<Integer> {
     }
     NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
         .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace))
-        .withTrashGrace(Durations.parse("--trash-grace", trashGrace)).withAdoptCluster(adoptCluster)
+        .withTrashGrace(Durations.parse("--trash-grace", trashGrace))
+        .withTombstoneGrace(Durations.parse("--tombstone-grace", tombstoneGrace)).withAdoptCluster(adoptCluster)
         .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout));
     ShardwiseNode node = ShardwiseNode.start(config);
     Console console;

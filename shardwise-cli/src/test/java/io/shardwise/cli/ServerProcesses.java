@@ -94,12 +94,20 @@ final class ServerProcesses implements AutoCloseable {
 
   /** Runs one CLI command against {@code zk} and waits for it (at most 2 minutes). */
   Result cli(String zk, String... args) throws IOException, InterruptedException {
-    Path out = Files.createTempFile(dir, "out", ".txt");
-    Path err = Files.createTempFile(dir, "err", ".txt");
     List<String> command = new ArrayList<>(List.of(args));
     command.addAll(List.of("--zk", zk));
-    Process p = new ProcessBuilder(java(command.toArray(new String[0]))).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-    assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
+    return run(command.toArray(new String[0]));
+  }
+
+  /** Runs a command that is expected to exit (a CLI call, a server that refuses to start) and waits for it (at most 2 minutes). */
+  Result run(String... args) throws IOException, InterruptedException {
+    Path out = Files.createTempFile(dir, "out", ".txt");
+    Path err = Files.createTempFile(dir, "err", ".txt");
+    Process p = new ProcessBuilder(java(args)).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    if (!p.waitFor(2, TimeUnit.MINUTES)) {
+      p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      throw new AssertionError(String.join(" ", args) + " did not exit within 2 minutes: " + Files.readString(out, StandardCharsets.UTF_8));
+    }
     return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
   }
 

@@ -27,6 +27,9 @@ import java.util.function.Consumer;
  *   <li>{@code dropGrace}: how long a shard that moved away stays readable in place before it goes to
  *       the trash (30 s)
  *   <li>{@code trashGrace}: how long trashed copies are kept before they are purged (24 h)
+ *   <li>{@code tombstoneGrace}: how long a deleted key's tombstone is kept before it is purged (24 h;
+ *       versions stay unique after the purge, through the shard's version floor). At least the
+ *       trash grace, so that restoring a trash entry never brings back a key deleted since
  *   <li>{@code adoptCluster}: let a data directory that holds data but no cluster id join the
  *       cluster ZooKeeper names (data this node does not own goes to the trash, never deleted)
  * </ul>
@@ -44,6 +47,7 @@ public final class NodeConfig {
   private Duration sessionTimeout = Duration.ofSeconds(10);
   private Duration dropGrace = Duration.ofSeconds(30);
   private Duration trashGrace = Duration.ofHours(24);
+  private Duration tombstoneGrace = Duration.ofHours(24);
   private Duration balancerTick = Duration.ofSeconds(1);
   private boolean adoptCluster;
   private Consumer<MoveProgress> moveListener = p -> {};
@@ -73,6 +77,7 @@ public final class NodeConfig {
     c.sessionTimeout = sessionTimeout;
     c.dropGrace = dropGrace;
     c.trashGrace = trashGrace;
+    c.tombstoneGrace = tombstoneGrace;
     c.balancerTick = balancerTick;
     c.adoptCluster = adoptCluster;
     c.moveListener = moveListener;
@@ -208,6 +213,14 @@ public final class NodeConfig {
     return dropGrace;
   }
 
+  public NodeConfig withTombstoneGrace(Duration newGrace) {
+    return copy(c -> c.tombstoneGrace = notNegative("tombstone grace", newGrace));
+  }
+
+  public Duration tombstoneGrace() {
+    return tombstoneGrace;
+  }
+
   public Duration trashGrace() {
     return trashGrace;
   }
@@ -237,6 +250,6 @@ public final class NodeConfig {
   public String toString() {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
-        + " trash-grace=" + trashGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster + " " + limits;
+        + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster + " " + limits;
   }
 }

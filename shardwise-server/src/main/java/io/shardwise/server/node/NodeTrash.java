@@ -171,7 +171,7 @@ final class NodeTrash implements TrashAdmin {
   }
 
   private static long userKeys(List<ShardEngine.StoredValue> values) {
-    return values.stream().filter(v -> !ShardStore.isRequestRecord(v.storeKey())).count();
+    return values.stream().filter(v -> !ShardStore.isReserved(v.storeKey())).count();
   }
 
   @Override

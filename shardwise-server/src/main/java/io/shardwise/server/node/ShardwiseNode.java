@@ -27,6 +27,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
@@ -129,6 +131,13 @@ public final class ShardwiseNode implements AutoCloseable {
     long purgeEvery = Math.max(100, Math.min(Duration.ofMinutes(1).toMillis(), trashGrace.toMillis() / 10));
     cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
     cleaner.scheduleWithFixedDelay(this::purgeRequestRecords, 1, 1, TimeUnit.MINUTES);
+    Duration tombstoneGrace = config.tombstoneGrace();
+    if (tombstoneGrace.compareTo(trashGrace) < 0) {
+      LOG.warn("node {}: tombstone grace {} is shorter than trash grace {}: restoring a trash entry may bring back keys deleted "
+          + "since it was trashed", id, tombstoneGrace, trashGrace);
+    }
+    long tombstonesEvery = Math.max(100, Math.min(Duration.ofHours(1).toMillis(), tombstoneGrace.toMillis() / 10));
+    cleaner.scheduleWithFixedDelay(() -> purgeTombstones(tombstoneGrace), tombstonesEvery, tombstonesEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
@@ -215,6 +224,34 @@ public final class ShardwiseNode implements AutoCloseable {
       } catch (RuntimeException e) {
         LOG.warn("node {}: purging the write ids of shard {} failed: {}", id, shard.ref(), e.getMessage());
       }
+    }
+  }
+
+  /**
+   * Tombstones older than {@code grace}, shard by shard, a batch at a time, each batch inside the
+   * shard's fence and never while a move copies the shard (it is simply tried again next time).
+   */
+  private void purgeTombstones(Duration grace) {
+    long cutoff = System.currentTimeMillis() - grace.toMillis();
+    long purged = 0;
+    for (ShardRef shard : List.copyOf(shards.all().keySet())) {
+      byte[] from = new byte[0];
+      try {
+        while (from != null && !store.isClosed()) {
+          byte[] start = from;
+          Optional<ShardStore.TombstonePurge> batch = shards.maintain(shard, () -> store.purgeTombstones(shard, cutoff, start));
+          if (batch.isEmpty()) {
+            break;
+          }
+          purged += batch.get().purged();
+          from = batch.get().next();
+        }
+      } catch (RuntimeException e) {
+        LOG.warn("node {}: purging the tombstones of shard {} failed: {}", id, shard, e.getMessage());
+      }
+    }
+    if (purged > 0) {
+      LOG.info("node {}: purged {} tombstones older than {}", id, purged, grace);
     }
   }
 

@@ -192,7 +192,27 @@ public final class LocalShards {
     try {
       List<byte[]> written = store.mergeStored(ref, values);
       written.forEach(s::writtenStored);
-      return (int) written.stream().filter(k -> !ShardStore.isRequestRecord(k)).count();
+      return (int) written.stream().filter(k -> !ShardStore.isReserved(k)).count();
+    } finally {
+      s.exit();
+    }
+  }
+
+  /**
+   * Runs {@code work} (housekeeping that writes, such as purging tombstones) inside the shard's
+   * fence, as a write would, but only while no move is copying the shard: a move's change log does
+   * not record housekeeping, and {@code track} waits for it to finish. Empty if the shard is not
+   * served here, paused, or being moved.
+   */
+  public <T> java.util.Optional<T> maintain(ShardRef ref, java.util.function.Supplier<T> work) {
+    LocalShard s;
+    try {
+      s = enter(ref, true);
+    } catch (ShardFencedException e) {
+      return java.util.Optional.empty();
+    }
+    try {
+      return s.tracked() ? java.util.Optional.empty() : java.util.Optional.of(work.get());
     } finally {
       s.exit();
     }

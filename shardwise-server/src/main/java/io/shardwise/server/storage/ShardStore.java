@@ -45,7 +45,10 @@ import org.rocksdb.WriteOptions;
  * <p><b>Values are versioned.</b> A stored value is {@code [flags: 1 byte][version: 8 bytes][bytes]}.
  * A key's version starts at 1 and rises by one with every write, deletes included: a delete leaves
  * a tombstone that keeps the version, so a conditional write against an old version fails even
- * after the key was deleted and written again. Writes of one key are serialised by a lock stripe
+ * after the key was deleted and written again. A tombstone records when it was written, and
+ * {@link #purgeTombstones} removes those older than a grace; the shard then keeps a <em>version
+ * floor</em>, the highest version it purged, and a key written where none is stored starts above
+ * it, so versions still never repeat (no ABA) although the tombstone is gone. Writes of one key are serialised by a lock stripe
  * (read the version, write the next); a batch locks all its stripes in ascending order and commits
  * one RocksDB {@link WriteBatch}, so it is applied entirely or not at all.
  *
@@ -263,7 +266,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
               }
             }
             byte[] raw = read(storeKeys[i]);
-            long stored = raw == null ? 0 : version(raw);
+            long stored = raw == null ? versionFloor(m.shard()) : version(raw);
             boolean live = raw != null && raw[0] != TOMBSTONE;
             long current = live ? stored : 0;
             if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
@@ -273,7 +276,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
               versions[i] = 0; // deleting an absent key writes nothing
             } else {
               versions[i] = stored + 1;
-              writes.put(storeKeys[i], encode(m.value(), versions[i]));
+              writes.put(storeKeys[i], m.value() == null ? tombstone(versions[i], now) : encode(m.value(), versions[i]));
               anyWrite = true;
             }
             if (recordKeys[i] != null) {
@@ -316,11 +319,17 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
 
   private static final byte[] RECORD_PREFIX = {0x00, 0x02};
   private static final byte[] RECORD_END = {0x00, 0x03};
+  /** Where a shard keeps its version floor ({@link #purgeTombstones}): a stored value whose version is the floor. */
+  private static final byte[] FLOOR_KEY = {0x00, 0x04};
 
-  /** True for the stored key of a write id's record ({@link #requestRecordKey}), false for a user key. */
-  public static boolean isRequestRecord(byte[] storeKey) {
-    return storeKey.length >= ShardRef.PREFIX_BYTES + 2 && storeKey[ShardRef.PREFIX_BYTES] == RECORD_PREFIX[0]
-        && storeKey[ShardRef.PREFIX_BYTES + 1] == RECORD_PREFIX[1];
+  /**
+   * True for a key the store keeps for itself inside a shard's range (a write id's record, the
+   * version floor), false for a user key: an encoded user key that starts with 0x00 continues with
+   * 0xFF. Reserved keys move, export and are trashed with their shard; scans and counts skip them.
+   */
+  public static boolean isReserved(byte[] storeKey) {
+    return storeKey.length >= ShardRef.PREFIX_BYTES + 2 && storeKey[ShardRef.PREFIX_BYTES] == 0x00
+        && storeKey[ShardRef.PREFIX_BYTES + 1] != (byte) 0xFF;
   }
 
   private static byte[] requestRecord(long result, long atMillis) {
@@ -358,6 +367,104 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
   }
 
+  // ------------------------------------------------------------------ tombstones and the version floor
+
+  /** The most tombstones {@link #purgeTombstones} removes in one call (it holds their lock stripes meanwhile). */
+  public static final int TOMBSTONE_PURGE_BATCH = 256;
+
+  /** What one {@link #purgeTombstones} call removed, and the key to go on from ({@code null}: the shard's end). */
+  public record TombstonePurge(int purged, byte[] next) {}
+
+  /**
+   * Removes up to {@link #TOMBSTONE_PURGE_BATCH} of {@code shard}'s tombstones written before
+   * {@code cutoffMillis}, from {@code from} (a key, not prefixed; empty: the shard's start) on, and
+   * raises the shard's version floor to the highest version removed, in the same atomic batch.
+   * Under the lock stripes of those keys: a write of one of them either comes first (the key is
+   * live again and stays) or finds it gone and the floor already raised.
+   *
+   * <p>Run it only where no move is copying the shard: a move's change log does not see the
+   * removals (a copy that keeps a tombstone is still correct, only larger).
+   */
+  public TombstonePurge purgeTombstones(ShardRef shard, long cutoffMillis, byte[] from) {
+    enter();
+    try {
+      List<byte[]> candidates = new ArrayList<>();
+      byte[] next = null;
+      try (Slice bound = new Slice(shard.prefixEnd());
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true).setFillCache(false);
+          RocksIterator it = db.newIterator(read)) {
+        for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
+          byte[] raw = it.value();
+          if (raw[0] == TOMBSTONE && deletedAtMillis(raw) < cutoffMillis && !isReserved(it.key())) {
+            if (candidates.size() == TOMBSTONE_PURGE_BATCH) {
+              next = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
+              break;
+            }
+            candidates.add(it.key());
+          }
+        }
+        checkIterator(it, shard);
+      }
+      if (candidates.isEmpty()) {
+        return new TombstonePurge(0, null);
+      }
+      byte[] floorKey = shard.storeKey(FLOOR_KEY);
+      TreeSet<Integer> stripeSet = new TreeSet<>();
+      stripeSet.add(stripeOf(floorKey));
+      candidates.forEach(k -> stripeSet.add(stripeOf(k)));
+      List<ReentrantLock> held = new ArrayList<>();
+      try (WriteBatch writes = new WriteBatch()) {
+        for (int stripe : stripeSet) { // ascending, as writes take them
+          stripes[stripe].lock();
+          held.add(stripes[stripe]);
+        }
+        long floor = versionFloor(shard);
+        long raised = floor;
+        int purged = 0;
+        for (byte[] key : candidates) {
+          byte[] raw = read(key);
+          if (raw != null && raw[0] == TOMBSTONE && deletedAtMillis(raw) < cutoffMillis) { // not written again meanwhile
+            writes.delete(key);
+            raised = Math.max(raised, version(raw));
+            purged++;
+          }
+        }
+        if (purged > 0) {
+          if (raised > floor) {
+            writes.put(floorKey, encode(new byte[0], raised));
+          }
+          db.write(writeOptions, writes);
+        }
+        return new TombstonePurge(purged, next);
+      } catch (RocksDBException e) {
+        throw new StorageException("purging tombstones of shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * The highest version {@link #purgeTombstones} removed from {@code shard} (0 if none): a key
+   * written where nothing is stored gets the next version above it. Read under the key's stripe.
+   */
+  long versionFloor(ShardRef shard) {
+    byte[] raw = read(shard.storeKey(FLOOR_KEY));
+    return raw == null ? 0 : version(raw);
+  }
+
+  /** When a tombstone was written; 0 for one written before tombstones recorded it. */
+  private static long deletedAtMillis(byte[] tombstone) {
+    return tombstone.length >= HEADER + 8 ? java.nio.ByteBuffer.wrap(tombstone, HEADER, 8).getLong() : 0;
+  }
+
+  private static byte[] tombstone(long version, long atMillis) {
+    byte[] out = encode(java.nio.ByteBuffer.allocate(8).putLong(atMillis).array(), version);
+    out[0] = TOMBSTONE;
+    return out;
+  }
 
   // ------------------------------------------------------------------ moving shards
 
@@ -396,7 +503,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
             writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
             entries++;
             bytes += key.length + raw.length;
-            if (raw[0] != TOMBSTONE && !isRequestRecord(key)) {
+            if (raw[0] != TOMBSTONE && !isReserved(key)) {
               live++;
             }
           }
@@ -525,7 +632,14 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         List<byte[]> written = new ArrayList<>();
         for (StoredValue v : values) {
           byte[] raw = read(v.storeKey());
-          if (raw == null || version(raw) < version(v.stored())) {
+          if (raw == null && !isReserved(v.storeKey())) {
+            // Nothing stored: the merged value comes back, above the version floor so that no
+            // version repeats. (If the key's tombstone was purged, a delete older than the
+            // tombstone grace is undone: a restore is an operator's explicit choice.)
+            long floor = versionFloor(shard);
+            writes.put(v.storeKey(), version(v.stored()) > floor ? v.stored() : withVersion(v.stored(), floor + 1));
+            written.add(v.storeKey());
+          } else if (raw == null || version(raw) < version(v.stored())) {
             writes.put(v.storeKey(), v.stored());
             written.add(v.storeKey());
           }
@@ -584,7 +698,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] == TOMBSTONE || isRequestRecord(it.key())) {
+          if (raw[0] == TOMBSTONE || isReserved(it.key())) {
             continue;
           }
           byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
@@ -612,7 +726,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(shard.prefix()); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] != TOMBSTONE && !isRequestRecord(it.key())) {
+          if (raw[0] != TOMBSTONE && !isReserved(it.key())) {
             keys++;
             bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
           }
@@ -723,6 +837,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       v = (v << 8) | (raw[i] & 0xff);
     }
     return v;
+  }
+
+  private static byte[] withVersion(byte[] raw, long version) {
+    byte[] out = Arrays.copyOf(raw, raw.length);
+    for (int i = 8; i >= 1; i--) {
+      out[i] = (byte) version;
+      version >>>= 8;
+    }
+    return out;
   }
 
   private static byte[] encode(byte[] valueOrNull, long version) {

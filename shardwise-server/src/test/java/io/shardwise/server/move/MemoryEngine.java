@@ -110,7 +110,7 @@ final class MemoryEngine implements ShardEngine {
         write(out, e.getKey());
         write(out, e.getValue());
         bytes += e.getKey().length + e.getValue().length;
-        if (e.getValue()[0] != TOMBSTONE && !ShardStore.isRequestRecord(e.getKey())) {
+        if (e.getValue()[0] != TOMBSTONE && !ShardStore.isReserved(e.getKey())) {
           live++;
         }
       }

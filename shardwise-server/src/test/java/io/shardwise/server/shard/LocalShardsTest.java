@@ -162,4 +162,22 @@ class LocalShardsTest {
     assertThat(local.epoch()).isEqualTo(3);
     assertThat(shards.put(A, b("k"), b("again"))).isEqualTo(2);
   }
+
+  @Test
+  void housekeepingRunsInsideTheFenceAndNeverWhileAMoveCopiesTheShard() {
+    shards.put(A, b("k"), b("v"));
+    shards.delete(A, b("k"), null);
+    long cutoff = System.currentTimeMillis() + 1;
+    LocalShard local = shards.get(A);
+    local.track();
+    assertThat(shards.maintain(A, () -> store.purgeTombstones(A, cutoff, new byte[0]))).as("a move is copying A").isEmpty();
+    local.resume();
+    assertThat(shards.maintain(A, () -> store.purgeTombstones(A, cutoff, new byte[0]).purged())).contains(1);
+    local.pause(false);
+    assertThat(shards.maintain(A, () -> 1)).as("paused for a cutover").isEmpty();
+    local.resume();
+    shards.handOff(A);
+    assertThat(shards.maintain(A, () -> 1)).as("handed off").isEmpty();
+    assertThat(shards.maintain(new ShardRef(9, 9), () -> 1)).as("not held").isEmpty();
+  }
 }

@@ -77,6 +77,71 @@ class ShardStoreTest {
   }
 
   @Test
+  void aPurgedTombstoneLeavesAVersionFloorSoNoVersionEverRepeats() throws Exception {
+    assertThat(store.put(A, b("k"), b("v1"))).isEqualTo(1);
+    assertThat(store.delete(A, b("k"))).isTrue(); // tombstone at version 2
+    assertThat(store.purgeTombstones(A, System.currentTimeMillis() - 60_000, new byte[0]).purged())
+        .as("a tombstone younger than the grace stays").isZero();
+    assertThat(store.purgeTombstones(A, System.currentTimeMillis() + 1, new byte[0])).isEqualTo(new ShardStore.TombstonePurge(1, null));
+    assertThat(store.readStored(List.of(A.storeKey(b("k")))).get(0).stored()).as("the tombstone is gone from the store").isNull();
+    assertThat(store.storedShards()).containsExactly(A); // the floor is kept in the shard's range
+    assertThat(store.stats(A).keys()).as("the floor is no row").isZero();
+    assertThat(store.scan(A, new byte[0], null, 10).entries()).isEmpty();
+
+    // A client that read version 1 before the delete must not match the key written again (ABA).
+    assertThat(store.putIfVersion(A, b("k"), b("reborn"), 0)).as("above the floor, not 1 again").isEqualTo(3);
+    assertThatThrownBy(() -> store.putIfVersion(A, b("k"), b("stale"), 1)).isInstanceOf(VersionMismatchException.class);
+    assertThat(store.put(A, b("never-written"), b("x"))).as("every new key of the shard starts above the floor").isEqualTo(3);
+    assertThat(store.put(A_NEXT, b("k"), b("x"))).as("another shard has its own floor").isEqualTo(1);
+
+    // The floor moves with the shard and survives a restart.
+    store.delete(A, b("k")); // tombstone at 4
+    store.purgeTombstones(A, System.currentTimeMillis() + 1, new byte[0]);
+    Path sst = dir.resolve("a.sst");
+    store.exportShard(A, sst);
+    try (ShardStore other = ShardStore.open(dir.resolve("other"), false)) {
+      other.ingest(A, sst);
+      assertThat(other.put(A, b("k"), b("moved"))).isEqualTo(5);
+    }
+    store.close();
+    store = ShardStore.open(dir.resolve("db"), false);
+    assertThat(store.put(A, b("k"), b("restarted"))).isEqualTo(5);
+  }
+
+  @Test
+  void tombstonesArePurgedInBatchesThatResumeWhereTheLastEnded() throws Exception {
+    int n = ShardStore.TOMBSTONE_PURGE_BATCH * 2 + 88;
+    for (int i = 0; i < n; i++) {
+      store.put(A, b(String.format("k%05d", i)), b("v"));
+      store.delete(A, b(String.format("k%05d", i)));
+    }
+    store.put(A, b("live"), b("stays"));
+    List<Integer> batches = new java.util.ArrayList<>();
+    byte[] from = new byte[0];
+    while (from != null) {
+      ShardStore.TombstonePurge p = store.purgeTombstones(A, System.currentTimeMillis() + 1, from);
+      batches.add(p.purged());
+      from = p.next();
+    }
+    assertThat(batches).containsExactly(ShardStore.TOMBSTONE_PURGE_BATCH, ShardStore.TOMBSTONE_PURGE_BATCH, 88);
+    assertThat(store.scan(A, new byte[0], null, 10).entries()).extracting(e -> s(e.key())).containsExactly("live");
+    assertThat(store.put(A, b("k00000"), b("again"))).isEqualTo(3);
+  }
+
+  @Test
+  void aMergedValueForAKeyWhoseTombstoneWasPurgedComesBackAboveTheFloor() throws Exception {
+    store.put(A, b("k"), b("v1"));
+    List<ShardEngine.StoredValue> trashed = store.readStored(List.of(A.storeKey(b("k")))); // version 1, as a trash entry holds it
+    store.put(A, b("k"), b("v2"));
+    store.delete(A, b("k")); // tombstone at 3
+    store.purgeTombstones(A, System.currentTimeMillis() + 1, new byte[0]);
+    assertThat(store.mergeStored(A, trashed)).hasSize(1);
+    Versioned back = store.get(A, b("k"));
+    assertThat(s(back.value())).isEqualTo("v1");
+    assertThat(back.version()).as("not version 1 again").isEqualTo(4);
+  }
+
+  @Test
   void aWriteIdIsAppliedOnceAndItsRecordTravelsWithTheShardButIsNoRow() throws Exception {
     byte[] id = b("id-1");
     assertThat(store.apply(List.of(Mutation.put(A, b("k"), b("v1")).withRequestId(id)))).containsExactly(1);
