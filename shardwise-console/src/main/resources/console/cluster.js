@@ -72,7 +72,8 @@ function planSummary(p) {
     el("div", { class: "muted" },
       `${p.moves.length} moves, ${fmtBytes(f.movedBytes)} of ${fmtBytes(f.totalBytes)} (${fmtPct(f.movedFraction)}; minimum ${fmtPct(f.minimumFraction)}); ` +
       `balance of shards ${p.balanceBefore.shardPeakToAverage.toFixed(2)} → ${f.shardPeakToAverageAfter.toFixed(2)}, ` +
-      `bytes ${p.balanceBefore.bytesPeakToAverage.toFixed(2)} → ${f.bytesPeakToAverageAfter.toFixed(2)}`),
+      `bytes ${p.balanceBefore.bytesPeakToAverage.toFixed(2)} → ${f.bytesPeakToAverageAfter.toFixed(2)}; ` +
+      `worst node off its share of bytes ${fmtPct(p.balanceBefore.bytesWorstShareDeviation)} → ${fmtPct(f.bytesWorstShareDeviationAfter)}`),
     ...p.notes.map((n) => el("div", { class: "muted" }, "note: " + n)));
 }
 

@@ -434,21 +434,23 @@ final class RebalanceCommand {
     }
 
     static void print(PrintWriter out, PlanRecord p) {
-      out.printf(Locale.ROOT, "plan %s (%s, map epoch %d): %d moves, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f, bytes p/a %.3f%n",
+      out.printf(Locale.ROOT, "plan %s (%s, map epoch %d): %d moves, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f,"
+              + " bytes p/a %.3f, every node within %.1f%% of its share of bytes%n",
           p.getId().isEmpty() ? "(not stored)" : p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(), p.getMovesCount(),
           p.getMovedBytes(), p.getTotalBytes(), 100 * p.getMovedFraction(), 100 * p.getMinimumFraction(), p.getShardPeakToAverageAfter(),
-          p.getBytesPeakToAverageAfter());
+          p.getBytesPeakToAverageAfter(), 100 * p.getBytesWorstShareDeviationAfter());
       out.println("  " + p.getReason() + (p.getNeedsApproval() ? " — beyond auto mode's limits: waits for approval" : ""));
       if (!p.getError().isEmpty()) {
         out.println("  " + p.getError());
       }
       if (p.getFinishedMillis() > 0 && p.getStartedMillis() > 0) {
         out.printf(Locale.ROOT, "  report: %d of %d moves cut over, %,d keys, %,d bytes in %.1f s; longest write pause %.1f ms;"
-                + " shards p/a %.3f -> %.3f, bytes p/a %.3f -> %.3f (forecast)%n",
+                + " shards p/a %.3f -> %.3f, bytes p/a %.3f -> %.3f, worst node off its share of bytes %.1f%% -> %.1f%% (forecast)%n",
             p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count(), p.getMovesCount(),
             p.getReportMovedKeys(), p.getReportMovedBytes(), (p.getFinishedMillis() - p.getStartedMillis()) / 1000.0,
             p.getReportLongestPauseMicros() / 1000.0, p.getShardPeakToAverageBefore(), p.getShardPeakToAverageAfter(),
-            p.getBytesPeakToAverageBefore(), p.getBytesPeakToAverageAfter());
+            p.getBytesPeakToAverageBefore(), p.getBytesPeakToAverageAfter(), 100 * p.getBytesWorstShareDeviationBefore(),
+            100 * p.getBytesWorstShareDeviationAfter());
       }
       p.getNotesList().forEach(n -> out.println("  " + n));
       if (p.getMovesCount() == 0) {

@@ -64,10 +64,11 @@ public final class PlanJson {
           .put("longestWritePauseMicros", p.getReportLongestPauseMicros());
     }
     o.putObject("balanceBefore").put("shardPeakToAverage", p.getShardPeakToAverageBefore())
-        .put("bytesPeakToAverage", p.getBytesPeakToAverageBefore());
+        .put("bytesPeakToAverage", p.getBytesPeakToAverageBefore()).put("bytesWorstShareDeviation", p.getBytesWorstShareDeviationBefore());
     o.putObject("forecast").put("movedBytes", p.getMovedBytes()).put("totalBytes", p.getTotalBytes())
         .put("movedFraction", p.getMovedFraction()).put("minimumFraction", p.getMinimumFraction())
-        .put("shardPeakToAverageAfter", p.getShardPeakToAverageAfter()).put("bytesPeakToAverageAfter", p.getBytesPeakToAverageAfter());
+        .put("shardPeakToAverageAfter", p.getShardPeakToAverageAfter()).put("bytesPeakToAverageAfter", p.getBytesPeakToAverageAfter())
+        .put("bytesWorstShareDeviationAfter", p.getBytesWorstShareDeviationAfter());
     ArrayNode notes = o.putArray("notes");
     p.getNotesList().forEach(notes::add);
     return o;

@@ -72,6 +72,21 @@ public final class AvailabilityProbe implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits (at most {@code timeout}) until each key of {@code indexes} has had a write acknowledged
+   * after {@code sinceNanos}; true if all have.
+   */
+  public boolean awaitAcknowledgedAfter(List<Integer> indexes, long sinceNanos, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      if (indexes.stream().allMatch(k -> firstAcknowledgedAfter(k, sinceNanos).isPresent())) {
+        return true;
+      }
+      Thread.sleep(20);
+    }
+    return indexes.stream().allMatch(k -> firstAcknowledgedAfter(k, sinceNanos).isPresent());
+  }
+
   /** Stops the writers and waits for them. */
   public void stop() throws InterruptedException {
     stop.set(true);

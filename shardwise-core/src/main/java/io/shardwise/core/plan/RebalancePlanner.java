@@ -18,14 +18,14 @@ import java.util.TreeMap;
  * shards: slots ({@code slots}), key ranges ({@code range}), hash ranges ({@code hashrange}) and
  * ring arcs ({@code ring}, {@code tokens}).
  *
- * <p>The goal is each node's weighted share of the shards: {@code shards × weight / Σ weights},
- * rounded so the counts add up (the extra shards go to the nodes already holding the most, so the
- * fewest move). Then only what the goal needs moves: every shard of a draining or absent node, and
- * from each node above its goal, its smallest shards (fewest bytes) until it is at its goal. The
- * freed shards are handed out largest first, each to the under-goal node holding the fewest bytes
- * for its weight, which keeps bytes balanced too. A node at or below its goal never gives a shard
- * away, so a node that is merely slow keeps everything: this planner only acts on the node list
- * and the draining flags it is given.
+ * <p>The goal is each node's weighted share of the table's <em>bytes</em> ({@code total × weight /
+ * Σ weights}), within {@link #BYTES_TOLERANCE} or one shard's size, with shard counts as the
+ * tie-breaker: shards of unequal size (ring arcs, split shards) make counts a poor proxy. Only
+ * what the goal needs moves: every shard of a draining or absent node, then between the nodes
+ * furthest above and below their share, the shards that close the gap with the fewest bytes (see
+ * {@code wholeShards}). A node at or below its share never gives a shard away, so a node that is
+ * merely slow keeps everything: this planner only acts on the node list, the weights, the
+ * draining flags and the measured sizes it is given.
  *
  * <p>{@code mod}, {@code jump} and {@code rendezvous} tables cannot move incrementally: changing
  * the number of buckets re-places keys everywhere, so the plan has no moves and says what a full
@@ -79,61 +79,252 @@ public final class RebalancePlanner {
     return out;
   }
 
+  /** A node may end this far from its weighted share of a table's bytes (or one shard's size, if larger). */
+  public static final double BYTES_TOLERANCE = 0.05;
+
+  /** Bytes are rebalanced only once some node is off its share by more than this many tolerances. */
+  public static final double BYTES_TRIGGER = 2;
+
+  /**
+   * Whole-shard moves, in three steps over one evolving assignment:
+   *
+   * <ol>
+   *   <li>the shards of draining and absent nodes go, largest first, each to the node furthest
+   *       below its share of bytes (then of shards);
+   *   <li>bytes, once a node is off its share by more than {@link #BYTES_TRIGGER} tolerances (a
+   *       tolerance: {@link #BYTES_TOLERANCE} of the share, or the table's largest shard if more):
+   *       while a node is off by more than one tolerance, the node most
+   *       above gives one shard to the node most below — the largest that does not overshoot
+   *       their midpoint, else the smallest that still brings both closer — so that the fewest
+   *       bytes move; it stops when no single move brings a pair closer;
+   *   <li>shard counts, the tie-breaker: nodes above their weighted count give their smallest
+   *       shards to nodes below it, as long as no node leaves (or moves further out of) its bytes
+   *       tolerance.
+   * </ol>
+   *
+   * A node never both gives and receives, and each shard moves at most once. If any shard held by
+   * a node that stays has no measured size (its node did not answer), bytes are unknown and only
+   * shard counts are balanced.
+   */
   private static Plan wholeShards(ShardMap map, Table table, List<NodeCapacity> nodes, Map<ShardId, ShardSize> sizes) {
     List<NodeCapacity> targets = eligible(nodes);
     if (targets.isEmpty()) {
       throw new IllegalArgumentException("no node to place table " + table.name() + " on: every live node is draining");
     }
-    Map<NodeId, List<ShardAssignment>> held = new TreeMap<>();
-    targets.forEach(n -> held.put(n.node(), new ArrayList<>()));
-    List<ShardAssignment> pool = new ArrayList<>();
-    for (ShardAssignment s : table.shards()) {
-      List<ShardAssignment> on = held.get(s.owner());
-      if (on == null) {
-        pool.add(s); // draining or absent: must move
-      } else {
-        on.add(s);
-      }
-    }
-    Map<NodeId, Integer> goal = goals(table.shards().size(), targets, held);
+    Assignment a = new Assignment(table, targets, sizes);
+    boolean bytesKnown = table.shards().stream().allMatch(s -> !a.held.containsKey(s.owner()) || sizes.containsKey(s.id()));
+    Map<NodeId, Integer> goal = goals(table.shards().size(), targets, a.held);
 
-    Comparator<ShardAssignment> smallestFirst = Comparator.<ShardAssignment>comparingLong(s -> size(sizes, s).bytes())
-        .thenComparing(ShardAssignment::id);
-    for (NodeCapacity n : targets) {
-      List<ShardAssignment> on = held.get(n.node());
-      on.sort(smallestFirst);
-      while (on.size() > goal.get(n.node())) {
-        pool.add(on.remove(0));
-      }
-    }
-
-    Map<NodeId, Long> bytes = new TreeMap<>();
-    Map<NodeId, Double> weight = new TreeMap<>();
-    for (NodeCapacity n : targets) {
-      weight.put(n.node(), n.weight());
-      bytes.put(n.node(), held.get(n.node()).stream().mapToLong(s -> size(sizes, s).bytes()).sum());
-    }
-    pool.sort(smallestFirst.reversed());
-    List<Move> moves = new ArrayList<>();
-    for (ShardAssignment s : pool) {
+    // 1. What must leave.
+    a.pool.sort(Comparator.<ShardAssignment>comparingLong(s -> size(sizes, s).bytes()).reversed().thenComparing(ShardAssignment::id));
+    for (ShardAssignment s : a.pool) {
       NodeId to = null;
       for (NodeCapacity n : targets) {
         NodeId id = n.node();
-        if (held.get(id).size() >= goal.get(id)) {
-          continue;
-        }
-        if (to == null || bytes.get(id) / weight.get(id) < bytes.get(to) / weight.get(to)) {
+        if (to == null || a.excess(id) < a.excess(to)
+            || (a.excess(id) == a.excess(to) && a.held.get(id).size() - goal.get(id) < a.held.get(to).size() - goal.get(to))) {
           to = id;
         }
       }
-      ShardSize size = size(sizes, s);
+      a.move(s, to);
+    }
+
+    // 2. Bytes, once some node is off by more than twice its tolerance (hysteresis: sizes measured
+    // while data is loaded or deleted wobble, and a plan must not chase them).
+    if (bytesKnown && a.total > 0 && !a.withinTolerance(BYTES_TRIGGER)) {
+      for (int step = 0; step < table.shards().size() && !a.withinTolerance(); step++) {
+        if (!a.improveBytes()) {
+          break;
+        }
+      }
+    }
+
+    // 3. Shard counts, within the bytes' tolerance.
+    for (int step = 0; step < table.shards().size(); step++) {
+      if (!a.evenCounts(goal, bytesKnown)) {
+        break;
+      }
+    }
+
+    List<Move> moves = a.moves;
+    moves.sort(Comparator.comparing(Move::shard));
+    String note = moves.isEmpty() ? "already balanced" : null;
+    if (!bytesKnown) {
+      note = (note == null ? "" : note + "; ") + "shard sizes unknown (a node did not answer): balanced by shard count only";
+    }
+    return new Plan(table.name(), map.epoch(), moves, forecast(table, moves, sizes, targets), note);
+  }
+
+  /** The planner's working state: who holds what, and what has moved. */
+  private static final class Assignment {
+    final Map<NodeId, List<ShardAssignment>> held = new TreeMap<>();
+    final Map<NodeId, Long> bytes = new TreeMap<>();
+    final Map<NodeId, Double> share = new TreeMap<>();
+    final List<ShardAssignment> pool = new ArrayList<>();
+    final java.util.Set<NodeId> givers = new java.util.TreeSet<>();
+    final java.util.Set<NodeId> receivers = new java.util.TreeSet<>();
+    final java.util.Set<ShardId> moved = new java.util.TreeSet<>();
+    final List<Move> moves = new ArrayList<>();
+    final Map<ShardId, ShardSize> sizes;
+    final long total;
+    final long largest;
+
+    Assignment(Table table, List<NodeCapacity> targets, Map<ShardId, ShardSize> sizes) {
+      this.sizes = sizes;
+      targets.forEach(n -> {
+        held.put(n.node(), new ArrayList<>());
+        bytes.put(n.node(), 0L);
+      });
+      long sum = 0;
+      long max = 0;
+      for (ShardAssignment s : table.shards()) {
+        long b = size(sizes, s).bytes();
+        sum += b;
+        max = Math.max(max, b);
+        List<ShardAssignment> on = held.get(s.owner());
+        if (on == null) {
+          pool.add(s); // draining or absent: must move
+        } else {
+          on.add(s);
+          bytes.merge(s.owner(), b, Long::sum);
+        }
+      }
+      total = sum;
+      largest = max;
+      double weights = targets.stream().mapToDouble(NodeCapacity::weight).sum();
+      targets.forEach(n -> share.put(n.node(), total * n.weight() / weights));
+    }
+
+    /** Bytes above (positive) or below (negative) the node's weighted share. */
+    double excess(NodeId n) {
+      return bytes.get(n) - share.get(n);
+    }
+
+    /** How far from its share a node may end: 5% of it, or the table's largest shard if that is more (no move can do better). */
+    double tolerance(NodeId n) {
+      return Math.max(BYTES_TOLERANCE * share.get(n), largest);
+    }
+
+    boolean withinTolerance() {
+      return withinTolerance(1);
+    }
+
+    boolean withinTolerance(double times) {
+      return held.keySet().stream().allMatch(n -> Math.abs(excess(n)) <= times * tolerance(n));
+    }
+
+    void move(ShardAssignment s, NodeId to) {
+      long b = size(sizes, s).bytes();
+      List<ShardAssignment> from = held.get(s.owner());
+      if (from != null) {
+        from.remove(s);
+        bytes.merge(s.owner(), -b, Long::sum);
+        givers.add(s.owner());
+      }
       held.get(to).add(s);
-      bytes.merge(to, size.bytes(), Long::sum);
+      bytes.merge(to, b, Long::sum);
+      receivers.add(to);
+      moved.add(s.id());
+      ShardSize size = size(sizes, s);
       moves.add(new Move(s.id(), s.owner(), to, size.keys(), size.bytes()));
     }
-    moves.sort(Comparator.comparing(Move::shard));
-    return new Plan(table.name(), map.epoch(), moves, forecast(table, moves, sizes, targets),
-        moves.isEmpty() ? "already balanced" : null);
+
+    /** One move between the pair furthest apart that has one; false if no pair has. */
+    boolean improveBytes() {
+      List<NodeId> over = new ArrayList<>(held.keySet());
+      over.removeIf(receivers::contains);
+      over.sort(Comparator.comparingDouble((NodeId n) -> -excess(n)).thenComparing(n -> n));
+      List<NodeId> under = new ArrayList<>(held.keySet());
+      under.removeIf(givers::contains);
+      under.sort(Comparator.comparingDouble(this::excess).thenComparing(n -> n));
+      for (NodeId d : over) {
+        if (excess(d) <= 0) {
+          break;
+        }
+        for (NodeId r : under) {
+          if (r.equals(d) || excess(r) >= 0) {
+            break;
+          }
+          if (Math.abs(excess(d)) <= tolerance(d) && Math.abs(excess(r)) <= tolerance(r)) {
+            continue;
+          }
+          ShardAssignment pick = pickForBytes(d, r);
+          if (pick != null) {
+            move(pick, r);
+            return true;
+          }
+        }
+      }
+      return false;
+    }
+
+    private ShardAssignment pickForBytes(NodeId d, NodeId r) {
+      double ed = excess(d);
+      double er = excess(r);
+      double half = (ed - er) / 2;
+      ShardAssignment best = null; // the largest that does not overshoot the midpoint
+      ShardAssignment smallestOver = null;
+      for (ShardAssignment s : held.get(d)) {
+        long b = size(sizes, s).bytes();
+        if (b == 0 || moved.contains(s.id())) {
+          continue;
+        }
+        if (b <= half) {
+          if (best == null || b > size(sizes, best).bytes()) {
+            best = s;
+          }
+        } else if (smallestOver == null || b < size(sizes, smallestOver).bytes()) {
+          smallestOver = s;
+        }
+      }
+      if (best != null) {
+        return best;
+      }
+      if (smallestOver != null) {
+        long b = size(sizes, smallestOver).bytes();
+        if (Math.max(Math.abs(ed - b), Math.abs(er + b)) < Math.max(Math.abs(ed), Math.abs(er))) {
+          return smallestOver;
+        }
+      }
+      return null;
+    }
+
+    /** One move from a node above its count goal to one below; false if none is allowed. */
+    boolean evenCounts(Map<NodeId, Integer> goal, boolean bytesKnown) {
+      List<NodeId> over = new ArrayList<>();
+      List<NodeId> under = new ArrayList<>();
+      for (NodeId n : held.keySet()) {
+        if (held.get(n).size() > goal.get(n) && !receivers.contains(n)) {
+          over.add(n);
+        } else if (held.get(n).size() < goal.get(n) && !givers.contains(n)) {
+          under.add(n);
+        }
+      }
+      over.sort(Comparator.comparingInt((NodeId n) -> goal.get(n) - held.get(n).size()).thenComparing(n -> n));
+      under.sort(Comparator.comparingDouble((NodeId n) -> bytes.get(n) / Math.max(share.get(n), 1e-9))
+          .thenComparingInt(n -> held.get(n).size() - goal.get(n)).thenComparing(n -> n));
+      for (NodeId d : over) {
+        List<ShardAssignment> candidates = new ArrayList<>(held.get(d));
+        candidates.removeIf(s -> moved.contains(s.id()));
+        candidates.sort(Comparator.<ShardAssignment>comparingLong(s -> size(sizes, s).bytes()).thenComparing(ShardAssignment::id));
+        for (ShardAssignment s : candidates) {
+          long b = size(sizes, s).bytes();
+          for (NodeId r : under) {
+            if (!bytesKnown || (keepsTolerance(d, -b) && keepsTolerance(r, b))) {
+              move(s, r);
+              return true;
+            }
+          }
+        }
+      }
+      return false;
+    }
+
+    /** True if adding {@code delta} bytes leaves {@code n} within its tolerance, or no further out of it than now. */
+    private boolean keepsTolerance(NodeId n, long delta) {
+      double after = Math.abs(excess(n) + delta);
+      return after <= tolerance(n) || after <= Math.abs(excess(n));
+    }
   }
 
   /**

@@ -61,10 +61,8 @@ public final class PlanMaker {
     long movedBytes = 0;
     long totalBytes = 0;
     double minimumBytes = 0;
-    double shardsAfter = 1;
-    double bytesAfter = 1;
-    double shardsBefore = 1;
-    double bytesBefore = 1;
+    Balance before = new Balance(nodes);
+    Balance after = new Balance(nodes);
     if (nodes.stream().allMatch(NodeCapacity::draining)) {
       record.addNotes("no plan: no live node to place shards on (live: " + live.keySet() + ", draining: " + drains + ")");
       return record.build();
@@ -103,21 +101,78 @@ public final class PlanMaker {
             .setShardEpoch(s.epoch()).setFrom(m.from().value()).setTo(m.to().value()).setKeys(m.keys()).setBytes(m.bytes())
             .setState(MoveRecord.State.WAITING).setSourceAbsent(!live.containsKey(m.from())));
       }
-      Plan.Forecast now = RebalancePlanner.balanceNow(map, table.name(), nodes, sizes);
-      shardsBefore = Math.max(shardsBefore, now.shardPeakToAverageAfter());
-      bytesBefore = Math.max(bytesBefore, now.bytesPeakToAverageAfter());
+      Map<ShardId, NodeId> moved = new HashMap<>();
+      plan.moves().forEach(m -> moved.put(m.shard(), m.to()));
+      for (ShardAssignment s : table.shards()) {
+        long b = sizes.getOrDefault(s.id(), ShardSize.UNKNOWN).bytes();
+        before.add(s.owner(), b);
+        after.add(moved.getOrDefault(s.id(), s.owner()), b);
+      }
       Plan.Forecast f = plan.forecast();
       movedBytes += f.movedBytes();
       totalBytes += f.totalBytes();
       minimumBytes += f.minimumFraction() * f.totalBytes();
-      shardsAfter = Math.max(shardsAfter, f.shardPeakToAverageAfter());
-      bytesAfter = Math.max(bytesAfter, f.bytesPeakToAverageAfter());
     }
     return record.setMovedBytes(movedBytes).setTotalBytes(totalBytes)
         .setMovedFraction(totalBytes == 0 ? 0 : (double) movedBytes / totalBytes)
         .setMinimumFraction(totalBytes == 0 ? 0 : minimumBytes / totalBytes)
-        .setShardPeakToAverageAfter(shardsAfter).setBytesPeakToAverageAfter(bytesAfter)
-        .setShardPeakToAverageBefore(shardsBefore).setBytesPeakToAverageBefore(bytesBefore).build();
+        .setShardPeakToAverageAfter(after.shardsPeakToAverage()).setBytesPeakToAverageAfter(after.bytesPeakToAverage())
+        .setShardPeakToAverageBefore(before.shardsPeakToAverage()).setBytesPeakToAverageBefore(before.bytesPeakToAverage())
+        .setBytesWorstShareDeviationBefore(before.worstShareDeviation()).setBytesWorstShareDeviationAfter(after.worstShareDeviation())
+        .build();
+  }
+
+  /**
+   * Shards and bytes per node over every planned table, in the console's terms: peak-to-average
+   * over the nodes that would hold shards (live, not draining; 1.0 is even), and each node's
+   * distance from its weighted share of the bytes.
+   */
+  private static final class Balance {
+    private final Map<NodeId, Double> weights = new java.util.TreeMap<>();
+    private final Map<NodeId, long[]> perNode = new java.util.TreeMap<>();
+
+    Balance(List<NodeCapacity> nodes) {
+      for (NodeCapacity n : nodes) {
+        if (!n.draining()) {
+          weights.put(n.node(), n.weight());
+          perNode.put(n.node(), new long[2]);
+        }
+      }
+    }
+
+    void add(NodeId owner, long bytes) {
+      long[] acc = perNode.get(owner);
+      if (acc != null) {
+        acc[0]++;
+        acc[1] += bytes;
+      }
+    }
+
+    double shardsPeakToAverage() {
+      return peakToAverage(0);
+    }
+
+    double bytesPeakToAverage() {
+      return peakToAverage(1);
+    }
+
+    private double peakToAverage(int i) {
+      long[] values = perNode.values().stream().mapToLong(a -> a[i]).toArray();
+      return values.length == 0 ? 1.0 : io.shardwise.core.analysis.LoadStats.of(values).peakToAverage();
+    }
+
+    double worstShareDeviation() {
+      double total = perNode.values().stream().mapToLong(a -> a[1]).sum();
+      double weightSum = weights.values().stream().mapToDouble(Double::doubleValue).sum();
+      double worst = 0;
+      for (Map.Entry<NodeId, long[]> e : perNode.entrySet()) {
+        double share = total * weights.get(e.getKey()) / weightSum;
+        if (share > 0) {
+          worst = Math.max(worst, Math.abs(e.getValue()[1] - share) / share);
+        }
+      }
+      return worst;
+    }
   }
 
   /** A node's weight: its {@code capacity} label, default 1. */
