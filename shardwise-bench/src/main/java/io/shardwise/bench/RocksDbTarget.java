@@ -1,5 +1,6 @@
 package io.shardwise.bench;
 
+import io.shardwise.server.storage.RocksDbLibrary;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,7 +21,7 @@ import org.rocksdb.WriteOptions;
 public final class RocksDbTarget implements Target {
 
   static {
-    RocksDB.loadLibrary();
+    RocksDbLibrary.load();
   }
 
   private final Path directory;

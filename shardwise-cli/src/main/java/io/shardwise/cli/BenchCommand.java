@@ -36,8 +36,9 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise bench}: YCSB-style workloads against a cluster, with baselines in the same run. */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
-    description = {"Run a YCSB core workload (load phase, warm-up, measured run) against a Shardwise cluster and,",
-        "with --baseline, against one in-process RocksDB and/or a Redis Cluster in the same run, so results read as ratios.",
+    description = {"Run a YCSB core workload against a Shardwise cluster, with RocksDB and Redis Cluster baselines if asked.",
+        "Load phase, warm-up and measured run; --baseline runs the same workload against one in-process RocksDB and/or a",
+        "Redis Cluster in the same run, so results read as ratios.",
         "Reports throughput, latency percentiles per operation (HdrHistogram), errors by kind, and how evenly",
         "requests spread over shards and nodes."},
     footer = {"", "Examples:",

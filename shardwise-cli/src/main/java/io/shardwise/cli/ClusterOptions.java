@@ -42,14 +42,14 @@ final class ClusterOptions {
   /**
    * A ZooKeeper session for an operator command.
    *
-   * @throws IllegalStateException naming the address when ZooKeeper cannot be reached
+   * @throws CliException (unavailable) naming the address when ZooKeeper cannot be reached
    */
   static Coordinator coordinator(String zk) {
     String connect = zkOrDefault(zk);
     try {
       return Coordinator.connect(connect, Duration.ofSeconds(10), Duration.ofSeconds(5));
     } catch (CoordinationException e) {
-      throw new IllegalStateException(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
+      throw CliException.unavailable(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
     }
   }
 
@@ -74,7 +74,7 @@ final class ClusterOptions {
   /**
    * A client for the cluster, found through ZooKeeper.
    *
-   * @throws IllegalStateException naming the address when ZooKeeper or the cluster cannot be reached
+   * @throws CliException (unavailable) naming the address when ZooKeeper or the cluster cannot be reached
    */
   ShardwiseClient connect() {
     Routing routing = routing();
@@ -83,11 +83,11 @@ final class ClusterOptions {
       Map<NodeId, NodeInfo> targets = routing == Routing.ROUTER ? zkClient.liveRoutersNow() : zkClient.liveNodesNow();
       targets.values().forEach(n -> seeds.add(n.getAddress()));
     } catch (CoordinationException e) {
-      throw new IllegalStateException(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
+      throw CliException.unavailable(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
     }
     if (seeds.isEmpty()) {
-      throw new IllegalStateException("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at " + zk()
-          + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"));
+      throw CliException.unavailable("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at "
+          + zk() + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"), null);
     }
     return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
   }

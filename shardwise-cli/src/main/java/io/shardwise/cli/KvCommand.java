@@ -75,7 +75,7 @@ final class KvCommand {
     }
   }
 
-  @Command(name = "get", mixinStandardHelpOptions = true, description = "Read a value; exit code 1 if the key is absent.")
+  @Command(name = "get", mixinStandardHelpOptions = true, description = "Read a value; exit code 3 if the key is absent.")
   static final class Get implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -95,12 +95,12 @@ final class KvCommand {
         } else {
           spec.commandLine().getErr().println("shardwise kv get: no key '" + row.key + "' in table " + row.table);
         }
-        return v.isPresent() ? Main.EXIT_OK : Main.EXIT_FAILURE;
+        return v.isPresent() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
       }
     }
   }
 
-  @Command(name = "del", mixinStandardHelpOptions = true, description = "Delete a key.")
+  @Command(name = "del", mixinStandardHelpOptions = true, description = "Delete a key; exit code 3 if it was absent.")
   static final class Del implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -113,17 +113,20 @@ final class KvCommand {
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
           Output.json(out, Output.object().put("key", row.key).put("deleted", deleted));
+        } else if (deleted) {
+          out.println("deleted");
         } else {
-          out.println(deleted ? "deleted" : "no such key");
+          spec.commandLine().getErr().println("shardwise kv del: no key '" + row.key + "' in table " + row.table);
         }
+        return deleted ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
       }
-      return Main.EXIT_OK;
     }
   }
 
   @Command(name = "scan", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Scan one partition (--partition, with --sort-from/--sort-to), a partition-key range of a range table",
-          "(--from/--to), or everything (--all). Prints how many shards the scan touched."})
+      description = {"Scan one partition, a partition-key range of a range table, or everything.",
+          "One partition: --partition, with --sort-from/--sort-to; a range: --from/--to; everything: --all.",
+          "Prints how many shards the scan touched."})
   static final class Scan implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;

@@ -52,9 +52,9 @@ final class RebalanceCommand {
   }
 
   @Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Compute the moves that give every live node its weighted share of each table's shards",
-          "(weight: the node's capacity=N label, default 1), with bytes moved against the minimum and the balance after,",
-          "and store the plan as pending: run it with 'shardwise rebalance apply ID'."})
+      description = {"Compute and store a plan that gives every live node its weighted share of each table's bytes.",
+          "Weight: the node's capacity=N label, default 1; shard counts are the tie-breaker. The plan shows bytes moved",
+          "against the minimum and the balance after, and waits as pending: run it with 'shardwise rebalance apply ID'."})
   static final class PlanCommand implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Zk zk;
@@ -141,8 +141,8 @@ final class RebalanceCommand {
   }
 
   @Command(name = "cancel", mixinStandardHelpOptions = true,
-      description = {"Cancel a plan (default: the running one). Moves not yet cut over stop and leave their source the owner;",
-          "moves already cut over stay."})
+      description = {"Cancel a plan (default: the running one).",
+          "Moves not yet cut over stop and leave their source the owner; moves already cut over stay."})
   static final class Cancel implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Zk zk;
@@ -227,7 +227,7 @@ final class RebalanceCommand {
 
     private Optional<PlanRecord> find(Rebalancing r) {
       if (id != null) {
-        return Optional.of(r.records().plan(id).orElseThrow(() -> new IllegalArgumentException("no plan " + id)));
+        return Optional.of(r.records().plan(id).orElseThrow(() -> CliException.notFound("no plan " + id)));
       }
       Optional<PlanRecord> active = r.active();
       if (active.isPresent()) {

@@ -25,8 +25,8 @@ import picocli.CommandLine.Model.CommandSpec;
     mixinStandardHelpOptions = true,
     sortOptions = false,
     description = {
-      "Place keys with each partitioning strategy on --from nodes and again on --to nodes, and show",
-      "how many keys move (against the theoretical minimum) and how evenly they spread.",
+      "Show, for each partitioning strategy, how many keys move and how evenly they spread when --from nodes become --to.",
+      "Keys are placed on --from nodes and again on --to nodes; moved keys are set against the theoretical minimum.",
       "With no options: 100,000 keys user-000000... from 10 to 11 nodes, every strategy."
     },
     footer = {
@@ -35,7 +35,7 @@ import picocli.CommandLine.Model.CommandSpec;
       "Hashes: murmur3-32, murmur3-128 (default), xxhash64, md5, fnv1a-32, fnv1a-64, blake2b-32, blake2b-N.",
       "",
       "Examples:",
-      "  shardwise simulate --keys 'user-%06d' --count 1000000 --from 10 --to 11",
+      "  shardwise simulate --keys 'user-%%06d' --count 1000000 --from 10 --to 11",
       "  shardwise simulate --keys uuid --count 40 --from 4 --to 5 --strategy mod,ring --list",
       "  shardwise simulate --keys-file keys.txt --from 3 --to 4 --output json"
     })
@@ -53,7 +53,7 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(
         names = "--keys",
         paramLabel = "FORMAT",
-        description = "A printf pattern with one integer ('user-%%06d'), or uuid, timestamp, zipf. Default: " + SimulationRequest.DEFAULT_PATTERN + ".")
+        description = "A printf pattern with one integer ('user-%%06d'), or uuid, timestamp, zipf. Default: " + SimulationRequest.DEFAULT_PATTERN_IN_HELP + ".")
     String format;
   }
 

@@ -43,7 +43,7 @@ final class TrashCommand {
   /** Calls one live node's admin API. */
   private static <T> T onNode(ShardwiseClient client, String node, Function<AdminServiceGrpc.AdminServiceBlockingStub, T> call) {
     NodeInfo info = client.clusterStatus().getNodesList().stream().filter(n -> n.getId().equals(node) && n.getUp()).findFirst()
-        .orElseThrow(() -> new IllegalArgumentException("no live node " + node));
+        .orElseThrow(() -> CliException.notFound("no live node " + node));
     ManagedChannel channel = Channels.open(info.getAddress(), MAX_MESSAGE_BYTES);
     try {
       return call.apply(AdminServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.MINUTES));
@@ -79,7 +79,7 @@ final class TrashCommand {
           }
         }
         if (node != null && answers.isEmpty()) {
-          throw new IllegalArgumentException("no live node " + node);
+          throw CliException.notFound("no live node " + node);
         }
         print(spec.commandLine().getOut(), common.output, answers);
       }
@@ -159,7 +159,7 @@ final class TrashCommand {
         List<Long> missing = new ArrayList<>(entries.ids);
         missing.removeAll(r.getPurgedList());
         spec.commandLine().getOut().println("purged " + r.getPurgedCount() + " entries" + (missing.isEmpty() ? "" : "; no such entry: " + missing));
-        return missing.isEmpty() ? Main.EXIT_OK : Main.EXIT_FAILURE;
+        return missing.isEmpty() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
       }
     }
   }

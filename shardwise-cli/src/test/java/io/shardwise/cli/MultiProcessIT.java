@@ -90,9 +90,18 @@ class MultiProcessIT {
       assertThat(get.exit()).as(get.err()).isZero();
       assertThat(get.out().strip()).isEqualTo("amount=4");
     }
+    // Exit codes a script can tell apart (see Main): 3 not found, 4 conflict.
     ServerProcesses.Result missing = cli("kv", "get", "orders", "order-99");
-    assertThat(missing.exit()).isEqualTo(1);
+    assertThat(missing.exit()).isEqualTo(Main.EXIT_NOT_FOUND);
     assertThat(missing.err()).contains("no key 'order-99' in table orders");
+    ServerProcesses.Result deleteMissing = cli("kv", "del", "orders", "order-99");
+    assertThat(deleteMissing.exit()).as(deleteMissing.err()).isEqualTo(Main.EXIT_NOT_FOUND);
+    ServerProcesses.Result noTable = cli("kv", "get", "no-such-table", "k");
+    assertThat(noTable.exit()).as(noTable.err()).isEqualTo(Main.EXIT_NOT_FOUND);
+    ServerProcesses.Result mismatch = cli("kv", "put", "orders", "order-1", "x", "--if-version", "99");
+    assertThat(mismatch.exit()).as(mismatch.err()).isEqualTo(Main.EXIT_CONFLICT);
+    ServerProcesses.Result exists = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
+    assertThat(exists.exit()).as(exists.err()).isEqualTo(Main.EXIT_CONFLICT);
 
     ServerProcesses.Result status = cli("cluster", "status", "--output", "json");
     assertThat(status.exit()).as(status.err()).isZero();
@@ -239,6 +248,12 @@ class MultiProcessIT {
     }
     processes.kill9("n1"); // SIGKILL: no shutdown hook, no unregistration, the session lingers in ZooKeeper
     startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1");
+    // Every process (two nodes, the CLI, the killed node's restart) loaded RocksDB's native library
+    // from one copy: a killed process leaves no 15 MB file behind.
+    try (var files = Files.walk(processes.nativeDir())) {
+      assertThat(files.filter(f -> Files.isRegularFile(f) && !Files.isSymbolicLink(f)).map(f -> f.getFileName().toString()).toList())
+          .containsExactly(org.rocksdb.util.Environment.getJniLibraryFileName("rocksdb"));
+    }
     for (var e : acknowledged.entrySet()) {
       ServerProcesses.Result get = cli("kv", "get", "crash", e.getKey());
       assertThat(get.exit()).as(e.getKey() + ": " + get.err()).isZero();
@@ -264,7 +279,7 @@ class MultiProcessIT {
     Path err = Files.createTempFile(dir, "err", ".txt");
     Process p = new ProcessBuilder(java("kv", "get", "t", "k", "--zk", "127.0.0.1:1")).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
     assertThat(p.waitFor(1, TimeUnit.MINUTES)).isTrue();
-    assertThat(p.exitValue()).isEqualTo(1);
+    assertThat(p.exitValue()).isEqualTo(Main.EXIT_UNAVAILABLE);
     String stderr = Files.readString(err, StandardCharsets.UTF_8);
     assertThat(stderr.strip()).isEqualTo(
         "shardwise kv get: cannot reach ZooKeeper at 127.0.0.1:1 within 5 s (is a cluster running? start one with: ./shardwise dev)");

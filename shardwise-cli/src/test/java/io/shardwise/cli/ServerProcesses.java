@@ -41,10 +41,26 @@ final class ServerProcesses implements AutoCloseable {
     return command;
   }
 
+  /**
+   * A process of the packaged command whose RocksDB native library lives in {@code <dir>/native}
+   * ({@code SHARDWISE_NATIVE_DIR}), shared by every process of the test, so a test can see that
+   * processes reuse one copy of it.
+   */
+  ProcessBuilder builder(String... args) {
+    ProcessBuilder b = new ProcessBuilder(java(args));
+    b.environment().put("SHARDWISE_NATIVE_DIR", nativeDir().toString());
+    return b;
+  }
+
+  /** Where the processes keep RocksDB's native library. */
+  Path nativeDir() {
+    return dir.resolve("native");
+  }
+
   /** Starts a long-running command and waits (up to 60 s) until it prints its "serving on" line. */
   Process start(String name, String... args) throws IOException, InterruptedException {
     Path log = dir.resolve(name + ".log");
-    Process p = new ProcessBuilder(java(args)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process p = builder(args).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     servers.put(name, p);
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (System.nanoTime() < deadline) {
@@ -103,7 +119,7 @@ final class ServerProcesses implements AutoCloseable {
   Result run(String... args) throws IOException, InterruptedException {
     Path out = Files.createTempFile(dir, "out", ".txt");
     Path err = Files.createTempFile(dir, "err", ".txt");
-    Process p = new ProcessBuilder(java(args)).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    Process p = builder(args).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
     if (!p.waitFor(2, TimeUnit.MINUTES)) {
       p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
       throw new AssertionError(String.join(" ", args) + " did not exit within 2 minutes: " + Files.readString(out, StandardCharsets.UTF_8));

@@ -73,4 +73,15 @@ class ShardwiseJarIT {
     assertThat(r.out()).startsWith("40 keys (key-%02d from 0), 4 -> 5 nodes, hash murmur3-128");
     assertThat(r.err()).isEmpty();
   }
+
+  @Test
+  void versionNamesTheReleaseAndTheCommit() throws Exception {
+    Result r = run(java("--version"));
+    assertThat(r.exit()).as(r.err()).isZero();
+    // The commit is there when the build ran in a git checkout (it always does here and in CI).
+    assertThat(r.out().strip()).matches("shardwise \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?( \\(commit [0-9a-f]{7,}(-dirty)?\\))?");
+    if (Files.isDirectory(ROOT.resolve(".git")) || Files.isRegularFile(ROOT.resolve(".git"))) {
+      assertThat(r.out()).contains("(commit ");
+    }
+  }
 }

@@ -48,6 +48,9 @@ public record SimulationRequest(
     Simulation.Detail detail) {
 
   public static final String DEFAULT_PATTERN = "user-%06d";
+
+  /** {@link #DEFAULT_PATTERN} for picocli's help texts, which are format strings themselves. */
+  public static final String DEFAULT_PATTERN_IN_HELP = "user-%%06d";
   public static final long DEFAULT_COUNT = 100_000;
 
   /** Nodes before or after, at most: the report tallies a from x to matrix of moves. */

@@ -71,7 +71,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private static final HashFunction STRIPE_HASH = HashFunctions.xxhash64();
 
   static {
-    RocksDB.loadLibrary();
+    RocksDbLibrary.load();
   }
 
   private final Path directory;
