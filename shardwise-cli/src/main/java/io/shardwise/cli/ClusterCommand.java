@@ -79,7 +79,8 @@ final class ClusterCommand {
     }
   }
 
-  @Command(name = "status", mixinStandardHelpOptions = true, description = "Nodes and shards with owners, keys and bytes, and the map epoch.")
+  @Command(name = "status", mixinStandardHelpOptions = true,
+      description = "One line per node (state, shards, keys, bytes, trash) and per table, and the map epoch.")
   static final class Status implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin ClusterOptions cluster;
@@ -87,40 +88,87 @@ final class ClusterCommand {
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
     OutputFormat output;
 
+    @Option(names = "--list-shards", description = "Also print every shard of every table.")
+    boolean listShards;
+
     @Override
     public Integer call() {
+      java.util.Set<String> draining = new java.util.TreeSet<>();
+      try (io.shardwise.server.coordination.Coordinator zk = ClusterOptions.coordinator(cluster.zk())) {
+        new io.shardwise.server.balance.RebalanceRecords(zk).drains().forEach(d -> draining.add(d.value()));
+      }
       try (ShardwiseClient client = cluster.connect()) {
         ClusterStatusResponse status = client.clusterStatus();
         PrintWriter out = spec.commandLine().getOut();
+        java.util.Set<String> unknown = new java.util.TreeSet<>();
+        status.getNodesList().stream().filter(n -> !n.getSizesKnown()).forEach(n -> unknown.add(n.getId()));
         if (output == OutputFormat.json) {
           ObjectNode o = Output.object().put("epoch", status.getMapEpoch());
           ArrayNode nodes = o.putArray("nodes");
           for (NodeInfo n : status.getNodesList()) {
-            nodes.addObject().put("id", n.getId()).put("address", n.getAddress()).put("up", n.getUp()).put("shards", n.getShards())
-                .put("keys", n.getKeys()).put("bytes", n.getBytes()).put("trash_entries", n.getTrashEntries())
-                .put("trash_bytes", n.getTrashBytes());
+            ObjectNode node = nodes.addObject().put("id", n.getId()).put("address", n.getAddress()).put("up", n.getUp())
+                .put("draining", draining.contains(n.getId())).put("shards", n.getShards());
+            if (n.getSizesKnown()) {
+              node.put("keys", n.getKeys()).put("bytes", n.getBytes()).put("trash_entries", n.getTrashEntries()).put("trash_bytes", n.getTrashBytes());
+            } else { // unknown, not zero
+              node.putNull("keys").putNull("bytes").putNull("trash_entries").putNull("trash_bytes");
+            }
           }
           ArrayNode shards = o.putArray("shards");
           for (TableInfo t : status.getTablesList()) {
             for (ShardInfo s : t.getShardsList()) {
-              shards.addObject().put("table", t.getName()).put("shard", t.getName() + "/" + s.getNumber()).put("owner", s.getOwner())
-                  .put("epoch", s.getEpoch()).put("keys", s.getKeys()).put("bytes", s.getBytes());
+              ObjectNode shard = shards.addObject().put("table", t.getName()).put("shard", t.getName() + "/" + s.getNumber())
+                  .put("owner", s.getOwner()).put("epoch", s.getEpoch());
+              if (unknown.contains(s.getOwner())) {
+                shard.putNull("keys").putNull("bytes");
+              } else {
+                shard.put("keys", s.getKeys()).put("bytes", s.getBytes());
+              }
             }
           }
           Output.json(out, o);
           return Main.EXIT_OK;
         }
-        out.println("map epoch " + status.getMapEpoch() + ", " + status.getNodesCount() + " nodes, " + status.getTablesCount() + " tables");
+        out.println("map epoch " + status.getMapEpoch() + ", " + Output.count(status.getNodesCount(), "node") + ", "
+            + Output.count(status.getTablesCount(), "table"));
         out.println();
         List<List<String>> rows = new ArrayList<>();
         for (NodeInfo n : status.getNodesList()) {
-          rows.add(List.of(n.getId(), n.getAddress(), n.getUp() ? "up" : "down", Integer.toString(n.getShards()), Long.toString(n.getKeys()),
-              Long.toString(n.getBytes()), n.getUp() ? n.getTrashEntries() + " / " + n.getTrashBytes() : "?"));
+          String state = !n.getUp() ? "down" : draining.contains(n.getId()) ? "draining" : "up";
+          boolean known = n.getSizesKnown();
+          rows.add(List.of(n.getId(), n.getAddress().isEmpty() ? "-" : n.getAddress(), state, Integer.toString(n.getShards()),
+              known ? Output.number(n.getKeys()) : "?", known ? Output.number(n.getBytes()) : "?",
+              known ? n.getTrashEntries() + " / " + Output.number(n.getTrashBytes()) : "?"));
         }
         Output.table(out, List.of("NODE", "ADDRESS", "STATE", "SHARDS", "KEYS", "BYTES", "TRASH ENTRIES / BYTES"), rows);
-        for (TableInfo t : status.getTablesList()) {
+        if (status.getTablesCount() > 0) {
           out.println();
-          TableCommand.print(out, OutputFormat.table, t);
+          List<List<String>> tables = new ArrayList<>();
+          for (TableInfo t : status.getTablesList()) {
+            long keys = 0;
+            long bytes = 0;
+            boolean partial = false;
+            for (ShardInfo s : t.getShardsList()) {
+              keys += s.getKeys();
+              bytes += s.getBytes();
+              partial |= unknown.contains(s.getOwner());
+            }
+            String more = partial ? "+?" : "";
+            tables.add(List.of(t.getName(), t.getSpec().getStrategy(), Integer.toString(t.getShardsCount()), Output.number(keys) + more,
+                Output.number(bytes) + more));
+          }
+          Output.table(out, List.of("TABLE", "STRATEGY", "SHARDS", "KEYS", "BYTES"), tables);
+        }
+        if (!unknown.isEmpty()) {
+          out.println("?: not known while " + String.join(", ", unknown) + (unknown.size() == 1 ? " does" : " do") + " not answer");
+        }
+        if (listShards) {
+          for (TableInfo t : status.getTablesList()) {
+            out.println();
+            TableCommand.print(out, OutputFormat.table, t, true, true);
+          }
+        } else if (status.getTablesCount() > 0) {
+          out.println("every shard: 'shardwise cluster status --list-shards' or 'shardwise table describe TABLE --list-shards'");
         }
       }
       return Main.EXIT_OK;

@@ -27,6 +27,16 @@ final class Output {
     }
   }
 
+  /** {@code n} and the noun, singular or plural: "1 shard", "768 shards". */
+  static String count(long n, String noun) {
+    return String.format(java.util.Locale.ROOT, "%,d %s", n, n == 1 ? noun : noun + "s");
+  }
+
+  /** A number with thousands separators: 1,204. */
+  static String number(long n) {
+    return String.format(java.util.Locale.ROOT, "%,d", n);
+  }
+
   /** Left-aligned columns, two spaces apart. */
   static void table(PrintWriter out, List<String> header, List<List<String>> rows) {
     int[] widths = new int[header.size()];

@@ -72,6 +72,9 @@ final class TableCommand {
     @Option(names = "--split-points", split = ",", paramLabel = "K1,K2,...", description = "range: split points.")
     List<String> splitPoints = new ArrayList<>();
 
+    @Option(names = "--list-shards", description = "Print every shard (default: shards per node).")
+    boolean listShards;
+
     @Option(names = "--sample-keys-file", paramLabel = "FILE", description = "range: pre-split --shards ways from these keys (one per line).")
     Path sampleKeys;
 
@@ -96,7 +99,7 @@ final class TableCommand {
       }
       try (ShardwiseClient client = common.cluster.connect()) {
         TableInfo info = client.createTable(name, b.build());
-        print(spec.commandLine().getOut(), common.output, info);
+        print(spec.commandLine().getOut(), common.output, info, listShards, false);
       }
       return Main.EXIT_OK;
     }
@@ -126,7 +129,8 @@ final class TableCommand {
     }
   }
 
-  @Command(name = "describe", mixinStandardHelpOptions = true, description = "Show a table's shards, owners and epochs.")
+  @Command(name = "describe", mixinStandardHelpOptions = true,
+      description = {"Show a table: its strategy, and its shards per node (every shard, with owners and epochs, with --list-shards)."})
   static final class Describe implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -137,10 +141,13 @@ final class TableCommand {
     @Option(names = "--stats", description = "Also count keys and bytes per shard (reads every shard).")
     boolean stats;
 
+    @Option(names = "--list-shards", description = "Print every shard: owner, epoch, range (and keys and bytes with --stats).")
+    boolean listShards;
+
     @Override
     public Integer call() {
       try (ShardwiseClient client = common.cluster.connect()) {
-        print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats));
+        print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats), listShards, stats);
       }
       return Main.EXIT_OK;
     }
@@ -217,18 +224,43 @@ final class TableCommand {
     }
   }
 
-  static void print(PrintWriter out, OutputFormat format, TableInfo t) {
+  /**
+   * A table as text: one header line, then its shards per node (count, and keys and bytes when
+   * {@code measured}), or every shard with {@code listShards}. JSON always lists every shard.
+   */
+  static void print(PrintWriter out, OutputFormat format, TableInfo t, boolean listShards, boolean measured) {
     if (format == OutputFormat.json) {
       Output.json(out, json(t));
       return;
     }
-    out.printf("table %s (id %d): %s, hash %s, %d shards, map epoch %d%n%n", t.getName(), t.getId(), t.getSpec().getStrategy(),
-        t.getSpec().getHash(), t.getShardsCount(), t.getMapEpoch());
-    List<List<String>> rows = new ArrayList<>();
-    for (ShardInfo s : t.getShardsList()) {
-      rows.add(List.of(t.getName() + "/" + s.getNumber(), s.getOwner(), Long.toString(s.getEpoch()), Long.toString(s.getKeys()),
-          Long.toString(s.getBytes()), range(t, s)));
+    out.printf("table %s (id %d): %s, hash %s, %s, map epoch %d%n%n", t.getName(), t.getId(), t.getSpec().getStrategy(),
+        t.getSpec().getHash(), Output.count(t.getShardsCount(), "shard"), t.getMapEpoch());
+    if (listShards) {
+      List<List<String>> rows = new ArrayList<>();
+      for (ShardInfo s : t.getShardsList()) {
+        rows.add(List.of(t.getName() + "/" + s.getNumber(), s.getOwner(), Long.toString(s.getEpoch()),
+            measured ? Long.toString(s.getKeys()) : "-", measured ? Long.toString(s.getBytes()) : "-", range(t, s)));
+      }
+      Output.table(out, List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
+      return;
     }
-    Output.table(out, List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
+    java.util.Map<String, long[]> perNode = new java.util.TreeMap<>();
+    for (ShardInfo s : t.getShardsList()) {
+      long[] acc = perNode.computeIfAbsent(s.getOwner(), k -> new long[3]);
+      acc[0]++;
+      acc[1] += s.getKeys();
+      acc[2] += s.getBytes();
+    }
+    List<List<String>> rows = new ArrayList<>();
+    perNode.forEach((node, acc) -> rows.add(List.of(node, Long.toString(acc[0]), measured ? String.format(java.util.Locale.ROOT, "%,d", acc[1]) : "-",
+        measured ? String.format(java.util.Locale.ROOT, "%,d", acc[2]) : "-")));
+    Output.table(out, List.of("NODE", "SHARDS", "KEYS", "BYTES"), rows);
+    if (!perNode.isEmpty()) {
+      long min = perNode.values().stream().mapToLong(a -> a[0]).min().orElse(0);
+      long max = perNode.values().stream().mapToLong(a -> a[0]).max().orElse(0);
+      out.printf(java.util.Locale.ROOT, "shards per node: min %d, max %d, mean %.1f%s%n", min, max, (double) t.getShardsCount() / perNode.size(),
+          measured ? "" : "; keys and bytes with --stats");
+    }
+    out.println("every shard: 'shardwise table describe " + t.getName() + " --list-shards'");
   }
 }

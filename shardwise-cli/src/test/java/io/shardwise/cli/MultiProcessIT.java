@@ -114,6 +114,11 @@ class MultiProcessIT {
     }
     assertThat(keys).isEqualTo(9);
     assertThat(json.get("shards")).hasSize(6);
+    // As text: a summary, one line per node and per table, not every shard.
+    ServerProcesses.Result summary = cli("cluster", "status");
+    assertThat(summary.exit()).as(summary.err()).isZero();
+    assertThat(summary.out()).contains("map epoch 1, 3 nodes, 1 table").contains("--list-shards").doesNotContain("orders/5");
+    assertThat(summary.out().lines().filter(l -> l.startsWith("orders "))).hasSize(1);
 
     // The console n1 serves sees the same cluster.
     java.net.http.HttpResponse<String> console = java.net.http.HttpClient.newHttpClient().send(
@@ -156,6 +161,7 @@ class MultiProcessIT {
     assertThat(await.out()).contains("done");
     JsonNode after = new ObjectMapper().readTree(cli("cluster", "status", "--output", "json").out());
     for (JsonNode n : after.get("nodes")) {
+      assertThat(n.get("draining").asBoolean()).as(n.toString()).isEqualTo(n.get("id").asText().equals("n1"));
       if (n.get("id").asText().equals("n1")) {
         assertThat(n.get("shards").asInt()).isZero();
       }
@@ -247,7 +253,8 @@ class MultiProcessIT {
       }
     }
     processes.kill9("n1"); // SIGKILL: no shutdown hook, no unregistration, the session lingers in ZooKeeper
-    startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1");
+    startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1",
+        "--session-timeout", "3s");
     // Every process (two nodes, the CLI, the killed node's restart) loaded RocksDB's native library
     // from one copy: a killed process leaves no 15 MB file behind.
     try (var files = Files.walk(processes.nativeDir())) {
@@ -270,6 +277,21 @@ class MultiProcessIT {
         assertThat(new String(v.get().value(), StandardCharsets.UTF_8)).as(e.getKey()).isEqualTo(e.getValue());
       }
     }
+    // Killed again: once its (3 s) session is gone it is down, and what it holds is unknown, not zero.
+    processes.kill9("n1");
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    JsonNode down = null;
+    while (down == null && System.nanoTime() < deadline) {
+      for (JsonNode n : new ObjectMapper().readTree(cli("cluster", "status", "--output", "json").out()).get("nodes")) {
+        if (n.get("id").asText().equals("n1") && !n.get("up").asBoolean()) {
+          down = n;
+        }
+      }
+    }
+    assertThat(down).as("n1 shown down").isNotNull();
+    assertThat(down.get("keys").isNull() && down.get("bytes").isNull()).as(down.toString()).isTrue();
+    ServerProcesses.Result text = cli("cluster", "status");
+    assertThat(text.out()).containsPattern("n1\\s+-?\\S*\\s+down\\s+\\d+\\s+\\?\\s+\\?").contains("not known while n1 does not answer");
   }
 
   @Test

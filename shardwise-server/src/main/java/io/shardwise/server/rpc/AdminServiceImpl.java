@@ -153,7 +153,8 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         }
         NodeStatsResponse answer = byNode.get(id.value());
         if (answer != null) {
-          n.setTrashEntries(answer.getTrashCount()).setTrashBytes(answer.getTrashList().stream().mapToLong(TrashEntry::getBytes).sum());
+          n.setTrashEntries(answer.getTrashCount()).setTrashBytes(answer.getTrashList().stream().mapToLong(TrashEntry::getBytes).sum())
+              .setSizesKnown(true);
         }
         b.addNodes(n.setShards((int) shards).setKeys(keys).setBytes(bytes));
       }
