@@ -142,7 +142,7 @@ final class KvCommand {
 
     @Override
     public Integer call() {
-      ScanRequest.Builder r = ScanRequest.newBuilder().setTable(table).setLimit(limit);
+      ScanRequest.Builder r = ScanRequest.newBuilder().setTable(table).setLimit(TableCommand.inRange("--limit", limit, 1, 1000));
       int scopes = (partition != null ? 1 : 0) + (from != null || to != null ? 1 : 0) + (all ? 1 : 0);
       if (scopes != 1) {
         throw new IllegalArgumentException("give exactly one of --partition, --from/--to, --all");

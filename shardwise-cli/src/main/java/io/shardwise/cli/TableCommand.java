@@ -48,23 +48,24 @@ final class TableCommand {
     @Option(names = "--strategy", required = true, paramLabel = "S", description = "range, mod, ring, slots, hashrange, tokens, jump or rendezvous.")
     String strategy;
 
-    @Option(names = "--shards", paramLabel = "N", description = "Shard count (mod, jump, rendezvous, hashrange, range). Default: one per node.")
-    int shards;
+    @Option(names = "--shards", paramLabel = "N",
+        description = "Shard count, 1 to 65536 (mod, jump, rendezvous, hashrange, range). Default: one per node.")
+    Integer shards;
 
     @Option(names = "--hash", paramLabel = "NAME", description = "Hash function. Default: murmur3-128.")
     String hash;
 
-    @Option(names = "--vnodes", paramLabel = "V", description = "ring: virtual nodes per node.")
-    int vnodes;
+    @Option(names = "--vnodes", paramLabel = "V", description = "ring: virtual nodes per node, 1 to 4096. Default: 256.")
+    Integer vnodes;
 
     @Option(names = "--vnode-name", paramLabel = "TEMPLATE", description = "ring: virtual-node name template.")
     String vnodeName;
 
-    @Option(names = "--slots", paramLabel = "K", description = "slots: slot count.")
-    int slots;
+    @Option(names = "--slots", paramLabel = "K", description = "slots: slot count, 1 to 1048576. Default: 1024.")
+    Integer slots;
 
-    @Option(names = "--tokens", paramLabel = "T", description = "tokens: tokens per node.")
-    int tokens;
+    @Option(names = "--tokens", paramLabel = "T", description = "tokens: tokens per node, 1 to 4096. Default: 16.")
+    Integer tokens;
 
     @Option(names = "--seed", paramLabel = "X", description = "tokens: seed.")
     long seed;
@@ -80,8 +81,12 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy(strategy).setShards(shards).setVnodes(vnodes).setSlots(slots)
-          .setTokens(tokens).setSeed(seed);
+      // Checked here, with the flag's name and limit (the API takes 0 to mean "the default").
+      PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy(strategy).setSeed(seed)
+          .setShards(inRange("--shards", shards, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS))
+          .setVnodes(inRange("--vnodes", vnodes, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE))
+          .setSlots(inRange("--slots", slots, 1, io.shardwise.core.partition.SlotPartitioner.MAX_SLOTS))
+          .setTokens(inRange("--tokens", tokens, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE));
       if (hash != null) {
         b.setHash(hash);
       }
@@ -103,6 +108,17 @@ final class TableCommand {
       }
       return Main.EXIT_OK;
     }
+  }
+
+  /** {@code value} if it is within {@code [min, max]}; 0 (the API's "default") if it was not given. */
+  static int inRange(String flag, Integer value, int min, int max) {
+    if (value == null) {
+      return 0;
+    }
+    if (value < min || value > max) {
+      throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "%s must be between %,d and %,d, not %d", flag, min, max, value));
+    }
+    return value;
   }
 
   @Command(name = "list", mixinStandardHelpOptions = true, description = "List tables.")

@@ -56,7 +56,7 @@ public record SimulationRequest(
   /** Nodes before or after, at most: the report tallies a from x to matrix of moves. */
   public static final int MAX_NODES = 1024;
   /** Virtual nodes or tokens per node, at most. */
-  public static final int MAX_POINTS_PER_NODE = 4096;
+  public static final int MAX_POINTS_PER_NODE = io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE;
   /** Keys of one simulation asked over HTTP, at most (the CLI streams any number). */
   public static final long MAX_HTTP_COUNT = 1_000_000;
   /** Keys a lab grid shows (per-key placements), at most. */

@@ -16,6 +16,9 @@ public final class PartitionerSpec {
   public static final int DEFAULT_VNODES = 256;
   public static final int DEFAULT_TOKENS = 16;
 
+  /** The most virtual nodes ({@code ring}) or tokens ({@code tokens}) one node may have. */
+  public static final int MAX_POINTS_PER_NODE = 4096;
+
   private final Strategy strategy;
   private final HashFunction hash;
   private final int vnodes;
@@ -132,8 +135,8 @@ public final class PartitionerSpec {
     }
 
     public Builder vnodes(int vnodes) {
-      if (vnodes < 1) {
-        throw new IllegalArgumentException("virtual nodes per node must be at least 1, not " + vnodes);
+      if (vnodes < 1 || vnodes > MAX_POINTS_PER_NODE) {
+        throw new IllegalArgumentException("virtual nodes per node must be in [1, " + MAX_POINTS_PER_NODE + "], not " + vnodes);
       }
       this.vnodes = vnodes;
       return this;
@@ -153,8 +156,8 @@ public final class PartitionerSpec {
     }
 
     public Builder tokensPerNode(int tokens) {
-      if (tokens < 1) {
-        throw new IllegalArgumentException("tokens per node must be at least 1, not " + tokens);
+      if (tokens < 1 || tokens > MAX_POINTS_PER_NODE) {
+        throw new IllegalArgumentException("tokens per node must be in [1, " + MAX_POINTS_PER_NODE + "], not " + tokens);
       }
       this.tokensPerNode = tokens;
       return this;

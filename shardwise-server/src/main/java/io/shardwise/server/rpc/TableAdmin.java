@@ -60,7 +60,8 @@ public final class TableAdmin {
     }
     KeySample sample = sample(spec, request);
     if (spec.needsSample() && shards > 1 && sample.size() == 0) {
-      throw Errors.invalid("a range table of " + shards + " shards needs split_points or sample_keys to pre-split from (or shards = 1)");
+      throw Errors.invalid("a range table of " + shards + " shards needs split points or sample keys to pre-split from"
+          + " (--split-points or --sample-keys-file), or 1 shard");
     }
     ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.size(), sample);
     List<NodeId> owners = new ArrayList<>();
