@@ -1,8 +1,6 @@
 package io.shardwise.cli;
 
-import io.shardwise.core.key.ByteStrings;
 import io.shardwise.core.sim.KeySource;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -40,27 +38,57 @@ final class KeysFile implements KeySource {
 
   @Override
   public Iterator<byte[]> iterator() {
-    BufferedReader reader;
+    java.io.InputStream in;
     try {
-      reader = Files.newBufferedReader(path, StandardCharsets.UTF_8);
+      in = new java.io.BufferedInputStream(Files.newInputStream(path), 1 << 16);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read keys file '" + path + "': " + e.getMessage(), e);
     }
+    java.nio.charset.CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT).onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
     return new Iterator<>() {
-      private String next = advance();
+      private long lineNumber;
+      private byte[] next = advance();
 
-      private String advance() {
+      /** The next non-empty line's bytes (without its \n or \r\n), checked to be UTF-8; null at the end. */
+      private byte[] advance() {
         try {
-          String line;
-          while ((line = reader.readLine()) != null) {
-            if (!line.isEmpty()) {
-              return line;
+          java.io.ByteArrayOutputStream line = new java.io.ByteArrayOutputStream();
+          while (true) {
+            int b = in.read();
+            if (b == -1 && line.size() == 0) {
+              in.close();
+              return null;
+            }
+            if (b == -1 || b == '\n') {
+              lineNumber++;
+              byte[] bytes = line.toByteArray();
+              int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+              if (length > 0) {
+                checkUtf8(bytes, length);
+                return length == bytes.length ? bytes : java.util.Arrays.copyOf(bytes, length);
+              }
+              if (b == -1) {
+                in.close();
+                return null;
+              }
+              line.reset();
+            } else {
+              line.write(b);
             }
           }
-          reader.close();
-          return null;
         } catch (IOException e) {
           throw new UncheckedIOException("cannot read keys file '" + path + "': " + e.getMessage(), e);
+        }
+      }
+
+      private void checkUtf8(byte[] bytes, int length) throws IOException {
+        try {
+          utf8.decode(java.nio.ByteBuffer.wrap(bytes, 0, length));
+        } catch (java.nio.charset.CharacterCodingException e) {
+          in.close();
+          throw new IllegalArgumentException("keys file '" + path + "' is not UTF-8 text: line " + lineNumber
+              + " holds bytes that are not UTF-8 (keys files are text, one key per line)", e);
         }
       }
 
@@ -74,7 +102,7 @@ final class KeysFile implements KeySource {
         if (next == null) {
           throw new NoSuchElementException();
         }
-        byte[] key = ByteStrings.utf8(next);
+        byte[] key = next;
         next = advance();
         return key;
       }

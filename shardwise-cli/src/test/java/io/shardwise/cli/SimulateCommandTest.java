@@ -114,6 +114,16 @@ class SimulateCommandTest {
     assertThat(JSON.readTree(r.out()).get("keys").asInt()).isEqualTo(3);
   }
 
+  @Test
+  void aKeysFileThatIsNotUtf8IsABadInputNamingTheLine(@TempDir Path dir) throws IOException {
+    Path file = dir.resolve("keys.bin");
+    Files.write(file, new byte[] {'a', '\n', 'b', '\n', (byte) 0xff, (byte) 0xfe, '\n'});
+    Run r = run("simulate", "--keys-file", file.toString(), "--from", "2", "--to", "3");
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err().strip()).isEqualTo("shardwise simulate: keys file '" + file + "' is not UTF-8 text: line 3 holds bytes that are not UTF-8"
+        + " (keys files are text, one key per line)");
+  }
+
   @ParameterizedTest(name = "{0}")
   @CsvSource(
       delimiter = '|',
