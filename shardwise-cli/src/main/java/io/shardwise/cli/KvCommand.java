@@ -26,8 +26,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code shardwise kv put|get|del|scan}: keys and values as UTF-8 text. */
-@Command(name = "kv", mixinStandardHelpOptions = true, description = "Read and write keys (UTF-8 text).",
+/** {@code shardwise kv put|get|del|scan}: keys as UTF-8 text, values as text, hex, base64 or raw bytes. */
+@Command(name = "kv", mixinStandardHelpOptions = true, description = "Read and write keys (values as text, hex, base64 or raw bytes).",
     subcommands = {KvCommand.Put.class, KvCommand.Get.class, KvCommand.Del.class, KvCommand.Scan.class})
 final class KvCommand {
 
@@ -49,20 +49,38 @@ final class KvCommand {
     }
   }
 
-  @Command(name = "put", mixinStandardHelpOptions = true, description = "Write a value.")
+  @Command(name = "put", mixinStandardHelpOptions = true, description = "Write a value (VALUE, or the bytes of --value-file).")
   static final class Put implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
     @Mixin Row row;
-    @Parameters(index = "2", paramLabel = "VALUE") String value;
+    @Parameters(index = "2", arity = "0..1", paramLabel = "VALUE") String value;
+
+    @Option(names = "--value-file", paramLabel = "FILE", description = "Write the file's bytes as they are, instead of VALUE.")
+    java.nio.file.Path valueFile;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text", description = "How VALUE is written: text (UTF-8), hex or base64. Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
 
     @Option(names = "--if-version", paramLabel = "V", description = "Only if the key is at version V (0: only if absent).")
     Long ifVersion;
 
     @Override
     public Integer call() {
+      if ((value == null) == (valueFile == null)) {
+        throw new IllegalArgumentException("give the value either as VALUE or with --value-file, not " + (value == null ? "neither" : "both"));
+      }
+      byte[] bytes;
+      if (valueFile != null) {
+        try {
+          bytes = java.nio.file.Files.readAllBytes(valueFile);
+        } catch (java.io.IOException e) {
+          throw new IllegalArgumentException("cannot read --value-file '" + valueFile + "': " + e.getMessage(), e);
+        }
+      } else {
+        bytes = format.parse(value);
+      }
       try (ShardwiseClient client = common.cluster.connect()) {
-        byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         long version = ifVersion == null ? client.put(row.table, row.key(), bytes) : client.putIfVersion(row.table, row.key(), bytes, ifVersion);
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
@@ -78,6 +96,11 @@ final class KvCommand {
   @Command(name = "get", mixinStandardHelpOptions = true, description = "Read a value; exit code 3 if the key is absent.")
   static final class Get implements Callable<Integer> {
     @Spec CommandSpec spec;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text",
+        description = "text (non-printable bytes escaped as \\xHH), hex, base64 or raw (the bytes as they are). Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
+
     @Mixin Common common;
     @Mixin Row row;
 
@@ -88,10 +111,17 @@ final class KvCommand {
         PrintWriter out = spec.commandLine().getOut();
         if (common.output == OutputFormat.json) {
           ObjectNode o = Output.object().put("key", row.key).put("found", v.isPresent());
-          v.ifPresent(x -> o.put("value", new String(x.value(), StandardCharsets.UTF_8)).put("version", x.version()));
+          v.ifPresent(x -> {
+            ValueFormat.putJson(o, "value", x.value()); // never lossy: value_base64 when the bytes are not UTF-8
+            o.put("version", x.version());
+          });
           Output.json(out, o);
+        } else if (v.isPresent() && format.isRaw()) {
+          out.flush();
+          System.out.write(v.get().value(), 0, v.get().value().length);
+          System.out.flush();
         } else if (v.isPresent()) {
-          out.println(new String(v.get().value(), StandardCharsets.UTF_8));
+          out.println(format.render(v.get().value()));
         } else {
           spec.commandLine().getErr().println("shardwise kv get: no key '" + row.key + "' in table " + row.table);
         }
@@ -139,9 +169,14 @@ final class KvCommand {
     @Option(names = "--all") boolean all;
     @Option(names = "--limit", paramLabel = "N", defaultValue = "100", description = "Rows per page (max 1000). Default: ${DEFAULT-VALUE}.") int limit;
     @Option(names = "--page-token", paramLabel = "TOKEN", description = "Continue from a previous page.") String pageToken;
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text", description = "Values as text (escaped), hex or base64. Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
 
     @Override
     public Integer call() {
+      if (format.isRaw()) {
+        throw new IllegalArgumentException("--format raw is for kv get (one value); scan shows values as text, hex or base64");
+      }
       ScanRequest.Builder r = ScanRequest.newBuilder().setTable(table).setLimit(TableCommand.inRange("--limit", limit, 1, 1000));
       int scopes = (partition != null ? 1 : 0) + (from != null || to != null ? 1 : 0) + (all ? 1 : 0);
       if (scopes != 1) {
@@ -176,9 +211,10 @@ final class KvCommand {
           ObjectNode o = Output.object().put("shardsTouched", page.getHeader().getShardsTouched());
           ArrayNode rows = o.putArray("rows");
           for (KeyValue kv : page.getRowsList()) {
-            rows.addObject().put("key", ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()))
-                .put("sortKey", ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()))
-                .put("value", kv.getValue().toStringUtf8()).put("version", kv.getVersion());
+            ObjectNode row = rows.addObject().put("key", ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()))
+                .put("sortKey", ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()));
+            ValueFormat.putJson(row, "value", kv.getValue().toByteArray());
+            row.put("version", kv.getVersion());
           }
           if (next != null) {
             o.put("nextPageToken", next);
@@ -188,12 +224,12 @@ final class KvCommand {
           List<List<String>> rows = new ArrayList<>();
           for (KeyValue kv : page.getRowsList()) {
             rows.add(List.of(ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()),
-                ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()), kv.getValue().toStringUtf8(), Long.toString(kv.getVersion())));
+                ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()), format.render(kv.getValue().toByteArray()), Long.toString(kv.getVersion())));
           }
           Output.table(out, List.of("KEY", "SORT KEY", "VALUE", "VERSION"), rows);
           out.println();
           int touched = page.getHeader().getShardsTouched();
-          out.println(page.getRowsCount() + " rows, " + touched + (touched == 1 ? " shard" : " shards") + " touched"
+          out.println(Output.count(page.getRowsCount(), "row") + ", " + Output.count(touched, "shard") + " touched"
               + (next == null ? "" : "; more with --page-token " + next));
         }
       }

@@ -90,6 +90,14 @@ class MultiProcessIT {
       assertThat(get.exit()).as(get.err()).isZero();
       assertThat(get.out().strip()).isEqualTo("amount=4");
     }
+    // Bytes that are not text: written as hex, shown escaped, in JSON as base64, never lost.
+    ServerProcesses.Result binary = cli("kv", "put", "orders", "blob", "ff00fe41", "--format", "hex");
+    assertThat(binary.exit()).as(binary.err()).isZero();
+    assertThat(cli("kv", "get", "orders", "blob").out().strip()).isEqualTo("\\xff\\x00\\xfeA");
+    assertThat(new ObjectMapper().readTree(cli("kv", "get", "orders", "blob", "-o", "json").out()).get("value_base64").asText())
+        .isEqualTo("/wD+QQ==");
+    assertThat(cli("kv", "del", "orders", "blob").exit()).isZero();
+
     // Exit codes a script can tell apart (see Main): 3 not found, 4 conflict.
     ServerProcesses.Result missing = cli("kv", "get", "orders", "order-99");
     assertThat(missing.exit()).isEqualTo(Main.EXIT_NOT_FOUND);
