@@ -36,7 +36,7 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--listen", paramLabel = "HOST:PORT", description = "Address to serve on. Default: a free port on 127.0.0.1.")
   String listen;
 
-  @Option(names = "--id", paramLabel = "ID", description = "Node id. Default: kept in the data directory (made on first start).")
+  @Option(names = "--id", paramLabel = "ID", description = "Node id. Default: kept in the data directory; on first start the first nN the cluster has not had.")
   String id;
 
   @Option(names = "--label", paramLabel = "KEY=VALUE", description = "A label such as zone=a or capacity=2; repeatable.")

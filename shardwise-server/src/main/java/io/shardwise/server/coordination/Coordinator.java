@@ -379,6 +379,18 @@ public final class Coordinator implements MapStore, AutoCloseable {
     }
   }
 
+  /** Creates {@code path} (persistent, empty); false if it exists already (someone else created it). */
+  public boolean createIfAbsent(String path) {
+    try {
+      client.create().creatingParentsIfNeeded().forPath(path, new byte[0]);
+      return true;
+    } catch (KeeperException.NodeExistsException e) {
+      return false;
+    } catch (Exception e) {
+      throw new CoordinationException("cannot create " + path + ": " + e.getMessage(), e);
+    }
+  }
+
   /** Creates {@code path} (persistent, empty) unless it exists. */
   public void ensure(String path) {
     try {

@@ -17,8 +17,8 @@ import java.util.function.Consumer;
  * returns a copy with one setting changed and validates it at once.
  *
  * <ul>
- *   <li>{@code id}: the node id, or {@code null} to use the one kept in the data directory (a new
- *       one is made on first start)
+ *   <li>{@code id}: the node id, or {@code null} to use the one kept in the data directory (on
+ *       first start: the first {@code nN} this cluster has not had, claimed in ZooKeeper)
  *   <li>{@code dataDir}: where the node keeps its RocksDB data, its id and its cluster id
  *   <li>{@code host}, {@code port}: the address to listen on and advertise; port 0 lets the OS choose
  *   <li>{@code zk}: ZooKeeper connect string ({@code host:port,host:port})

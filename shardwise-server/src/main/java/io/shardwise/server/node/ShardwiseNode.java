@@ -26,12 +26,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.state.ConnectionState;
@@ -55,6 +53,7 @@ public final class ShardwiseNode implements AutoCloseable {
    * write (its attempts span seconds), short enough that the records stay a small part of a shard.
    */
   static final Duration REQUEST_RECORD_HORIZON = Duration.ofMinutes(10);
+  private static final String ID_FILE = "node-id";
 
   private final NodeId id;
   private final ShardStore store;
@@ -95,12 +94,20 @@ public final class ShardwiseNode implements AutoCloseable {
    *     directory held by another process, id already live
    */
   public static ShardwiseNode start(NodeConfig config) {
-    NodeId id = NodeId.of(config.id() != null ? config.id() : storedId(config.dataDir()));
+    Optional<String> known = config.id() != null ? Optional.of(config.id()) : storedId(config.dataDir());
     ShardStore store = ShardStore.open(config.dataDir().resolve("rocksdb"), config.syncWrites());
     Coordinator coordinator;
+    NodeId id;
     try {
       coordinator = Coordinator.connect(config.zk(), config.sessionTimeout(), Duration.ofSeconds(20));
     } catch (RuntimeException e) {
+      store.close();
+      throw e;
+    }
+    try {
+      id = known.map(NodeId::of).orElseGet(() -> claimNextId(coordinator, config.dataDir()));
+    } catch (RuntimeException e) {
+      coordinator.close();
       store.close();
       throw e;
     }
@@ -266,20 +273,35 @@ public final class ShardwiseNode implements AutoCloseable {
     }
   }
 
-  private static String storedId(Path dataDir) {
-    Path file = dataDir.resolve("node-id");
+  /** The id kept in the data directory ({@code node-id}), if it has one. */
+  private static Optional<String> storedId(Path dataDir) {
+    Path file = dataDir.resolve(ID_FILE);
     try {
-      if (Files.exists(file)) {
-        return Files.readString(file, StandardCharsets.UTF_8).strip();
-      }
-      Files.createDirectories(dataDir);
-      byte[] random = new byte[4];
-      ThreadLocalRandom.current().nextBytes(random);
-      String id = "node-" + HexFormat.of().formatHex(random);
-      Files.writeString(file, id + "\n", StandardCharsets.UTF_8);
-      return id;
+      return Files.exists(file) ? Optional.of(Files.readString(file, StandardCharsets.UTF_8).strip()) : Optional.empty();
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read or write the node id in " + file + ": " + e.getMessage(), e);
+      throw new UncheckedIOException("cannot read the node id in " + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * A node started without {@code --id} on a new data directory takes the first {@code nN} no node
+   * of this cluster has had, claimed in ZooKeeper (a member znode created only if absent, so two
+   * nodes starting at once never take the same one), and keeps it in its data directory.
+   */
+  private static NodeId claimNextId(Coordinator coordinator, Path dataDir) {
+    java.util.Set<String> taken = new java.util.HashSet<>(coordinator.children(Coordinator.MEMBERS_PATH));
+    for (int n = 1; ; n++) {
+      String candidate = "n" + n;
+      if (!taken.contains(candidate) && coordinator.createIfAbsent(Coordinator.MEMBERS_PATH + "/" + candidate)) {
+        Path file = dataDir.resolve(ID_FILE);
+        try {
+          Files.createDirectories(dataDir);
+          Files.writeString(file, candidate + "\n", StandardCharsets.UTF_8);
+        } catch (IOException e) {
+          throw new UncheckedIOException("cannot write the node id to " + file + ": " + e.getMessage(), e);
+        }
+        return NodeId.of(candidate);
+      }
     }
   }
 
