@@ -105,6 +105,11 @@ public final class ShardwiseNode implements AutoCloseable {
       throw e;
     }
     try {
+      if (known.isEmpty() && (!store.storedShards().isEmpty() || !store.trash().entries().isEmpty())) {
+        // Claiming a name would make the directory look like a member that joined before (rule 6).
+        throw new IllegalStateException("data directory " + config.dataDir() + " holds data but no node id; start it with --id and the id"
+            + " it had (and --adopt-cluster if it must join a cluster it was never part of)");
+      }
       id = known.map(NodeId::of).orElseGet(() -> claimNextId(coordinator, config.dataDir()));
     } catch (RuntimeException e) {
       coordinator.close();
