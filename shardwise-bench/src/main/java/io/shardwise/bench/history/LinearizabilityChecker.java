@@ -31,10 +31,12 @@ import java.util.Set;
 public final class LinearizabilityChecker {
 
   /** A violation: the key, and the operations the search could not get past, with their neighbours. */
-  public record Violation(String key, List<Op> stuckAt, List<Op> history) {
+  public record Violation(String key, List<Op> stuckAt, List<Op> history, boolean undecided) {
     @Override
     public String toString() {
-      StringBuilder b = new StringBuilder("history of key '" + key + "' is not linearizable; no order places any of:\n");
+      StringBuilder b = new StringBuilder(undecided
+          ? "history of key '" + key + "' could not be decided within " + MAX_STATES + " search states (not shown to be a violation); deepest point:\n"
+          : "history of key '" + key + "' is not linearizable; no order places any of:\n");
       stuckAt.forEach(op -> b.append("  ").append(op).append('\n'));
       b.append("full history (by invocation):\n");
       history.forEach(op -> b.append("  ").append(op).append('\n'));
@@ -76,7 +78,7 @@ public final class LinearizabilityChecker {
     for (int i : search.deepestFrontier) {
       stuck.add(ops.get(i));
     }
-    return Optional.of(new Violation(key, stuck, ops));
+    return Optional.of(new Violation(key, stuck, ops, search.exhausted));
   }
 
   /** A key's stored state. */
@@ -126,6 +128,7 @@ public final class LinearizabilityChecker {
     private final int mustPlace;
     private final Set<Object> seen = new HashSet<>();
     private int deepest = -1;
+    private boolean exhausted;
     private List<Integer> deepestFrontier = List.of();
 
     Search(List<Op> ops) {
@@ -143,7 +146,11 @@ public final class LinearizabilityChecker {
       if (placedMust == mustPlace) {
         return true;
       }
-      if (!seen.add(List.of(placed.clone(), state)) || seen.size() > MAX_STATES) {
+      if (seen.size() > MAX_STATES) {
+        exhausted = true;
+        return false;
+      }
+      if (!seen.add(List.of(placed.clone(), state))) {
         return false;
       }
       // An operation may go next if no unplaced operation completed before it was invoked.
@@ -158,6 +165,13 @@ public final class LinearizabilityChecker {
           break; // sorted by invocation: every later one is too late as well
         }
         frontier.add(i);
+      }
+      // Operations that must take effect first, then those that may (unknown outcomes): a run of
+      // unknown writes that never happened is then skipped at once instead of after every subset.
+      List<Integer> order = new ArrayList<>(frontier);
+      order.sort(Comparator.comparing((Integer i) -> !ops.get(i).mustLinearize()));
+      for (int i : order) {
+        Op op = ops.get(i);
         State next = state.apply(op);
         if (next != null) {
           placed.set(i);

@@ -313,7 +313,7 @@ class ClusterTest {
         .hasMessageContaining("must start with a letter");
     assertThatThrownBy(() -> client.createTable("r", rangeSpec("m", "f"))).hasMessageContaining("split points are not sorted");
     assertThatThrownBy(() -> client.createTable("r2", PartitioningSpec.newBuilder().setStrategy("range").setShards(3).build()))
-        .hasMessageContaining("needs split points or sample keys (--split-points or --sample-keys-file)");
+        .hasMessageContaining("needs split points or sample keys to pre-split from (--split-points or --sample-keys-file)");
     client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build());
     assertThatThrownBy(() -> client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build()))
         .hasMessageContaining("ALREADY_EXISTS: table dup already exists");
