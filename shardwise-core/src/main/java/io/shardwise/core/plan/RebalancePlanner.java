@@ -59,15 +59,6 @@ public final class RebalancePlanner {
     return plan;
   }
 
-  /**
-   * The table's balance as it is, over the nodes that would hold it ({@code nodes} not draining):
-   * a forecast of moving nothing.
-   */
-  public static Plan.Forecast balanceNow(ShardMap map, String tableName, List<NodeCapacity> nodes, Map<ShardId, ShardSize> sizes) {
-    Table table = map.table(tableName).orElseThrow(() -> new IllegalArgumentException("no table named '" + tableName + "'"));
-    return forecast(table, List.of(), sizes, eligible(nodes));
-  }
-
   private static List<NodeCapacity> eligible(List<NodeCapacity> nodes) {
     List<NodeCapacity> out = new ArrayList<>();
     for (NodeCapacity n : nodes) {
