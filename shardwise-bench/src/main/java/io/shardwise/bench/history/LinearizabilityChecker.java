@@ -1,8 +1,10 @@
 package io.shardwise.bench.history;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -25,17 +27,29 @@ import java.util.Set;
  * operation never completes, so it may take effect at any point after its invocation, or never.
  * Definite failures other than a version mismatch never happened and are left out.
  *
+ * <p><b>Interchangeable unknown writes.</b> A node that is down for seconds leaves tens of unknown
+ * writes on one key, and a search over every subset of them is hopeless. Two unknown writes with
+ * the same effect — same kind, same expected version, and the same value or values no read ever
+ * returned (no operation can tell such values apart) — are interchangeable: swapping them in any
+ * linearization gives another, because the earlier-invoked one may go wherever the later one may
+ * (an operation that may go next stays eligible as others are placed). So of each such class only
+ * the earliest-invoked unplaced member is tried, and the search is polynomial in the class sizes.
+ *
  * <p>Per-key histories are searched independently (a key's history is small: tens to a few hundred
- * operations); the search is exponential only in the number of operations that overlap in time.
+ * operations); the search is exponential only in the number of distinguishable operations that
+ * overlap in time.
  */
 public final class LinearizabilityChecker {
 
-  /** A violation: the key, and the operations the search could not get past, with their neighbours. */
-  public record Violation(String key, List<Op> stuckAt, List<Op> history, boolean undecided) {
+  /**
+   * A violation: the key, and the operations the search could not get past, with their neighbours;
+   * or, if {@code undecided}, a history the search gave up on after {@code budget} states.
+   */
+  public record Violation(String key, List<Op> stuckAt, List<Op> history, boolean undecided, int budget) {
     @Override
     public String toString() {
       StringBuilder b = new StringBuilder(undecided
-          ? "history of key '" + key + "' could not be decided within " + MAX_STATES + " search states (not shown to be a violation); deepest point:\n"
+          ? "history of key '" + key + "' could not be decided within " + budget + " search states (not shown to be a violation); deepest point:\n"
           : "history of key '" + key + "' is not linearizable; no order places any of:\n");
       stuckAt.forEach(op -> b.append("  ").append(op).append('\n'));
       b.append("full history (by invocation):\n");
@@ -62,6 +76,11 @@ public final class LinearizabilityChecker {
 
   /** Checks one key's history. */
   public static Optional<Violation> checkKey(String key, List<Op> history) {
+    return checkKey(key, history, MAX_STATES);
+  }
+
+  /** Checks one key's history, giving up after {@code maxStates} search states. */
+  static Optional<Violation> checkKey(String key, List<Op> history, int maxStates) {
     List<Op> ops = new ArrayList<>();
     for (Op op : history) {
       boolean neverHappened = op.outcome() == Op.Outcome.FAILED && op.kind() != Op.Kind.PUT_IF_VERSION;
@@ -70,7 +89,7 @@ public final class LinearizabilityChecker {
       }
     }
     ops.sort(Comparator.comparingLong(Op::invoked));
-    Search search = new Search(ops);
+    Search search = new Search(ops, maxStates);
     if (search.run(new BitSet(ops.size()), State.INITIAL)) {
       return Optional.empty();
     }
@@ -78,7 +97,7 @@ public final class LinearizabilityChecker {
     for (int i : search.deepestFrontier) {
       stuck.add(ops.get(i));
     }
-    return Optional.of(new Violation(key, stuck, ops, search.exhausted));
+    return Optional.of(new Violation(key, stuck, ops, search.exhausted, maxStates));
   }
 
   /** A key's stored state. */
@@ -125,15 +144,44 @@ public final class LinearizabilityChecker {
   /** Depth-first search over (operations placed, state), memoised. */
   private static final class Search {
     private final List<Op> ops;
+    /** {@code ops} with the values no read returned replaced by one placeholder: what the model applies. */
+    private final List<Op> effects;
+    /** Per operation, its class of interchangeable unknown writes, or -1 (distinguishable). */
+    private final int[] interchangeable;
     private final int mustPlace;
+    private final int maxStates;
     private final Set<Object> seen = new HashSet<>();
     private int deepest = -1;
     private boolean exhausted;
     private List<Integer> deepestFrontier = List.of();
 
-    Search(List<Op> ops) {
+    Search(List<Op> ops, int maxStates) {
       this.ops = ops;
+      this.maxStates = maxStates;
       this.mustPlace = (int) ops.stream().filter(Op::mustLinearize).count();
+      Set<String> read = new HashSet<>();
+      for (Op op : ops) {
+        if (op.kind() == Op.Kind.GET && op.found()) {
+          read.add(op.value());
+        }
+      }
+      String unread = "<a value no read returned>";
+      while (read.contains(unread)) {
+        unread = unread + "'";
+      }
+      this.effects = new ArrayList<>(ops.size());
+      this.interchangeable = new int[ops.size()];
+      Map<List<Object>, Integer> classes = new HashMap<>();
+      for (int i = 0; i < ops.size(); i++) {
+        Op op = ops.get(i);
+        Op effect = op.value() == null || read.contains(op.value()) || op.kind() == Op.Kind.GET
+            ? op
+            : new Op(op.client(), op.kind(), unread, op.expected(), op.invoked(), op.completed(), op.outcome(), op.version(), op.found());
+        effects.add(effect);
+        interchangeable[i] = op.mustLinearize()
+            ? -1
+            : classes.computeIfAbsent(Arrays.asList(effect.kind(), effect.value(), effect.expected()), c -> classes.size());
+      }
     }
 
     boolean run(BitSet placed, State state) {
@@ -146,7 +194,7 @@ public final class LinearizabilityChecker {
       if (placedMust == mustPlace) {
         return true;
       }
-      if (seen.size() > MAX_STATES) {
+      if (seen.size() > maxStates) {
         exhausted = true;
         return false;
       }
@@ -159,10 +207,18 @@ public final class LinearizabilityChecker {
         earliestReturn = Math.min(earliestReturn, ops.get(i).returned());
       }
       List<Integer> frontier = new ArrayList<>();
+      BitSet classesTried = new BitSet();
       for (int i = placed.nextClearBit(0); i < ops.size(); i = placed.nextClearBit(i + 1)) {
         Op op = ops.get(i);
         if (op.invoked() > earliestReturn) {
           break; // sorted by invocation: every later one is too late as well
+        }
+        int c = interchangeable[i];
+        if (c >= 0) {
+          if (classesTried.get(c)) {
+            continue; // an earlier-invoked write with the same effect stands for this one
+          }
+          classesTried.set(c);
         }
         frontier.add(i);
       }
@@ -171,8 +227,7 @@ public final class LinearizabilityChecker {
       List<Integer> order = new ArrayList<>(frontier);
       order.sort(Comparator.comparing((Integer i) -> !ops.get(i).mustLinearize()));
       for (int i : order) {
-        Op op = ops.get(i);
-        State next = state.apply(op);
+        State next = state.apply(effects.get(i));
         if (next != null) {
           placed.set(i);
           boolean ok = run(placed, next);
