@@ -13,8 +13,11 @@ async function poll() {
     draw(last);
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     document.body.dataset.epoch = last.mapEpoch;
+    document.body.dataset.loaded = "true";
   } catch (e) {
     $("error").textContent = "cannot read the cluster: " + e.message;
+    // Until the first answer the placeholders say why nothing is shown.
+    document.querySelectorAll(".loading").forEach((n) => { n.textContent = "not loaded: the cluster does not answer"; });
   } finally {
     setTimeout(poll, POLL_MILLIS);
   }

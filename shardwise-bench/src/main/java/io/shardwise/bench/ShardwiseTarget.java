@@ -2,8 +2,8 @@ package io.shardwise.bench;
 
 import com.google.protobuf.ByteString;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.TableSpec;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitioningSpec;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,15 +45,11 @@ public final class ShardwiseTarget implements Target {
    */
   @Override
   public void prepare() {
-    if (client.listTables().stream().anyMatch(t -> t.getName().equals(table))) {
+    if (client.listTables().stream().anyMatch(t -> t.name().equals(table))) {
       throw new IllegalStateException("table " + table + " already exists; drop it first (shardwise table drop " + table
           + ") or name another with --table");
     }
-    PartitioningSpec.Builder spec = PartitioningSpec.newBuilder().setStrategy("range");
-    for (String point : KeySpace.splitPoints(shards)) {
-      spec.addSplitPoints(ByteString.copyFromUtf8(point));
-    }
-    client.createTable(table, spec.build());
+    client.createTable(table, TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new)).build());
   }
 
   @Override

@@ -148,7 +148,8 @@ final class BenchCommand implements Callable<Integer> {
       EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null;
       try {
         String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
-        try (Coordinator coordinator = router != null ? null : ClusterOptions.coordinator(zkConnect); Peers peers = new Peers(16 << 20)) {
+        // Its own session, closed before a --dev cluster stops (the command line's would outlive it).
+        try (Coordinator coordinator = router != null ? null : ClusterOptions.connectCoordinator(zkConnect); Peers peers = new Peers(16 << 20)) {
           List<String> seeds = new ArrayList<>();
           if (router != null) {
             seeds.add(router);

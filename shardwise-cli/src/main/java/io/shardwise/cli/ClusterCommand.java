@@ -2,18 +2,20 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.client.ClusterStatus;
+import io.shardwise.client.NodeStatus;
+import io.shardwise.client.ShardDescription;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.TableDescription;
 import io.shardwise.proto.v1.AdminServiceGrpc;
-import io.shardwise.proto.v1.ClusterStatusResponse;
 import io.shardwise.proto.v1.Metric;
 import io.shardwise.proto.v1.MetricsRequest;
 import io.shardwise.proto.v1.MetricsResponse;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.ShardInfo;
-import io.shardwise.proto.v1.TableInfo;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -30,7 +32,8 @@ import picocli.CommandLine.Model.CommandSpec;
 final class ClusterCommand {
 
   @Command(name = "metrics", mixinStandardHelpOptions = true,
-      description = "Every live node's meters: moves (bytes, keys, in flight, write pause, catch-up lag) and the balancer's.")
+      description = {"Every live node's meters in human units, each counter with its rate over --interval.",
+          "Moves: bytes, keys, in flight, write pauses, catch-up lag; the balancer's. -o json prints the raw measurements of one reading."})
   static final class Metrics implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin RebalanceCommand.Zk zk;
@@ -38,14 +41,30 @@ final class ClusterCommand {
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
     OutputFormat output;
 
+    @Option(names = "--interval", paramLabel = "DURATION", defaultValue = "1s",
+        description = "Time between the two readings that rates come from, 100ms to 1h. Default: ${DEFAULT-VALUE}.")
+    String interval;
+
     @Override
-    public Integer call() {
+    public Integer call() throws InterruptedException {
+      Duration between = Durations.parse("--interval", interval);
+      if (between.compareTo(Duration.ofMillis(100)) < 0 || between.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException("--interval must be between 100ms and 1h, not " + interval);
+      }
+      List<MetricsResponse> first = new ArrayList<>();
       List<MetricsResponse> all = new ArrayList<>();
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk); Peers peers = new Peers(4 << 20)) {
-        for (NodeInfo n : c.liveNodesNow().values()) {
-          all.add(AdminServiceGrpc.newBlockingStub(peers.channel(n.getAddress())).withDeadlineAfter(10, TimeUnit.SECONDS)
-              .metrics(MetricsRequest.getDefaultInstance()));
+      long firstAt;
+      long secondAt;
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      try (Peers peers = new Peers(4 << 20)) {
+        List<String> addresses = c.liveNodesNow().values().stream().map(NodeInfo::getAddress).toList();
+        firstAt = System.nanoTime();
+        if (output != OutputFormat.json) {
+          addresses.forEach(a -> first.add(read(peers, a)));
+          Thread.sleep(between.toMillis());
         }
+        secondAt = System.nanoTime();
+        addresses.forEach(a -> all.add(read(peers, a)));
       }
       PrintWriter out = spec.commandLine().getOut();
       if (output == OutputFormat.json) {
@@ -67,15 +86,18 @@ final class ClusterCommand {
         return Main.EXIT_OK;
       }
       List<List<String>> rows = new ArrayList<>();
-      for (MetricsResponse r : all) {
-        for (Metric m : r.getMetricsList()) {
-          String tags = m.getTagsMap().isEmpty() ? "" : " " + new java.util.TreeMap<>(m.getTagsMap());
-          rows.add(List.of(r.getNode(), m.getName() + tags, m.getStatistic(), String.format(java.util.Locale.ROOT, "%.6g", m.getValue()),
-              m.getUnit()));
-        }
+      for (MetricsView.Row row : MetricsView.rows(first, all, Duration.ofNanos(secondAt - firstAt))) {
+        rows.add(List.of(row.node(), row.meter(), row.value(), row.rate()));
       }
-      Output.table(out, List.of("NODE", "METRIC", "STATISTIC", "VALUE", "UNIT"), rows);
+      Output.table(out, List.of("NODE", "METER", "VALUE", "RATE"), rows);
+      out.println();
+      out.println("rates over " + Durations.format(between) + "; raw measurements with -o json");
       return Main.EXIT_OK;
+    }
+
+    private static MetricsResponse read(Peers peers, String address) {
+      return AdminServiceGrpc.newBlockingStub(peers.channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
+          .metrics(MetricsRequest.getDefaultInstance());
     }
   }
 
@@ -94,82 +116,80 @@ final class ClusterCommand {
     @Override
     public Integer call() {
       java.util.Set<String> draining = new java.util.TreeSet<>();
-      try (io.shardwise.server.coordination.Coordinator zk = ClusterOptions.coordinator(cluster.zk())) {
-        new io.shardwise.server.balance.RebalanceRecords(zk).drains().forEach(d -> draining.add(d.value()));
+      new io.shardwise.server.balance.RebalanceRecords(ClusterOptions.coordinator(cluster.zk())).drains().forEach(d -> draining.add(d.value()));
+      ShardwiseClient client = cluster.connect();
+      ClusterStatus status = client.clusterStatus();
+      PrintWriter out = spec.commandLine().getOut();
+      java.util.Set<String> unknown = new java.util.TreeSet<>();
+      status.nodes().stream().filter(n -> n.keys().isEmpty()).forEach(n -> unknown.add(n.id()));
+      if (output == OutputFormat.json) {
+        ObjectNode o = Output.object().put("epoch", status.mapEpoch());
+        ArrayNode nodes = o.putArray("nodes");
+        for (NodeStatus n : status.nodes()) {
+          ObjectNode node = nodes.addObject().put("id", n.id()).put("address", n.address()).put("up", n.up())
+              .put("draining", draining.contains(n.id())).put("shards", n.shards());
+          if (n.keys().isPresent()) {
+            node.put("keys", n.keys().getAsLong()).put("bytes", n.bytes().getAsLong()).put("trash_entries", n.trashEntries())
+                .put("trash_bytes", n.trashBytes());
+          } else { // unknown, not zero
+            node.putNull("keys").putNull("bytes").putNull("trash_entries").putNull("trash_bytes");
+          }
+        }
+        ArrayNode shards = o.putArray("shards");
+        for (TableDescription t : status.tables()) {
+          for (ShardDescription s : t.shards()) {
+            ObjectNode shard = shards.addObject().put("table", t.name()).put("shard", t.name() + "/" + s.number())
+                .put("owner", s.owner()).put("epoch", s.epoch());
+            if (unknown.contains(s.owner())) {
+              shard.putNull("keys").putNull("bytes");
+            } else {
+              shard.put("keys", s.keys()).put("bytes", s.bytes());
+            }
+          }
+        }
+        Output.json(out, o);
+        return Main.EXIT_OK;
       }
-      try (ShardwiseClient client = cluster.connect()) {
-        ClusterStatusResponse status = client.clusterStatus();
-        PrintWriter out = spec.commandLine().getOut();
-        java.util.Set<String> unknown = new java.util.TreeSet<>();
-        status.getNodesList().stream().filter(n -> !n.getSizesKnown()).forEach(n -> unknown.add(n.getId()));
-        if (output == OutputFormat.json) {
-          ObjectNode o = Output.object().put("epoch", status.getMapEpoch());
-          ArrayNode nodes = o.putArray("nodes");
-          for (NodeInfo n : status.getNodesList()) {
-            ObjectNode node = nodes.addObject().put("id", n.getId()).put("address", n.getAddress()).put("up", n.getUp())
-                .put("draining", draining.contains(n.getId())).put("shards", n.getShards());
-            if (n.getSizesKnown()) {
-              node.put("keys", n.getKeys()).put("bytes", n.getBytes()).put("trash_entries", n.getTrashEntries()).put("trash_bytes", n.getTrashBytes());
-            } else { // unknown, not zero
-              node.putNull("keys").putNull("bytes").putNull("trash_entries").putNull("trash_bytes");
-            }
-          }
-          ArrayNode shards = o.putArray("shards");
-          for (TableInfo t : status.getTablesList()) {
-            for (ShardInfo s : t.getShardsList()) {
-              ObjectNode shard = shards.addObject().put("table", t.getName()).put("shard", t.getName() + "/" + s.getNumber())
-                  .put("owner", s.getOwner()).put("epoch", s.getEpoch());
-              if (unknown.contains(s.getOwner())) {
-                shard.putNull("keys").putNull("bytes");
-              } else {
-                shard.put("keys", s.getKeys()).put("bytes", s.getBytes());
-              }
-            }
-          }
-          Output.json(out, o);
-          return Main.EXIT_OK;
-        }
-        out.println("map epoch " + status.getMapEpoch() + ", " + Output.count(status.getNodesCount(), "node") + ", "
-            + Output.count(status.getTablesCount(), "table"));
+      out.println("map epoch " + status.mapEpoch() + ", " + Output.count(status.nodes().size(), "node") + ", "
+          + Output.count(status.tables().size(), "table"));
+      out.println();
+      List<List<String>> rows = new ArrayList<>();
+      for (NodeStatus n : status.nodes()) {
+        String state = !n.up() ? "down" : draining.contains(n.id()) ? "draining" : "up";
+        boolean known = n.keys().isPresent();
+        rows.add(List.of(n.id(), n.address().isEmpty() ? "-" : n.address(), state, Integer.toString(n.shards()),
+            known ? Output.number(n.keys().getAsLong()) : "?", known ? Output.number(n.bytes().getAsLong()) : "?",
+            known ? n.trashEntries() + " / " + Output.number(n.trashBytes()) : "?"));
+      }
+      Output.table(out, List.of("NODE", "ADDRESS", "STATE", "SHARDS", "KEYS", "BYTES", "TRASH ENTRIES / BYTES"), rows);
+      if (!status.tables().isEmpty()) {
         out.println();
-        List<List<String>> rows = new ArrayList<>();
-        for (NodeInfo n : status.getNodesList()) {
-          String state = !n.getUp() ? "down" : draining.contains(n.getId()) ? "draining" : "up";
-          boolean known = n.getSizesKnown();
-          rows.add(List.of(n.getId(), n.getAddress().isEmpty() ? "-" : n.getAddress(), state, Integer.toString(n.getShards()),
-              known ? Output.number(n.getKeys()) : "?", known ? Output.number(n.getBytes()) : "?",
-              known ? n.getTrashEntries() + " / " + Output.number(n.getTrashBytes()) : "?"));
+        List<List<String>> tables = new ArrayList<>();
+        for (TableDescription t : status.tables()) {
+          long keys = 0;
+          long bytes = 0;
+          boolean partial = false;
+          for (ShardDescription s : t.shards()) {
+            keys += s.keys();
+            bytes += s.bytes();
+            partial |= unknown.contains(s.owner());
+          }
+          String more = partial ? "+?" : "";
+          tables.add(List.of(t.name(), t.spec().strategy(), Integer.toString(t.shards().size()), Output.number(keys) + more,
+              Output.number(bytes) + more));
         }
-        Output.table(out, List.of("NODE", "ADDRESS", "STATE", "SHARDS", "KEYS", "BYTES", "TRASH ENTRIES / BYTES"), rows);
-        if (status.getTablesCount() > 0) {
+        Output.table(out, List.of("TABLE", "STRATEGY", "SHARDS", "KEYS", "BYTES"), tables);
+      }
+      if (!unknown.isEmpty()) {
+        out.println("?: not known while " + String.join(", ", unknown) + (unknown.size() == 1 ? " does" : " do") + " not answer");
+      }
+      if (listShards) {
+        for (TableDescription t : status.tables()) {
           out.println();
-          List<List<String>> tables = new ArrayList<>();
-          for (TableInfo t : status.getTablesList()) {
-            long keys = 0;
-            long bytes = 0;
-            boolean partial = false;
-            for (ShardInfo s : t.getShardsList()) {
-              keys += s.getKeys();
-              bytes += s.getBytes();
-              partial |= unknown.contains(s.getOwner());
-            }
-            String more = partial ? "+?" : "";
-            tables.add(List.of(t.getName(), t.getSpec().getStrategy(), Integer.toString(t.getShardsCount()), Output.number(keys) + more,
-                Output.number(bytes) + more));
-          }
-          Output.table(out, List.of("TABLE", "STRATEGY", "SHARDS", "KEYS", "BYTES"), tables);
+          TableCommand.print(out, OutputFormat.table, t, true, true);
         }
-        if (!unknown.isEmpty()) {
-          out.println("?: not known while " + String.join(", ", unknown) + (unknown.size() == 1 ? " does" : " do") + " not answer");
-        }
-        if (listShards) {
-          for (TableInfo t : status.getTablesList()) {
-            out.println();
-            TableCommand.print(out, OutputFormat.table, t, true, true);
-          }
-        } else if (status.getTablesCount() > 0) {
-          out.println("every shard: 'shardwise cluster status --list-shards' or 'shardwise table describe TABLE --list-shards'");
-        }
+      } else if (!status.tables().isEmpty()) {
+        out.println("every shard: 'shardwise cluster status --list-shards' or 'shardwise table describe TABLE --list-shards'");
       }
       return Main.EXIT_OK;
     }

@@ -40,11 +40,18 @@ final class ClusterOptions {
   }
 
   /**
-   * A ZooKeeper session for an operator command.
+   * The ZooKeeper session of this command line (or shell) for {@code zk}: shared, never closed by
+   * the command that uses it ({@link Session}).
    *
    * @throws CliException (unavailable) naming the address when ZooKeeper cannot be reached
    */
   static Coordinator coordinator(String zk) {
+    String connect = zkOrDefault(zk);
+    return Session.current().coordinator(connect, () -> connectCoordinator(connect));
+  }
+
+  /** A new ZooKeeper session of the caller's own, to close when done. */
+  static Coordinator connectCoordinator(String zk) {
     String connect = zkOrDefault(zk);
     try {
       return Coordinator.connect(connect, Duration.ofSeconds(10), Duration.ofSeconds(5));
@@ -72,23 +79,27 @@ final class ClusterOptions {
   }
 
   /**
-   * A client for the cluster, found through ZooKeeper.
+   * The client of this command line (or shell) for the cluster, found through ZooKeeper: shared,
+   * never closed by the command that uses it ({@link Session}).
    *
    * @throws CliException (unavailable) naming the address when ZooKeeper or the cluster cannot be reached
    */
   ShardwiseClient connect() {
     Routing routing = routing();
-    List<String> seeds = new ArrayList<>();
-    try (Coordinator zkClient = Coordinator.connect(zk(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
-      Map<NodeId, NodeInfo> targets = routing == Routing.ROUTER ? zkClient.liveRoutersNow() : zkClient.liveNodesNow();
-      targets.values().forEach(n -> seeds.add(n.getAddress()));
-    } catch (CoordinationException e) {
-      throw CliException.unavailable(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
-    }
-    if (seeds.isEmpty()) {
-      throw CliException.unavailable("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at "
-          + zk() + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"), null);
-    }
-    return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+    return Session.current().client(zk(), routing, () -> {
+      List<String> seeds = new ArrayList<>();
+      try {
+        Coordinator zkClient = coordinator(zk());
+        Map<NodeId, NodeInfo> targets = routing == Routing.ROUTER ? zkClient.liveRoutersNow() : zkClient.liveNodesNow();
+        targets.values().forEach(n -> seeds.add(n.getAddress()));
+      } catch (CoordinationException e) {
+        throw CliException.unavailable(e.getMessage() + " (is a cluster running? start one with: ./shardwise dev)", e);
+      }
+      if (seeds.isEmpty()) {
+        throw CliException.unavailable("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at "
+            + zk() + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"), null);
+      }
+      return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+    });
   }
 }

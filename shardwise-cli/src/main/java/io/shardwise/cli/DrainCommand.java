@@ -26,12 +26,11 @@ final class DrainCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NodeId id = NodeId.of(node);
-    try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-      if (!c.liveNodesNow().containsKey(id) && c.readMap().map().shardsOf(id).isEmpty()) {
-        throw new IllegalArgumentException("no node " + node + ": it is not live and owns no shard; live nodes: " + c.liveNodesNow().keySet());
-      }
-      new RebalanceRecords(c).drain(id);
+    Coordinator c = ClusterOptions.coordinator(zk.zk);
+    if (!c.liveNodesNow().containsKey(id) && c.readMap().map().shardsOf(id).isEmpty()) {
+      throw new IllegalArgumentException("no node " + node + ": it is not live and owns no shard; live nodes: " + c.liveNodesNow().keySet());
     }
+    new RebalanceRecords(c).drain(id);
     spec.commandLine().getOut().println("node " + node + " is draining; the balancer plans its shards' moves (shardwise rebalance status)");
     return Main.EXIT_OK;
   }
@@ -48,9 +47,8 @@ final class DrainCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        new RebalanceRecords(c).undrain(NodeId.of(node));
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      new RebalanceRecords(c).undrain(NodeId.of(node));
       spec.commandLine().getOut().println("node " + node + " is no longer draining");
       return Main.EXIT_OK;
     }

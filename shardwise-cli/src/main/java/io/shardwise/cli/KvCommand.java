@@ -2,16 +2,12 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.google.protobuf.ByteString;
+import io.shardwise.client.KeyValue;
+import io.shardwise.client.ScanPage;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.Versioned;
 import io.shardwise.core.key.ByteStrings;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.KeyValue;
-import io.shardwise.proto.v1.Partition;
-import io.shardwise.proto.v1.PartitionRange;
-import io.shardwise.proto.v1.ScanRequest;
-import io.shardwise.proto.v1.ScanResponse;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -80,14 +76,13 @@ final class KvCommand {
       } else {
         bytes = format.parse(value);
       }
-      try (ShardwiseClient client = common.cluster.connect()) {
-        long version = ifVersion == null ? client.put(row.table, row.key(), bytes) : client.putIfVersion(row.table, row.key(), bytes, ifVersion);
-        PrintWriter out = spec.commandLine().getOut();
-        if (common.output == OutputFormat.json) {
-          Output.json(out, Output.object().put("key", row.key).put("version", version));
-        } else {
-          out.println("ok, version " + version);
-        }
+      ShardwiseClient client = common.cluster.connect();
+      long version = ifVersion == null ? client.put(row.table, row.key(), bytes) : client.putIfVersion(row.table, row.key(), bytes, ifVersion);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("key", row.key).put("version", version));
+      } else {
+        out.println("ok, version " + version);
       }
       return Main.EXIT_OK;
     }
@@ -106,27 +101,26 @@ final class KvCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        Optional<Versioned> v = client.get(row.table, row.key());
-        PrintWriter out = spec.commandLine().getOut();
-        if (common.output == OutputFormat.json) {
-          ObjectNode o = Output.object().put("key", row.key).put("found", v.isPresent());
-          v.ifPresent(x -> {
-            ValueFormat.putJson(o, "value", x.value()); // never lossy: value_base64 when the bytes are not UTF-8
-            o.put("version", x.version());
-          });
-          Output.json(out, o);
-        } else if (v.isPresent() && format.isRaw()) {
-          out.flush();
-          System.out.write(v.get().value(), 0, v.get().value().length);
-          System.out.flush();
-        } else if (v.isPresent()) {
-          out.println(format.render(v.get().value()));
-        } else {
-          spec.commandLine().getErr().println("shardwise kv get: no key '" + row.key + "' in table " + row.table);
-        }
-        return v.isPresent() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
+      ShardwiseClient client = common.cluster.connect();
+      Optional<Versioned> v = client.get(row.table, row.key());
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        ObjectNode o = Output.object().put("key", row.key).put("found", v.isPresent());
+        v.ifPresent(x -> {
+          ValueFormat.putJson(o, "value", x.value()); // never lossy: value_base64 when the bytes are not UTF-8
+          o.put("version", x.version());
+        });
+        Output.json(out, o);
+      } else if (v.isPresent() && format.isRaw()) {
+        out.flush();
+        System.out.write(v.get().value(), 0, v.get().value().length);
+        System.out.flush();
+      } else if (v.isPresent()) {
+        out.println(format.render(v.get().value()));
+      } else {
+        spec.commandLine().getErr().println("shardwise kv get: no key '" + row.key + "' in table " + row.table);
       }
+      return v.isPresent() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
     }
   }
 
@@ -138,18 +132,17 @@ final class KvCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        boolean deleted = client.delete(row.table, row.key());
-        PrintWriter out = spec.commandLine().getOut();
-        if (common.output == OutputFormat.json) {
-          Output.json(out, Output.object().put("key", row.key).put("deleted", deleted));
-        } else if (deleted) {
-          out.println("deleted");
-        } else {
-          spec.commandLine().getErr().println("shardwise kv del: no key '" + row.key + "' in table " + row.table);
-        }
-        return deleted ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
+      ShardwiseClient client = common.cluster.connect();
+      boolean deleted = client.delete(row.table, row.key());
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("key", row.key).put("deleted", deleted));
+      } else if (deleted) {
+        out.println("deleted");
+      } else {
+        spec.commandLine().getErr().println("shardwise kv del: no key '" + row.key + "' in table " + row.table);
       }
+      return deleted ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
     }
   }
 
@@ -177,63 +170,63 @@ final class KvCommand {
       if (format.isRaw()) {
         throw new IllegalArgumentException("--format raw is for kv get (one value); scan shows values as text, hex or base64");
       }
-      ScanRequest.Builder r = ScanRequest.newBuilder().setTable(table).setLimit(TableCommand.inRange("--limit", limit, 1, 1000));
+      int rows = TableCommand.inRange("--limit", limit, 1, io.shardwise.client.Scan.MAX_LIMIT);
       int scopes = (partition != null ? 1 : 0) + (from != null || to != null ? 1 : 0) + (all ? 1 : 0);
       if (scopes != 1) {
         throw new IllegalArgumentException("give exactly one of --partition, --from/--to, --all");
       }
+      if ((sortFrom != null || sortTo != null) && partition == null) {
+        throw new IllegalArgumentException("--sort-from and --sort-to need --partition");
+      }
+      io.shardwise.client.Scan scan;
       if (partition != null) {
-        Partition.Builder p = Partition.newBuilder().setPartitionKey(ByteString.copyFromUtf8(partition));
-        if (sortFrom != null) {
-          p.setSortFrom(ByteString.copyFromUtf8(sortFrom));
+        scan = io.shardwise.client.Scan.partition(table, partition);
+        if (sortFrom != null || sortTo != null) {
+          scan = scan.sortKeys(utf8(sortFrom == null ? "" : sortFrom), sortTo == null ? null : utf8(sortTo));
         }
-        if (sortTo != null) {
-          p.setSortTo(ByteString.copyFromUtf8(sortTo));
-        }
-        r.setPartition(p);
       } else if (all) {
-        r.setAll(true);
+        scan = io.shardwise.client.Scan.all(table);
       } else {
-        PartitionRange.Builder p = PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8(from == null ? "" : from));
-        if (to != null) {
-          p.setTo(ByteString.copyFromUtf8(to)).setHasTo(true);
-        }
-        r.setPartitionRange(p);
+        scan = io.shardwise.client.Scan.range(table, utf8(from == null ? "" : from), to == null ? null : utf8(to));
       }
+      scan = scan.limit(rows);
       if (pageToken != null) {
-        r.setPageToken(ByteString.copyFrom(Base64.getUrlDecoder().decode(pageToken)));
+        scan = scan.after(Base64.getUrlDecoder().decode(pageToken));
       }
-      try (ShardwiseClient client = common.cluster.connect()) {
-        ScanResponse page = client.scan(r.build());
-        String next = page.getNextPageToken().isEmpty() ? null : Base64.getUrlEncoder().withoutPadding().encodeToString(page.getNextPageToken().toByteArray());
-        PrintWriter out = spec.commandLine().getOut();
-        if (common.output == OutputFormat.json) {
-          ObjectNode o = Output.object().put("shardsTouched", page.getHeader().getShardsTouched());
-          ArrayNode rows = o.putArray("rows");
-          for (KeyValue kv : page.getRowsList()) {
-            ObjectNode row = rows.addObject().put("key", ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()))
-                .put("sortKey", ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()));
-            ValueFormat.putJson(row, "value", kv.getValue().toByteArray());
-            row.put("version", kv.getVersion());
-          }
-          if (next != null) {
-            o.put("nextPageToken", next);
-          }
-          Output.json(out, o);
-        } else {
-          List<List<String>> rows = new ArrayList<>();
-          for (KeyValue kv : page.getRowsList()) {
-            rows.add(List.of(ByteStrings.toDisplay(kv.getKey().getPartitionKey().toByteArray()),
-                ByteStrings.toDisplay(kv.getKey().getSortKey().toByteArray()), format.render(kv.getValue().toByteArray()), Long.toString(kv.getVersion())));
-          }
-          Output.table(out, List.of("KEY", "SORT KEY", "VALUE", "VERSION"), rows);
-          out.println();
-          int touched = page.getHeader().getShardsTouched();
-          out.println(Output.count(page.getRowsCount(), "row") + ", " + Output.count(touched, "shard") + " touched"
-              + (next == null ? "" : "; more with --page-token " + next));
+      ShardwiseClient client = common.cluster.connect();
+      ScanPage page = client.scan(scan);
+      String next = page.nextPageToken().map(t -> Base64.getUrlEncoder().withoutPadding().encodeToString(t)).orElse(null);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        ObjectNode o = Output.object().put("shardsTouched", page.shardsTouched());
+        ArrayNode array = o.putArray("rows");
+        for (KeyValue kv : page.rows()) {
+          ObjectNode row = array.addObject().put("key", ByteStrings.toDisplay(kv.key().partitionKey()))
+              .put("sortKey", ByteStrings.toDisplay(kv.key().sortKey()));
+          ValueFormat.putJson(row, "value", kv.value());
+          row.put("version", kv.version());
         }
+        if (next != null) {
+          o.put("nextPageToken", next);
+        }
+        Output.json(out, o);
+      } else {
+        List<List<String>> lines = new ArrayList<>();
+        for (KeyValue kv : page.rows()) {
+          lines.add(List.of(ByteStrings.toDisplay(kv.key().partitionKey()), ByteStrings.toDisplay(kv.key().sortKey()), format.render(kv.value()),
+              Long.toString(kv.version())));
+        }
+        Output.table(out, List.of("KEY", "SORT KEY", "VALUE", "VERSION"), lines);
+        out.println();
+        int touched = page.shardsTouched();
+        out.println(Output.count(page.rows().size(), "row") + ", " + Output.count(touched, "shard") + " touched"
+            + (next == null ? "" : "; more with --page-token " + next));
       }
       return Main.EXIT_OK;
     }
+  }
+
+  private static byte[] utf8(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
   }
 }

@@ -26,6 +26,7 @@ import picocli.CommandLine.Command;
       ClusterCommand.class,
       RebalanceCommand.class,
       ZooKeeperCommand.class,
+      ShellCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {
@@ -44,9 +45,13 @@ public final class Main implements Runnable {
     System.exit(execute(args));
   }
 
-  /** Runs the command line and returns its exit code; used by tests. */
+  /** Runs the command line and returns its exit code, closing the connections it opened; used by tests. */
   public static int execute(String... args) {
-    return commandLine().execute(args);
+    try {
+      return commandLine().execute(args);
+    } finally {
+      Session.current().close();
+    }
   }
 
   static CommandLine commandLine() {

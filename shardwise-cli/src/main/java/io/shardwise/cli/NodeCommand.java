@@ -33,7 +33,8 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--data-dir", paramLabel = "DIR", description = "Where the node keeps its data and its id. Required.")
   Path dataDir;
 
-  @Option(names = "--listen", paramLabel = "HOST:PORT", description = "Address to serve on. Default: a free port on 127.0.0.1.")
+  @Option(names = "--listen", paramLabel = "HOST:PORT",
+      description = "Address to serve on. Without a port (or without --listen): the port this data directory served on last, if free, else a free one; the host defaults to 127.0.0.1.")
   String listen;
 
   @Option(names = "--id", paramLabel = "ID", description = "Node id. Default: kept in the data directory; on first start the first nN the cluster has not had.")
@@ -80,6 +81,9 @@ final class NodeCommand implements Callable<Integer> {
     String[] hp = listen == null ? new String[] {"127.0.0.1", "0"} : Ports.hostAndPort(listen);
     int port = Integer.parseInt(hp[1]);
     Ports.requireFree(hp[0], port, "--listen");
+    if (port == 0) {
+      port = Ports.previousPort(dataDir, hp[0]);
+    }
     if (consolePort != null) {
       Ports.requireFree(hp[0], consolePort, "--console-port");
     }
@@ -89,6 +93,7 @@ final class NodeCommand implements Callable<Integer> {
         .withTombstoneGrace(Durations.parse("--tombstone-grace", tombstoneGrace)).withAdoptCluster(adoptCluster)
         .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout));
     ShardwiseNode node = ShardwiseNode.start(config);
+    Ports.rememberPort(dataDir, Integer.parseInt(node.address().substring(node.address().lastIndexOf(':') + 1)));
     Console console;
     try {
       console = consolePort == null ? null : Console.start(hp[0], consolePort, config.zk());

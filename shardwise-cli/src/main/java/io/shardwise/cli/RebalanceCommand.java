@@ -65,12 +65,16 @@ final class RebalanceCommand {
     @Option(names = "--preview", description = "Print the plan without storing it.")
     boolean preview;
 
+    @Option(names = "--moves", description = "List every move (default: moves per route).")
+    boolean moves;
+
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
     OutputFormat output;
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk); Peers peers = new Peers(4 << 20)) {
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      try (Peers peers = new Peers(4 << 20)) {
         Set<NodeId> extra = new TreeSet<>();
         for (String d : drain) {
           if (!c.liveNodesNow().containsKey(NodeId.of(d))) {
@@ -83,7 +87,7 @@ final class RebalanceCommand {
         if (output == OutputFormat.json) {
           Output.json(out, PlanOutput.json(plan));
         } else {
-          PlanOutput.print(out, plan);
+          PlanOutput.print(out, plan, moves);
           if (plan.getMovesCount() > 0 && !plan.getId().isEmpty()) {
             out.println("run it with: shardwise rebalance apply " + plan.getId());
           }
@@ -107,11 +111,10 @@ final class RebalanceCommand {
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        PlanRecord p = new Rebalancing(c).approve(id, acceptDataLoss);
-        spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + p.getMovesCount()
-            + " moves; follow it with: shardwise rebalance status --wait");
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      PlanRecord p = new Rebalancing(c).approve(id, acceptDataLoss);
+      spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + p.getMovesCount()
+          + " moves; follow it with: shardwise rebalance status --wait");
       return Main.EXIT_OK;
     }
   }
@@ -132,9 +135,8 @@ final class RebalanceCommand {
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        new Rebalancing(c).reject(id);
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      new Rebalancing(c).reject(id);
       spec.commandLine().getOut().println("plan " + id + " rejected");
       return Main.EXIT_OK;
     }
@@ -152,14 +154,13 @@ final class RebalanceCommand {
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        Rebalancing r = new Rebalancing(c);
-        String target = id != null ? id : r.active().map(PlanRecord::getId)
-            .orElseThrow(() -> new IllegalStateException("no plan is running; name one: shardwise rebalance cancel PLAN-ID"));
-        PlanRecord p = r.cancel(target);
-        spec.commandLine().getOut().println("plan " + target + (p.getState() == PlanRecord.State.CANCELLED ? " cancelled"
-            : " is cancelling: moves in flight stop before their cutover"));
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      Rebalancing r = new Rebalancing(c);
+      String target = id != null ? id : r.active().map(PlanRecord::getId)
+          .orElseThrow(() -> new IllegalStateException("no plan is running; name one: shardwise rebalance cancel PLAN-ID"));
+      PlanRecord p = r.cancel(target);
+      spec.commandLine().getOut().println("plan " + target + (p.getState() == PlanRecord.State.CANCELLED ? " cancelled"
+          : " is cancelling: moves in flight stop before their cutover"));
       return Main.EXIT_OK;
     }
   }
@@ -176,6 +177,9 @@ final class RebalanceCommand {
     @Option(names = "--wait", description = "Block until the plan finishes; exit 1 if it failed or was cancelled.")
     boolean await;
 
+    @Option(names = "--moves", description = "List every move (default: moves per route and state, then the moving and failed ones).")
+    boolean moves;
+
     @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "1h", description = "With --wait. Default: ${DEFAULT-VALUE}.")
     String timeout;
 
@@ -186,41 +190,40 @@ final class RebalanceCommand {
     public Integer call() throws InterruptedException {
       Duration limit = Durations.parse("--timeout", timeout);
       PrintWriter out = spec.commandLine().getOut();
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        Rebalancing r = new Rebalancing(c);
-        BalancerSettings settings = r.records().settings();
-        Optional<PlanRecord> plan = find(r);
-        if (await && plan.isPresent()) {
-          long deadline = System.nanoTime() + limit.toNanos();
-          try (ProgressBar bar = output == OutputFormat.json ? null : PlanOutput.progressBar(plan.get())) {
-            while (!RebalanceRecords.finished(plan.get().getState()) && System.nanoTime() < deadline) {
-              Thread.sleep(250);
-              plan = r.records().plan(plan.get().getId());
-              PlanOutput.update(bar, plan.get());
-            }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      Rebalancing r = new Rebalancing(c);
+      BalancerSettings settings = r.records().settings();
+      Optional<PlanRecord> plan = find(r);
+      if (await && plan.isPresent()) {
+        long deadline = System.nanoTime() + limit.toNanos();
+        try (ProgressBar bar = output == OutputFormat.json ? null : PlanOutput.progressBar(plan.get())) {
+          while (!RebalanceRecords.finished(plan.get().getState()) && System.nanoTime() < deadline) {
+            Thread.sleep(250);
+            plan = r.records().plan(plan.get().getId());
+            PlanOutput.update(bar, plan.get());
           }
         }
-        if (output == OutputFormat.json) {
-          ObjectNode root = Output.object();
-          PlanOutput.settings(root.putObject("balancer"), settings);
-          plan.ifPresent(p -> root.set("plan", PlanOutput.json(p)));
-          Output.json(out, root);
+      }
+      if (output == OutputFormat.json) {
+        ObjectNode root = Output.object();
+        PlanOutput.settings(root.putObject("balancer"), settings);
+        plan.ifPresent(p -> root.set("plan", PlanOutput.json(p)));
+        Output.json(out, root);
+      } else {
+        out.println(PlanOutput.settingsLine(settings));
+        if (plan.isEmpty()) {
+          out.println("no plan yet");
         } else {
-          out.println(PlanOutput.settingsLine(settings));
-          if (plan.isEmpty()) {
-            out.println("no plan yet");
-          } else {
-            PlanOutput.print(out, plan.get());
-          }
+          PlanOutput.print(out, plan.get(), moves);
         }
-        if (await && plan.isPresent()) {
-          PlanRecord.State s = plan.get().getState();
-          if (!RebalanceRecords.finished(s)) {
-            spec.commandLine().getErr().println("plan " + plan.get().getId() + " is still " + Rebalancing.describe(s) + " after " + timeout);
-            return Main.EXIT_FAILURE;
-          }
-          return s == PlanRecord.State.DONE ? Main.EXIT_OK : Main.EXIT_FAILURE;
+      }
+      if (await && plan.isPresent()) {
+        PlanRecord.State s = plan.get().getState();
+        if (!RebalanceRecords.finished(s)) {
+          spec.commandLine().getErr().println("plan " + plan.get().getId() + " is still " + Rebalancing.describe(s) + " after " + timeout);
+          return Main.EXIT_FAILURE;
         }
+        return s == PlanRecord.State.DONE ? Main.EXIT_OK : Main.EXIT_FAILURE;
       }
       return Main.EXIT_OK;
     }
@@ -247,9 +250,8 @@ final class RebalanceCommand {
 
     @Override
     public Integer call() {
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(paused()).build());
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setPaused(paused()).build());
       spec.commandLine().getOut().println(paused()
           ? "rebalancing paused: no new moves start (resume with: shardwise rebalance resume)"
           : "rebalancing resumed");
@@ -285,20 +287,22 @@ final class RebalanceCommand {
     @Option(names = "--table", paramLabel = "TABLE", description = "Set MODE for this table only (default: back to the cluster's mode).")
     String table;
 
-    @Option(names = "--max-moves-per-node", paramLabel = "K", description = "Concurrent moves a node takes part in.")
+    @Option(names = "--max-moves-per-node", paramLabel = "K", description = "Concurrent moves a node takes part in, 1 to 64. Initially 2.")
     Integer maxMoves;
 
-    @Option(names = "--bandwidth", paramLabel = "MB/S", description = "Snapshot copy limit per move, MB/s (0: none).")
+    @Option(names = "--bandwidth", paramLabel = "MB/S", description = "Snapshot copy limit per move in MB/s; 0 lifts the limit. Initially unlimited.")
     Double bandwidth;
 
-    @Option(names = "--auto-max-fraction", paramLabel = "F", description = "auto: plans moving more than this fraction of the bytes wait for approval.")
+    @Option(names = "--auto-max-fraction", paramLabel = "F",
+        description = "auto: plans moving more than this fraction of the bytes wait for approval, in (0, 1]. Initially 0.25.")
     Double autoMaxFraction;
 
-    @Option(names = "--absent-grace", paramLabel = "DURATION", description = "How long a node may be absent before its shards move (e.g. 10m).")
+    @Option(names = "--absent-grace", paramLabel = "DURATION",
+        description = "How long a node may be absent before its shards move, at least 1s (e.g. 10m). Initially 10m.")
     String absentGrace;
 
     @Option(names = "--max-move-attempts", paramLabel = "N",
-        description = "Attempts per move, with backoff from 0.5 s doubling to 30 s, before it fails (default 8: about two minutes).")
+        description = "Attempts per move, 1 to 100, with backoff from 0.5 s doubling to 30 s. Initially 8 (about two minutes).")
     Integer maxMoveAttempts;
 
     @Override
@@ -309,10 +313,10 @@ final class RebalanceCommand {
       boolean clearTable = table != null && mode.equals("default");
       BalancerSettings.Mode m = mode == null || clearTable ? null : parseMode(mode);
       if (maxMoveAttempts != null && (maxMoveAttempts < 1 || maxMoveAttempts > 100)) {
-        throw new IllegalArgumentException("--max-move-attempts must be in [1, 100], not " + maxMoveAttempts);
+        throw new IllegalArgumentException("--max-move-attempts must be between 1 and 100, not " + maxMoveAttempts);
       }
-      if (maxMoves != null && maxMoves < 1) {
-        throw new IllegalArgumentException("--max-moves-per-node must be at least 1, not " + maxMoves);
+      if (maxMoves != null && (maxMoves < 1 || maxMoves > 64)) {
+        throw new IllegalArgumentException("--max-moves-per-node must be between 1 and 64, not " + maxMoves);
       }
       if (bandwidth != null && (bandwidth < 0 || bandwidth.isNaN())) {
         throw new IllegalArgumentException("--bandwidth must be 0 (none) or more MB/s, not " + bandwidth);
@@ -325,36 +329,36 @@ final class RebalanceCommand {
         throw new IllegalArgumentException("--absent-grace must be at least 1s");
       }
       BalancerSettings after;
-      try (Coordinator c = ClusterOptions.coordinator(zk.zk)) {
-        RebalanceRecords records = new RebalanceRecords(c);
-        boolean change = m != null || clearTable || maxMoves != null || bandwidth != null || autoMaxFraction != null || grace != null;
-        after = !change ? records.settings() : records.updateSettings(s -> {
-          BalancerSettings.Builder b = s.toBuilder();
-          if (clearTable) {
-            b.removeTableModes(table);
-          } else if (m != null && table != null) {
-            b.putTableModes(table, m);
-          } else if (m != null) {
-            b.setMode(m);
-          }
-          if (maxMoves != null) {
-            b.setMaxMovesPerNode(maxMoves);
-          }
-          if (bandwidth != null) {
-            b.setBandwidthBytesPerSecond(Math.round(bandwidth * 1_000_000));
-          }
-          if (autoMaxFraction != null) {
-            b.setAutoMaxFraction(autoMaxFraction);
-          }
-          if (grace != null) {
-            b.setAbsentGraceSeconds(grace.toSeconds());
-          }
-          if (maxMoveAttempts != null) {
-            b.setMaxMoveAttempts(maxMoveAttempts);
-          }
-          return b.build();
-        });
-      }
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      RebalanceRecords records = new RebalanceRecords(c);
+      boolean change = m != null || clearTable || maxMoves != null || bandwidth != null || autoMaxFraction != null || grace != null
+          || maxMoveAttempts != null;
+      after = !change ? records.settings() : records.updateSettings(s -> {
+        BalancerSettings.Builder b = s.toBuilder();
+        if (clearTable) {
+          b.removeTableModes(table);
+        } else if (m != null && table != null) {
+          b.putTableModes(table, m);
+        } else if (m != null) {
+          b.setMode(m);
+        }
+        if (maxMoves != null) {
+          b.setMaxMovesPerNode(maxMoves);
+        }
+        if (bandwidth != null) {
+          b.setBandwidthBytesPerSecond(Math.round(bandwidth * 1_000_000));
+        }
+        if (autoMaxFraction != null) {
+          b.setAutoMaxFraction(autoMaxFraction);
+        }
+        if (grace != null) {
+          b.setAbsentGraceSeconds(grace.toSeconds());
+        }
+        if (maxMoveAttempts != null) {
+          b.setMaxMoveAttempts(maxMoveAttempts);
+        }
+        return b.build();
+      });
       spec.commandLine().getOut().println(PlanOutput.settingsLine(after));
       return Main.EXIT_OK;
     }
@@ -378,10 +382,11 @@ final class RebalanceCommand {
     private PlanOutput() {}
 
     static String settingsLine(BalancerSettings s) {
-      return String.format(Locale.ROOT, "balancer: mode %s%s, at most %d moves per node, bandwidth %s, auto limit %.0f%% of bytes, absent grace %s",
+      return String.format(Locale.ROOT,
+          "balancer: mode %s%s, at most %d moves per node, bandwidth %s, auto limit %.0f%% of bytes, absent grace %s, %d attempts per move",
           s.getMode().name().toLowerCase(Locale.ROOT), s.getPaused() ? " (paused)" : "", s.getMaxMovesPerNode(),
           s.getBandwidthBytesPerSecond() == 0 ? "unlimited" : String.format(Locale.ROOT, "%.1f MB/s", s.getBandwidthBytesPerSecond() / 1e6),
-          100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())))
+          100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())), s.getMaxMoveAttempts())
           + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s));
     }
 
@@ -433,10 +438,12 @@ final class RebalanceCommand {
       return total;
     }
 
-    static void print(PrintWriter out, PlanRecord p) {
-      out.printf(Locale.ROOT, "plan %s (%s, map epoch %d): %d moves, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f,"
+    /** A plan: its header and figures, then its moves per route ({@code allMoves}: every move). */
+    static void print(PrintWriter out, PlanRecord p, boolean allMoves) {
+      out.printf(Locale.ROOT, "%s (map epoch %d): %s, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f,"
               + " bytes p/a %.3f, every node within %.1f%% of its share of bytes%n",
-          p.getId().isEmpty() ? "(not stored)" : p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(), p.getMovesCount(),
+          p.getId().isEmpty() ? "plan preview, not stored" : "plan " + p.getId() + ", " + Rebalancing.describe(p.getState()), p.getBaseEpoch(),
+          Output.count(p.getMovesCount(), "move"),
           p.getMovedBytes(), p.getTotalBytes(), 100 * p.getMovedFraction(), 100 * p.getMinimumFraction(), p.getShardPeakToAverageAfter(),
           p.getBytesPeakToAverageAfter(), 100 * p.getBytesWorstShareDeviationAfter());
       out.println("  " + p.getReason() + (p.getNeedsApproval() ? " — beyond auto mode's limits: waits for approval" : ""));
@@ -456,8 +463,41 @@ final class RebalanceCommand {
       if (p.getMovesCount() == 0) {
         return;
       }
+      out.println();
+      if (!allMoves) {
+        // Moves per route, then the moves still running or failed: a plan of hundreds of moves reads in a few lines.
+        java.util.Map<String, long[]> routes = new java.util.TreeMap<>();
+        java.util.Map<String, java.util.Map<String, Integer>> states = new java.util.TreeMap<>();
+        for (MoveRecord m : p.getMovesList()) {
+          String route = m.getFrom() + (m.getSourceAbsent() ? " (absent)" : "") + " -> " + m.getTo();
+          long[] acc = routes.computeIfAbsent(route, k -> new long[3]);
+          acc[0]++;
+          acc[1] += m.getKeys();
+          acc[2] += m.getBytes();
+          states.computeIfAbsent(route, k -> new java.util.TreeMap<>()).merge(m.getState().name().toLowerCase(Locale.ROOT), 1, Integer::sum);
+        }
+        List<List<String>> rows = new ArrayList<>();
+        routes.forEach((route, acc) -> {
+          List<String> byState = new ArrayList<>();
+          states.get(route).forEach((state, n) -> byState.add(n + " " + state));
+          rows.add(List.of(route, Long.toString(acc[0]), Output.number(acc[1]), Output.number(acc[2]), String.join(", ", byState)));
+        });
+        Output.table(out, List.of("ROUTE", "MOVES", "KEYS", "BYTES", "STATES"), rows);
+        List<MoveRecord> open = p.getMovesList().stream()
+            .filter(m -> m.getState() == MoveRecord.State.MOVING || m.getState() == MoveRecord.State.FAILED).toList();
+        if (!open.isEmpty()) {
+          out.println();
+          moveTable(out, open);
+        }
+        out.println("every move: --moves");
+        return;
+      }
+      moveTable(out, p.getMovesList());
+    }
+
+    private static void moveTable(PrintWriter out, List<MoveRecord> moves) {
       List<List<String>> rows = new ArrayList<>();
-      for (MoveRecord m : p.getMovesList()) {
+      for (MoveRecord m : moves) {
         String progress = "";
         if (m.hasProgress()) {
           MoveProgress pr = m.getProgress();

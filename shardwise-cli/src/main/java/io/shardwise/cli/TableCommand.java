@@ -2,13 +2,12 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.google.protobuf.ByteString;
+import io.shardwise.client.ShardDescription;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.TableDescription;
+import io.shardwise.client.TableSpec;
+import io.shardwise.client.Undropped;
 import io.shardwise.core.key.ByteStrings;
-import io.shardwise.proto.v1.PartitioningSpec;
-import io.shardwise.proto.v1.ShardInfo;
-import io.shardwise.proto.v1.TableInfo;
-import io.shardwise.proto.v1.UndropTableResponse;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -81,40 +80,44 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      // Checked here, with the flag's name and limit (the API takes 0 to mean "the default").
-      PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy(strategy).setSeed(seed)
-          .setShards(inRange("--shards", shards, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS))
-          .setVnodes(inRange("--vnodes", vnodes, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE))
-          .setSlots(inRange("--slots", slots, 1, io.shardwise.core.partition.SlotPartitioner.MAX_SLOTS))
-          .setTokens(inRange("--tokens", tokens, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE));
+      // Checked here, with the flag's name and limit; a flag not given takes the cluster's default.
+      TableSpec.Builder b = TableSpec.builder(strategy).seed(seed);
+      if (shards != null) {
+        b.shards(inRange("--shards", shards, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS));
+      }
+      if (vnodes != null) {
+        b.vnodes(inRange("--vnodes", vnodes, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE));
+      }
+      if (slots != null) {
+        b.slots(inRange("--slots", slots, 1, io.shardwise.core.partition.SlotPartitioner.MAX_SLOTS));
+      }
+      if (tokens != null) {
+        b.tokens(inRange("--tokens", tokens, 1, io.shardwise.core.partition.PartitionerSpec.MAX_POINTS_PER_NODE));
+      }
       if (hash != null) {
-        b.setHash(hash);
+        b.hash(hash);
       }
       if (vnodeName != null) {
-        b.setVnodeTemplate(vnodeName);
+        b.vnodeTemplate(vnodeName);
       }
-      splitPoints.forEach(p -> b.addSplitPoints(ByteString.copyFromUtf8(p)));
+      b.splitPoints(splitPoints.toArray(String[]::new));
       if (sampleKeys != null) {
         try {
-          Files.readAllLines(sampleKeys, StandardCharsets.UTF_8).stream().filter(l -> !l.isEmpty())
-              .forEach(l -> b.addSampleKeys(ByteString.copyFromUtf8(l)));
+          b.sampleKeys(Files.readAllLines(sampleKeys, StandardCharsets.UTF_8).stream().filter(l -> !l.isEmpty())
+              .map(l -> l.getBytes(StandardCharsets.UTF_8)).toList());
         } catch (IOException e) {
           throw new IllegalArgumentException("cannot read sample keys file '" + sampleKeys + "': " + e.getMessage());
         }
       }
-      try (ShardwiseClient client = common.cluster.connect()) {
-        TableInfo info = client.createTable(name, b.build());
-        print(spec.commandLine().getOut(), common.output, info, listShards, false);
-      }
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription info = client.createTable(name, b.build());
+      print(spec.commandLine().getOut(), common.output, info, listShards, false);
       return Main.EXIT_OK;
     }
   }
 
-  /** {@code value} if it is within {@code [min, max]}; 0 (the API's "default") if it was not given. */
-  static int inRange(String flag, Integer value, int min, int max) {
-    if (value == null) {
-      return 0;
-    }
+  /** {@code value} if it is within {@code [min, max]}; else a usage error naming the flag and the limits. */
+  static int inRange(String flag, int value, int min, int max) {
     if (value < min || value > max) {
       throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "%s must be between %,d and %,d, not %d", flag, min, max, value));
     }
@@ -128,18 +131,17 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        List<TableInfo> tables = client.listTables();
-        PrintWriter out = spec.commandLine().getOut();
-        if (common.output == OutputFormat.json) {
-          ArrayNode array = Output.JSON.createArrayNode();
-          tables.forEach(t -> array.add(json(t)));
-          Output.json(out, Output.object().set("tables", array));
-        } else {
-          List<List<String>> rows = new ArrayList<>();
-          tables.forEach(t -> rows.add(List.of(t.getName(), t.getSpec().getStrategy(), t.getSpec().getHash(), Integer.toString(t.getShardsCount()))));
-          Output.table(out, List.of("TABLE", "STRATEGY", "HASH", "SHARDS"), rows);
-        }
+      ShardwiseClient client = common.cluster.connect();
+      List<TableDescription> tables = client.listTables();
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        ArrayNode array = Output.JSON.createArrayNode();
+        tables.forEach(t -> array.add(json(t)));
+        Output.json(out, Output.object().set("tables", array));
+      } else {
+        List<List<String>> rows = new ArrayList<>();
+        tables.forEach(t -> rows.add(List.of(t.name(), t.spec().strategy(), t.spec().hash().orElse("-"), Integer.toString(t.shards().size()))));
+        Output.table(out, List.of("TABLE", "STRATEGY", "HASH", "SHARDS"), rows);
       }
       return Main.EXIT_OK;
     }
@@ -162,9 +164,8 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats), listShards, stats);
-      }
+      ShardwiseClient client = common.cluster.connect();
+      print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats), listShards, stats);
       return Main.EXIT_OK;
     }
   }
@@ -180,11 +181,10 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        client.dropTable(name);
-        spec.commandLine().getOut().println("dropped " + name + "; its data stays in the owners' trash for their trash grace "
-            + "('shardwise table undrop " + name + "' brings it back)");
-      }
+      ShardwiseClient client = common.cluster.connect();
+      client.dropTable(name);
+      spec.commandLine().getOut().println("dropped " + name + "; its data stays in the owners' trash for their trash grace "
+          + "('shardwise table undrop " + name + "' brings it back)");
       return Main.EXIT_OK;
     }
   }
@@ -200,24 +200,23 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        UndropTableResponse r = client.undropTable(name);
-        PrintWriter out = spec.commandLine().getOut();
-        out.println("undropped " + name + " (id " + r.getTable().getId() + ", " + r.getTable().getShardsCount() + " shards): "
-            + r.getShardsFoundInTrash() + " shards' data found in the owners' trash (empty shards have none)"
-            + (r.getOwnersNotAskedCount() == 0 ? "" : "; owners not live, restoring when they start: " + String.join(", ", r.getOwnersNotAskedList())));
-      }
+      ShardwiseClient client = common.cluster.connect();
+      Undropped r = client.undropTable(name);
+      PrintWriter out = spec.commandLine().getOut();
+      out.println("undropped " + name + " (id " + r.table().id() + ", " + Output.count(r.table().shards().size(), "shard") + "): "
+          + r.shardsFoundInTrash() + " shards' data found in the owners' trash (empty shards have none)"
+          + (r.ownersNotAsked().isEmpty() ? "" : "; owners not live, restoring when they start: " + String.join(", ", r.ownersNotAsked())));
       return Main.EXIT_OK;
     }
   }
 
-  static ObjectNode json(TableInfo t) {
-    ObjectNode o = Output.object().put("name", t.getName()).put("id", t.getId()).put("strategy", t.getSpec().getStrategy())
-        .put("hash", t.getSpec().getHash()).put("epoch", t.getMapEpoch());
+  static ObjectNode json(TableDescription t) {
+    ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())
+        .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch());
     ArrayNode shards = o.putArray("shards");
-    for (ShardInfo s : t.getShardsList()) {
-      ObjectNode n = shards.addObject().put("shard", t.getName() + "/" + s.getNumber()).put("position", s.getPosition())
-          .put("owner", s.getOwner()).put("epoch", s.getEpoch()).put("keys", s.getKeys()).put("bytes", s.getBytes());
+    for (ShardDescription s : t.shards()) {
+      ObjectNode n = shards.addObject().put("shard", t.name() + "/" + s.number()).put("position", s.position())
+          .put("owner", s.owner()).put("epoch", s.epoch()).put("keys", s.keys()).put("bytes", s.bytes());
       String range = range(t, s);
       if (!range.isEmpty()) {
         n.put("range", range);
@@ -226,15 +225,15 @@ final class TableCommand {
     return o;
   }
 
-  static String range(TableInfo t, ShardInfo s) {
-    switch (t.getSpec().getStrategy()) {
+  static String range(TableDescription t, ShardDescription s) {
+    switch (t.spec().strategy()) {
       case "range":
-        return "[" + ByteStrings.toDisplay(s.getStart().toByteArray()) + ", " + (s.getHasEnd() ? ByteStrings.toDisplay(s.getEnd().toByteArray()) : "∞") + ")";
+        return "[" + ByteStrings.toDisplay(s.start().orElse(new byte[0])) + ", " + s.end().map(ByteStrings::toDisplay).orElse("∞") + ")";
       case "hashrange":
-        return "[" + Long.toUnsignedString(s.getHashFirst()) + ", " + Long.toUnsignedString(s.getHashLast()) + "]";
+        return "[" + Long.toUnsignedString(s.hashFirst()) + ", " + Long.toUnsignedString(s.hashLast()) + "]";
       case "ring":
       case "tokens":
-        return "arc to " + Long.toUnsignedString(s.getHashLast());
+        return "arc to " + Long.toUnsignedString(s.hashLast());
       default:
         return "";
     }
@@ -244,28 +243,28 @@ final class TableCommand {
    * A table as text: one header line, then its shards per node (count, and keys and bytes when
    * {@code measured}), or every shard with {@code listShards}. JSON always lists every shard.
    */
-  static void print(PrintWriter out, OutputFormat format, TableInfo t, boolean listShards, boolean measured) {
+  static void print(PrintWriter out, OutputFormat format, TableDescription t, boolean listShards, boolean measured) {
     if (format == OutputFormat.json) {
       Output.json(out, json(t));
       return;
     }
-    out.printf("table %s (id %d): %s, hash %s, %s, map epoch %d%n%n", t.getName(), t.getId(), t.getSpec().getStrategy(),
-        t.getSpec().getHash(), Output.count(t.getShardsCount(), "shard"), t.getMapEpoch());
+    out.printf("table %s (id %d): %s, hash %s, %s, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
+        t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), t.mapEpoch());
     if (listShards) {
       List<List<String>> rows = new ArrayList<>();
-      for (ShardInfo s : t.getShardsList()) {
-        rows.add(List.of(t.getName() + "/" + s.getNumber(), s.getOwner(), Long.toString(s.getEpoch()),
-            measured ? Long.toString(s.getKeys()) : "-", measured ? Long.toString(s.getBytes()) : "-", range(t, s)));
+      for (ShardDescription s : t.shards()) {
+        rows.add(List.of(t.name() + "/" + s.number(), s.owner(), Long.toString(s.epoch()),
+            measured ? Long.toString(s.keys()) : "-", measured ? Long.toString(s.bytes()) : "-", range(t, s)));
       }
       Output.table(out, List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
       return;
     }
     java.util.Map<String, long[]> perNode = new java.util.TreeMap<>();
-    for (ShardInfo s : t.getShardsList()) {
-      long[] acc = perNode.computeIfAbsent(s.getOwner(), k -> new long[3]);
+    for (ShardDescription s : t.shards()) {
+      long[] acc = perNode.computeIfAbsent(s.owner(), k -> new long[3]);
       acc[0]++;
-      acc[1] += s.getKeys();
-      acc[2] += s.getBytes();
+      acc[1] += s.keys();
+      acc[2] += s.bytes();
     }
     List<List<String>> rows = new ArrayList<>();
     perNode.forEach((node, acc) -> rows.add(List.of(node, Long.toString(acc[0]), measured ? String.format(java.util.Locale.ROOT, "%,d", acc[1]) : "-",
@@ -274,9 +273,9 @@ final class TableCommand {
     if (!perNode.isEmpty()) {
       long min = perNode.values().stream().mapToLong(a -> a[0]).min().orElse(0);
       long max = perNode.values().stream().mapToLong(a -> a[0]).max().orElse(0);
-      out.printf(java.util.Locale.ROOT, "shards per node: min %d, max %d, mean %.1f%s%n", min, max, (double) t.getShardsCount() / perNode.size(),
+      out.printf(java.util.Locale.ROOT, "shards per node: min %d, max %d, mean %.1f%s%n", min, max, (double) t.shards().size() / perNode.size(),
           measured ? "" : "; keys and bytes with --stats");
     }
-    out.println("every shard: 'shardwise table describe " + t.getName() + " --list-shards'");
+    out.println("every shard: 'shardwise table describe " + t.name() + " --list-shards'");
   }
 }

@@ -3,12 +3,12 @@ package io.shardwise.cli;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.grpc.ManagedChannel;
+import io.shardwise.client.NodeStatus;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.proto.Channels;
 import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.ListTrashRequest;
 import io.shardwise.proto.v1.ListTrashResponse;
-import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PurgeTrashRequest;
 import io.shardwise.proto.v1.PurgeTrashResponse;
 import io.shardwise.proto.v1.RestoreTrashRequest;
@@ -42,9 +42,9 @@ final class TrashCommand {
 
   /** Calls one live node's admin API. */
   private static <T> T onNode(ShardwiseClient client, String node, Function<AdminServiceGrpc.AdminServiceBlockingStub, T> call) {
-    NodeInfo info = client.clusterStatus().getNodesList().stream().filter(n -> n.getId().equals(node) && n.getUp()).findFirst()
+    NodeStatus info = client.clusterStatus().nodes().stream().filter(n -> n.id().equals(node) && n.up()).findFirst()
         .orElseThrow(() -> CliException.notFound("no live node " + node));
-    ManagedChannel channel = Channels.open(info.getAddress(), MAX_MESSAGE_BYTES);
+    ManagedChannel channel = Channels.open(info.address(), MAX_MESSAGE_BYTES);
     try {
       return call.apply(AdminServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.MINUTES));
     } finally {
@@ -71,18 +71,17 @@ final class TrashCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        List<ListTrashResponse> answers = new ArrayList<>();
-        for (NodeInfo n : client.clusterStatus().getNodesList()) {
-          if (n.getUp() && (node == null || node.equals(n.getId()))) {
-            answers.add(onNode(client, n.getId(), stub -> stub.listTrash(ListTrashRequest.getDefaultInstance())));
-          }
+      ShardwiseClient client = common.cluster.connect();
+      List<ListTrashResponse> answers = new ArrayList<>();
+      for (NodeStatus n : client.clusterStatus().nodes()) {
+        if (n.up() && (node == null || node.equals(n.id()))) {
+          answers.add(onNode(client, n.id(), stub -> stub.listTrash(ListTrashRequest.getDefaultInstance())));
         }
-        if (node != null && answers.isEmpty()) {
-          throw CliException.notFound("no live node " + node);
-        }
-        print(spec.commandLine().getOut(), common.output, answers);
       }
+      if (node != null && answers.isEmpty()) {
+        throw CliException.notFound("no live node " + node);
+      }
+      print(spec.commandLine().getOut(), common.output, answers);
       return Main.EXIT_OK;
     }
 
@@ -131,14 +130,13 @@ final class TrashCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        RestoreTrashResponse r = onNode(client, entries.node,
-            stub -> stub.restoreTrash(RestoreTrashRequest.newBuilder().addAllIds(entries.ids).build()));
-        PrintWriter out = spec.commandLine().getOut();
-        for (RestoredEntry e : r.getRestoredList()) {
-          out.println("entry " + e.getId() + " restored into " + e.getOwner() + ": " + e.getKeysMerged() + " keys written, "
-              + e.getKeysNewerKept() + " kept (as new or newer there)");
-        }
+      ShardwiseClient client = common.cluster.connect();
+      RestoreTrashResponse r = onNode(client, entries.node,
+          stub -> stub.restoreTrash(RestoreTrashRequest.newBuilder().addAllIds(entries.ids).build()));
+      PrintWriter out = spec.commandLine().getOut();
+      for (RestoredEntry e : r.getRestoredList()) {
+        out.println("entry " + e.getId() + " restored into " + e.getOwner() + ": " + e.getKeysMerged() + " keys written, "
+            + e.getKeysNewerKept() + " kept (as new or newer there)");
       }
       return Main.EXIT_OK;
     }
@@ -153,14 +151,13 @@ final class TrashCommand {
 
     @Override
     public Integer call() {
-      try (ShardwiseClient client = common.cluster.connect()) {
-        PurgeTrashResponse r = onNode(client, entries.node,
-            stub -> stub.purgeTrash(PurgeTrashRequest.newBuilder().addAllIds(entries.ids).build()));
-        List<Long> missing = new ArrayList<>(entries.ids);
-        missing.removeAll(r.getPurgedList());
-        spec.commandLine().getOut().println("purged " + r.getPurgedCount() + " entries" + (missing.isEmpty() ? "" : "; no such entry: " + missing));
-        return missing.isEmpty() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
-      }
+      ShardwiseClient client = common.cluster.connect();
+      PurgeTrashResponse r = onNode(client, entries.node,
+          stub -> stub.purgeTrash(PurgeTrashRequest.newBuilder().addAllIds(entries.ids).build()));
+      List<Long> missing = new ArrayList<>(entries.ids);
+      missing.removeAll(r.getPurgedList());
+      spec.commandLine().getOut().println("purged " + r.getPurgedCount() + " entries" + (missing.isEmpty() ? "" : "; no such entry: " + missing));
+      return missing.isEmpty() ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
     }
   }
 }

@@ -178,7 +178,7 @@ class KillNineIT {
     }
     List<String> owners = new ArrayList<>();
     try (ShardwiseClient probeClient = ShardwiseClient.builder().seeds(seeds).build()) {
-      probeClient.createTable("probe", io.shardwise.proto.v1.PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(6).build());
+      probeClient.createTable("probe", io.shardwise.client.TableSpec.builder("hashrange").shards(6).build());
       try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
         io.shardwise.core.map.Table probe = admin.syncedMap().table("probe").orElseThrow();
         probeKeys.forEach(k -> owners.add(probe.shardFor(k.partitionKey()).owner().value()));

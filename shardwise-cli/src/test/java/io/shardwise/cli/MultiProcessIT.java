@@ -80,11 +80,20 @@ class MultiProcessIT {
     assertThat(created.exit()).as(created.err()).isZero();
     assertThat(created.out()).contains("table orders (id 1): hashrange");
 
+    // Writes and reads in every routing mode, from one shell process (one JVM, one client per mode).
     String[] modes = {"client", "router", "node"};
+    List<String> commands = new ArrayList<>();
     for (int i = 0; i < 9; i++) {
-      ServerProcesses.Result put = cli("kv", "put", "orders", "order-" + i, "amount=" + i, "--via", modes[i % 3]);
-      assertThat(put.exit()).as(put.err()).isZero();
+      commands.add("kv put orders order-" + i + " amount=" + i + " --via " + modes[i % 3]);
     }
+    for (String mode : modes) {
+      commands.add("kv get orders order-" + (mode.equals("node") ? 7 : 4) + " --via " + mode + " -o json");
+    }
+    ServerProcesses.Result shell = processes.shell(zk.connectString(), commands.toArray(String[]::new));
+    assertThat(shell.exit()).as(shell.out() + shell.err()).isZero();
+    assertThat(shell.out()).as(shell.out()).doesNotContain("exit code").contains("\"value\" : \"amount=4\"")
+        .contains("\"value\" : \"amount=7\"").containsPattern("\\(\\d+\\.\\d ms\\)");
+    // One of them as a process of its own in each mode.
     for (String mode : modes) {
       ServerProcesses.Result get = cli("kv", "get", "orders", "order-4", "--via", mode);
       assertThat(get.exit()).as(get.err()).isZero();
@@ -174,10 +183,14 @@ class MultiProcessIT {
         assertThat(n.get("shards").asInt()).isZero();
       }
     }
+    List<String> gets = new ArrayList<>();
     for (int i = 0; i < 9; i++) {
-      ServerProcesses.Result get = cli("kv", "get", "orders", "order-" + i);
-      assertThat(get.exit()).as(get.err()).isZero();
-      assertThat(get.out().strip()).isEqualTo("amount=" + i);
+      gets.add("kv get orders order-" + i);
+    }
+    ServerProcesses.Result read = processes.shell(zk.connectString(), gets.toArray(String[]::new));
+    assertThat(read.out()).as(read.out()).doesNotContain("exit code");
+    for (int i = 0; i < 9; i++) {
+      assertThat(read.out()).contains("amount=" + i);
     }
     ServerProcesses.Result stale = cli("rebalance", "approve", id);
     assertThat(stale.exit()).isEqualTo(1);
@@ -269,14 +282,18 @@ class MultiProcessIT {
       assertThat(files.filter(f -> Files.isRegularFile(f) && !Files.isSymbolicLink(f)).map(f -> f.getFileName().toString()).toList())
           .containsExactly(org.rocksdb.util.Environment.getJniLibraryFileName("rocksdb"));
     }
-    for (var e : acknowledged.entrySet()) {
-      ServerProcesses.Result get = cli("kv", "get", "crash", e.getKey());
-      assertThat(get.exit()).as(e.getKey() + ": " + get.err()).isZero();
-      assertThat(get.out().strip()).as(e.getKey()).isEqualTo(e.getValue());
-      if (e.getKey().endsWith("9")) {
-        break; // a sample through the CLI; the rest through one client below
+    ServerProcesses.Result first = cli("kv", "get", "crash", "key-0");
+    assertThat(first.exit()).as(first.err()).isZero();
+    assertThat(first.out().strip()).isEqualTo(acknowledged.get("key-0"));
+    // A sample through one shell process; all of them through one client below.
+    List<String> sample = acknowledged.keySet().stream().filter(k -> k.endsWith("7")).map(k -> "kv get crash " + k).toList();
+    ServerProcesses.Result read = processes.shell(zk.connectString(), sample.toArray(String[]::new));
+    assertThat(read.out()).as(read.out()).doesNotContain("exit code");
+    acknowledged.forEach((k, v) -> {
+      if (k.endsWith("7")) {
+        assertThat(read.out()).contains(v);
       }
-    }
+    });
     try (io.shardwise.client.ShardwiseClient client = io.shardwise.client.ShardwiseClient.builder()
         .seeds(List.of(servingAddress("n1"), servingAddress("n2"))).build()) {
       for (var e : acknowledged.entrySet()) {

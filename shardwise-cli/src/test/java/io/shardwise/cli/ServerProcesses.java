@@ -115,11 +115,29 @@ final class ServerProcesses implements AutoCloseable {
     return run(command.toArray(new String[0]));
   }
 
+  /**
+   * Runs {@code lines} in one {@code shardwise shell} process against {@code zk}, with {@code \timing}
+   * on, so a failed command shows as "exit code N" in the output: many commands for one JVM start.
+   */
+  Result shell(String zk, String... lines) throws IOException, InterruptedException {
+    Path in = Files.createTempFile(dir, "in", ".txt");
+    Files.writeString(in, "\\timing\n" + String.join("\n", lines) + "\n", StandardCharsets.UTF_8);
+    return run(in, "shell", "--zk", zk, "--history", dir.resolve("shell-history").toString());
+  }
+
   /** Runs a command that is expected to exit (a CLI call, a server that refuses to start) and waits for it (at most 2 minutes). */
   Result run(String... args) throws IOException, InterruptedException {
+    return run(null, args);
+  }
+
+  private Result run(Path stdin, String... args) throws IOException, InterruptedException {
     Path out = Files.createTempFile(dir, "out", ".txt");
     Path err = Files.createTempFile(dir, "err", ".txt");
-    Process p = builder(args).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    ProcessBuilder b = builder(args).redirectOutput(out.toFile()).redirectError(err.toFile());
+    if (stdin != null) {
+      b.redirectInput(stdin.toFile());
+    }
+    Process p = b.start();
     if (!p.waitFor(2, TimeUnit.MINUTES)) {
       p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
       throw new AssertionError(String.join(" ", args) + " did not exit within 2 minutes: " + Files.readString(out, StandardCharsets.UTF_8));

@@ -28,14 +28,11 @@ import io.shardwise.proto.v1.GetRequest;
 import io.shardwise.proto.v1.GetResponse;
 import io.shardwise.proto.v1.GetShardMapRequest;
 import io.shardwise.proto.v1.GetShardMapResponse;
-import io.shardwise.proto.v1.KeyValue;
 import io.shardwise.proto.v1.ListTablesRequest;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PutRequest;
 import io.shardwise.proto.v1.RequestHeader;
 import io.shardwise.proto.v1.ScanRequest;
-import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.proto.v1.TableInfo;
 import io.shardwise.proto.v1.UndropTableRequest;
 import io.shardwise.proto.v1.UndropTableResponse;
@@ -279,8 +276,8 @@ public final class ShardwiseClient implements AutoCloseable {
 
   public Optional<Versioned> get(String table, Key key) {
     GetResponse r = call(table, key, (target, stub, header) -> routing == Routing.CLIENT
-        ? batcher(target, table).get(header, proto(key))
-        : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(proto(key)).build()));
+        ? batcher(target, table).get(header, Protos.key(key))
+        : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key)).build()));
     return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
   }
 
@@ -298,7 +295,7 @@ public final class ShardwiseClient implements AutoCloseable {
     if (routing != Routing.CLIENT) {
       return CompletableFuture.supplyAsync(() -> get(table, key), asyncRetries);
     }
-    return firstTryAsync(table, key, (target, header) -> batcher(target, table).getAsync(header, proto(key)), () -> get(table, key), r -> {
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).getAsync(header, Protos.key(key)), () -> get(table, key), r -> {
       GetResponse g = (GetResponse) r;
       return g.getFound() ? Optional.of(new Versioned(g.getValue().toByteArray(), g.getVersion())) : Optional.<Versioned>empty();
     });
@@ -310,7 +307,7 @@ public final class ShardwiseClient implements AutoCloseable {
       return CompletableFuture.supplyAsync(() -> put(table, key, value), asyncRetries);
     }
     ByteString id = newRequestId();
-    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(withId(header, id), proto(key), ByteString.copyFrom(value)),
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(withId(header, id), Protos.key(key), ByteString.copyFrom(value)),
         () -> put(table, key, value, id), r -> (Long) r);
   }
 
@@ -354,10 +351,10 @@ public final class ShardwiseClient implements AutoCloseable {
 
   private long put(String table, Key key, byte[] value, ByteString id) {
     if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
-      return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), proto(key), ByteString.copyFrom(value)));
+      return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), Protos.key(key), ByteString.copyFrom(value)));
     }
     return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(proto(key)).setValue(ByteString.copyFrom(value)).build())).getVersion();
+        .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).build())).getVersion();
   }
 
   /**
@@ -369,7 +366,7 @@ public final class ShardwiseClient implements AutoCloseable {
   public long putIfVersion(String table, Key key, byte[] value, long expectedVersion) {
     ByteString id = newRequestId();
     return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(proto(key)).setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build()))
+        .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build()))
         .getVersion();
   }
 
@@ -377,7 +374,7 @@ public final class ShardwiseClient implements AutoCloseable {
   public boolean delete(String table, Key key) {
     ByteString id = newRequestId();
     return write(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(proto(key)).build())).getDeleted();
+        .setKey(Protos.key(key)).build())).getDeleted();
   }
 
   /** A write id: 16 random bytes, made once per logical write and sent with each of its attempts. */
@@ -406,7 +403,7 @@ public final class ShardwiseClient implements AutoCloseable {
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
       BatchPutResponse r = withRetries(table, entries.get(g.getValue().get(0)).getKey(), g.getKey(), true, (target, stub, header) -> {
         BatchPutRequest.Builder b = BatchPutRequest.newBuilder().setHeader(header).setTable(table);
-        g.getValue().forEach(i -> b.addEntries(KeyValue.newBuilder().setKey(proto(entries.get(i).getKey()))
+        g.getValue().forEach(i -> b.addEntries(io.shardwise.proto.v1.KeyValue.newBuilder().setKey(Protos.key(entries.get(i).getKey()))
             .setValue(ByteString.copyFrom(entries.get(i).getValue()))).addRequestIds(ids.get(i)));
         return stub.batchPut(b.build());
       });
@@ -424,7 +421,7 @@ public final class ShardwiseClient implements AutoCloseable {
     for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
       BatchGetResponse r = withRetries(table, keys.get(g.getValue().get(0)), g.getKey(), false, (target, stub, header) -> {
         BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);
-        g.getValue().forEach(i -> b.addKeys(proto(keys.get(i))));
+        g.getValue().forEach(i -> b.addKeys(Protos.key(keys.get(i))));
         return stub.batchGet(b.build());
       });
       for (int j = 0; j < g.getValue().size(); j++) {
@@ -441,45 +438,48 @@ public final class ShardwiseClient implements AutoCloseable {
    * One page of a scan. Single-partition scans go to the partition's owner; scans over several
    * shards are coordinated by a node (or the router), which reads the shards in order.
    */
-  public ScanResponse scan(ScanRequest request) {
-    if (request.hasPartition()) {
-      Key key = Key.of(request.getPartition().getPartitionKey().toByteArray());
-      return call(request.getTable(), key, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
+  public ScanPage scan(Scan scan) {
+    ScanRequest request = Protos.scan(scan);
+    if (scan.scope() == Scan.Scope.PARTITION) {
+      Key key = Key.of(scan.from());
+      return Protos.page(call(scan.table(), key, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header).build())));
     }
-    return withRetries(request.getTable(), null, null, false, (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build()));
+    return Protos.page(withRetries(scan.table(), null, null, false,
+        (target, stub, header) -> stub.scan(request.toBuilder().setHeader(header.toBuilder().setForward(true)).build())));
   }
 
   /**
    * Up to {@code limit} rows whose partition keys are at or after {@code from}, in key order,
    * across as many pages (and shards) as it takes: a short range scan on a {@code range} table.
    */
-  public List<io.shardwise.proto.v1.KeyValue> scanFrom(String table, byte[] from, int limit) {
-    List<io.shardwise.proto.v1.KeyValue> rows = new ArrayList<>();
-    ByteString token = ByteString.EMPTY;
+  public List<KeyValue> scanFrom(String table, byte[] from, int limit) {
+    List<KeyValue> rows = new ArrayList<>();
+    Scan scan = Scan.range(table, from, null);
+    ScanPage page;
     do {
-      ScanResponse page = scan(ScanRequest.newBuilder().setTable(table)
-          .setPartitionRange(io.shardwise.proto.v1.PartitionRange.newBuilder().setFrom(ByteString.copyFrom(from)))
-          .setLimit(Math.min(limit - rows.size(), MAX_SCAN_PAGE)).setPageToken(token).build());
-      rows.addAll(page.getRowsList());
-      token = page.getNextPageToken();
-    } while (rows.size() < limit && !token.isEmpty());
+      page = scan(scan.limit(Math.min(limit - rows.size(), MAX_SCAN_PAGE)));
+      rows.addAll(page.rows());
+      scan = page.hasMore() ? scan.after(page) : scan;
+    } while (rows.size() < limit && page.hasMore());
     return rows;
   }
 
   // ------------------------------------------------------------------ tables and cluster
 
-  public TableInfo createTable(String name, PartitioningSpec spec) {
-    TableInfo info = onSeed(stub -> stub.createTable(CreateTableRequest.newBuilder().setName(name).setSpec(spec).build()));
+  /** Creates a table; returns it as created, with the settings its strategy took by default filled in. */
+  public TableDescription createTable(String name, TableSpec spec) {
+    TableInfo info = onSeed(stub -> stub.createTable(CreateTableRequest.newBuilder().setName(name).setSpec(Protos.spec(spec)).build()));
     awaitEpoch(info.getMapEpoch());
-    return info;
+    return Protos.table(info);
   }
 
-  public List<TableInfo> listTables() {
-    return onSeed(stub -> stub.listTables(ListTablesRequest.getDefaultInstance())).getTablesList();
+  public List<TableDescription> listTables() {
+    return onAnySeed(stub -> stub.listTables(ListTablesRequest.getDefaultInstance())).getTablesList().stream().map(Protos::table).toList();
   }
 
-  public TableInfo describeTable(String name, boolean withStats) {
-    return onSeed(stub -> stub.describeTable(DescribeTableRequest.newBuilder().setName(name).setWithStats(withStats).build()));
+  /** A table and its shards; with {@code withStats}, each shard's keys and bytes too (its owner reads the whole shard). */
+  public TableDescription describeTable(String name, boolean withStats) {
+    return Protos.table(onAnySeed(stub -> stub.describeTable(DescribeTableRequest.newBuilder().setName(name).setWithStats(withStats).build())));
   }
 
   /** Drops a table; its data stays in its owners' trash for their trash grace, and {@link #undropTable} brings it back. */
@@ -492,24 +492,35 @@ public final class ShardwiseClient implements AutoCloseable {
    * Brings back the last table dropped under {@code name} with the data its owners still keep in
    * their trash; fails with ALREADY_EXISTS while a table has the name.
    */
-  public UndropTableResponse undropTable(String name) {
+  public Undropped undropTable(String name) {
     UndropTableResponse r = onSeed(stub -> stub.undropTable(UndropTableRequest.newBuilder().setName(name).build()));
     awaitEpoch(r.getTable().getMapEpoch());
-    return r;
+    return new Undropped(Protos.table(r.getTable()), r.getShardsFoundInTrash(), r.getOwnersNotAskedList());
   }
 
-  public ClusterStatusResponse clusterStatus() {
-    try {
-      return AdminServiceGrpc.newBlockingStub(channel(seeds.get(0))).withDeadlineAfter(30, TimeUnit.SECONDS)
-          .clusterStatus(ClusterStatusRequest.getDefaultInstance());
-    } catch (StatusRuntimeException e) {
-      throw new ShardwiseException(e);
-    }
+  /** Every node and table, with each node's keys, bytes and trash (a node that does not answer: sizes unknown). */
+  public ClusterStatus clusterStatus() {
+    ClusterStatusResponse r = onAnySeedAt(seed -> AdminServiceGrpc.newBlockingStub(channel(seed))
+        .withDeadlineAfter(ADMIN_DEADLINE_SECONDS, TimeUnit.SECONDS).clusterStatus(ClusterStatusRequest.getDefaultInstance()));
+    return new ClusterStatus(r.getMapEpoch(), r.getNodesList().stream().map(Protos::node).toList(),
+        r.getTablesList().stream().map(Protos::table).toList());
   }
 
+  /**
+   * After a change this client made (a table created or dropped), routes by a map that has it: the
+   * first node to answer a refresh may not have applied it yet, so refresh until the map is at
+   * {@code epoch} (at most {@code MAP_FETCH_DEADLINE}; later calls refresh on their own).
+   */
   private void awaitEpoch(long epoch) {
-    if (routing == Routing.CLIENT && map.epoch() < epoch) {
-      refreshMap();
+    if (routing != Routing.CLIENT) {
+      return;
+    }
+    long deadline = System.nanoTime() + MAP_FETCH_DEADLINE.toNanos();
+    while (map.epoch() < epoch && System.nanoTime() < deadline) {
+      refreshQuietly();
+      if (map.epoch() < epoch) {
+        sleep(20);
+      }
     }
   }
 
@@ -654,20 +665,49 @@ public final class ShardwiseClient implements AutoCloseable {
     return groups;
   }
 
+  /** How long an admin call may take on one node. */
+  private static final long ADMIN_DEADLINE_SECONDS = 60;
+
+  /**
+   * A call that changes the cluster (create, drop, undrop), to one seed: it is not re-sent to
+   * another, since a call that failed may still have been applied.
+   */
   private <R> R onSeed(Function<DataServiceGrpc.DataServiceBlockingStub, R> call) {
     try {
-      return call.apply(DataServiceGrpc.newBlockingStub(channel(seeds.get(Math.floorMod(nextSeed, seeds.size())))).withDeadlineAfter(60, TimeUnit.SECONDS));
+      return call.apply(DataServiceGrpc.newBlockingStub(channel(seeds.get(Math.floorMod(nextSeed, seeds.size()))))
+          .withDeadlineAfter(ADMIN_DEADLINE_SECONDS, TimeUnit.SECONDS));
     } catch (StatusRuntimeException e) {
       throw new ShardwiseException(e);
     }
   }
 
-  private ManagedChannel channel(String address) {
-    return channels.computeIfAbsent(address, a -> Channels.openDirect(a, maxMessageBytes));
+  /** A read-only admin call: to each seed in turn while they are unavailable (a node just killed, say). */
+  private <R> R onAnySeed(Function<DataServiceGrpc.DataServiceBlockingStub, R> call) {
+    return onAnySeedAt(seed -> call.apply(DataServiceGrpc.newBlockingStub(channel(seed))
+        .withDeadlineAfter(ADMIN_DEADLINE_SECONDS, TimeUnit.SECONDS)));
   }
 
-  private static io.shardwise.proto.v1.Key proto(Key key) {
-    return io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(ByteString.copyFrom(key.partitionKey())).setSortKey(ByteString.copyFrom(key.sortKey())).build();
+  /** {@link #onAnySeed} for a call given the seed's address. */
+  private <R> R onAnySeedAt(Function<String, R> call) {
+    StatusRuntimeException last = null;
+    for (int i = 0; i < seeds.size(); i++) {
+      int index = Math.floorMod(nextSeed + i, seeds.size());
+      try {
+        R r = call.apply(seeds.get(index));
+        nextSeed = index;
+        return r;
+      } catch (StatusRuntimeException e) {
+        if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
+          throw new ShardwiseException(e);
+        }
+        last = e;
+      }
+    }
+    throw new ShardwiseException(last);
+  }
+
+  private ManagedChannel channel(String address) {
+    return channels.computeIfAbsent(address, a -> Channels.openDirect(a, maxMessageBytes));
   }
 
   private static void sleep(long millis) {

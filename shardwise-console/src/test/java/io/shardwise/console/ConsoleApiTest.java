@@ -1,5 +1,6 @@
 package io.shardwise.console;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -8,7 +9,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.sim.Simulation;
-import io.shardwise.proto.v1.PartitioningSpec;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -137,7 +137,7 @@ class ConsoleApiTest {
   @Test
   void theClusterViewCountsKeysPerNodeAndRequestsPerShard() throws Exception {
     ShardwiseClient client = cluster.client();
-    client.createTable("stats", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+    client.createTable("stats", TableSpec.builder("slots").slots(6).build());
     for (int i = 0; i < 300; i++) {
       client.put("stats", Key.of("k" + i), ("v" + i).getBytes(StandardCharsets.UTF_8));
     }
@@ -175,7 +175,7 @@ class ConsoleApiTest {
   @Test
   void aPendingPlanCanBeRejectedAndThenNotApproved() throws Exception {
     ShardwiseClient client = cluster.client();
-    client.createTable("moving", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+    client.createTable("moving", TableSpec.builder("slots").slots(8).build());
     cluster.addNode();
     JsonNode pending = await().atMost(Duration.ofSeconds(30)).until(
         () -> get("/api/v1/cluster").body().get("plans").get("pending"), p -> p != null && !p.isNull());

@@ -1,12 +1,12 @@
 package io.shardwise.console;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitioningSpec;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -115,7 +115,7 @@ class ConsoleBrowserTest {
   @Test
   void clusterPageShowsTheSuggestedPlanAndApprovingItInTheBrowserMovesShardsToTheNewNode() throws Exception {
     ShardwiseClient client = cluster.client();
-    client.createTable("users", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+    client.createTable("users", TableSpec.builder("slots").slots(12).build());
     for (int i = 0; i < 400; i++) {
       client.put("users", Key.of("user-" + i), ("{\"n\": " + i + "}").getBytes(StandardCharsets.UTF_8));
     }
@@ -136,6 +136,8 @@ class ConsoleBrowserTest {
       browser.driver.get(cluster.console.url());
       browser.waiting(Duration.ofSeconds(15)).until(d -> d.findElements(By.cssSelector("#nodes tbody tr")).size() == 3);
       assertThat(browser.text(By.cssSelector("#stat-shards .value"))).isEqualTo("12");
+      assertThat(browser.attribute(By.tagName("body"), "data-loaded")).isEqualTo("true");
+      assertThat(browser.driver.findElements(By.cssSelector(".loading"))).as("every loading placeholder replaced by data").isEmpty();
 
       cluster.addNode();
       browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));

@@ -3,7 +3,7 @@ package io.shardwise.jmh;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.client.TableSpec;
 import io.shardwise.server.coordination.EmbeddedZooKeeper;
 import io.shardwise.server.node.NodeConfig;
 import io.shardwise.server.node.ShardwiseNode;
@@ -161,8 +161,8 @@ public final class ClusterLoad {
 
   /** Creates the {@code load} table if needed and writes every record, 1000 per batch. */
   private static void preload(ShardwiseClient client, int records) {
-    if (client.listTables().stream().noneMatch(t -> t.getName().equals("load"))) {
-      client.createTable("load", PartitioningSpec.newBuilder().setStrategy("slots").build());
+    if (client.listTables().stream().noneMatch(t -> t.name().equals("load"))) {
+      client.createTable("load", TableSpec.builder("slots").build());
     }
     List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
     for (int i = 0; i < records; i++) {

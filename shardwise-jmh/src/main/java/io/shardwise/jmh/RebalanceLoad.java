@@ -5,7 +5,7 @@ import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.proto.v1.MoveRecord;
-import io.shardwise.proto.v1.PartitioningSpec;
+import io.shardwise.client.TableSpec;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.coordination.Coordinator;
@@ -61,7 +61,7 @@ public final class RebalanceLoad {
           ShardwiseClient client = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(List.of(nodes.get(0).address())).build()) {
         RebalanceRecords records = new RebalanceRecords(c);
         records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.MANUAL).build());
-        client.createTable("bench", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+        client.createTable("bench", TableSpec.builder("slots").slots(12).build());
         long loadStart = System.nanoTime();
         List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
         for (int i = 0; i < keys; i++) {
@@ -111,7 +111,7 @@ public final class RebalanceLoad {
         }
 
         // The baseline in the same run: copy keys one by one (read, then put) into a scratch table.
-        client.createTable("keybykey", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+        client.createTable("keybykey", TableSpec.builder("slots").slots(12).build());
         long copyStart = System.nanoTime();
         int copied = 0;
         while (System.nanoTime() - copyStart < 10_000_000_000L && copied < keys) {

@@ -4,12 +4,12 @@ import com.google.protobuf.ByteString;
 import io.shardwise.bench.KeySpace;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.TableSpec;
 import io.shardwise.client.ShardwiseException;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.NodeId;
-import io.shardwise.proto.v1.KeyValue;
+import io.shardwise.client.KeyValue;
 import io.shardwise.proto.v1.NodeInfo;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.coordination.Coordinator;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -102,15 +102,14 @@ public final class ShardwiseDB extends DB {
   /** Makes the table at the first load: range shards split evenly over YCSB's hashed keys, as the bench does. */
   private void ensureTable(String table, int shards) throws DBException {
     synchronized (LOCK) {
-      if (client.listTables().stream().anyMatch(t -> t.getName().equals(table))) {
+      if (client.listTables().stream().anyMatch(t -> t.name().equals(table))) {
         return;
       }
-      PartitioningSpec.Builder spec = PartitioningSpec.newBuilder().setStrategy("range");
-      KeySpace.splitPoints(shards).forEach(point -> spec.addSplitPoints(ByteString.copyFromUtf8(point)));
+      TableSpec spec = TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new)).build();
       try {
-        client.createTable(table, spec.build());
+        client.createTable(table, spec);
       } catch (ShardwiseException e) {
-        if (client.listTables().stream().noneMatch(t -> t.getName().equals(table))) {
+        if (client.listTables().stream().noneMatch(t -> t.name().equals(table))) {
           throw new DBException("cannot create table " + table + ": " + e.getMessage(), e);
         }
       }
@@ -146,7 +145,7 @@ public final class ShardwiseDB extends DB {
     try {
       for (KeyValue row : client.scanFrom(table, startKey.getBytes(StandardCharsets.UTF_8), count)) {
         HashMap<String, ByteIterator> values = new HashMap<>();
-        decode(row.getValue().toByteArray(), fields, values);
+        decode(row.value(), fields, values);
         result.add(values);
       }
       return Status.OK;

@@ -92,6 +92,19 @@ public final class ShardMap {
     return Optional.empty();
   }
 
+  /**
+   * A shard's name for people, as the CLI and the console write it: {@code users/96}; a table this
+   * map does not have (dropped, or not yet seen) by its id: {@code table#5/96}.
+   */
+  public String shardName(long tableId, long number) {
+    for (Table t : tables.values()) {
+      if (t.id() == tableId) {
+        return t.name() + "/" + number;
+      }
+    }
+    return "table#" + tableId + "/" + number;
+  }
+
   /** True if {@code node} owns the shard {@code number} of table {@code tableId} in this map. */
   public boolean owns(NodeId node, long tableId, long number) {
     return shard(tableId, number).map(s -> s.owner().equals(node)).orElse(false);

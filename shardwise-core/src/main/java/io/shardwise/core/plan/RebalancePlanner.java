@@ -122,7 +122,11 @@ public final class RebalancePlanner {
 
     // 2. Bytes, once some node is off by more than twice its tolerance (hysteresis: sizes measured
     // while data is loaded or deleted wobble, and a plan must not chase them).
+    double mustShed = 0; // bytes step 2 has to move at least: what nodes hold beyond one tolerance above their share
     if (bytesKnown && a.total > 0 && !a.withinTolerance(BYTES_TRIGGER)) {
+      for (NodeCapacity n : targets) {
+        mustShed += Math.max(0, a.excess(n.node()) - a.tolerance(n.node()));
+      }
       for (int step = 0; step < table.shards().size() && !a.withinTolerance(); step++) {
         if (!a.improveBytes()) {
           break;
@@ -143,7 +147,7 @@ public final class RebalancePlanner {
     if (!bytesKnown) {
       note = (note == null ? "" : note + "; ") + "shard sizes unknown (a node did not answer): balanced by shard count only";
     }
-    return new Plan(table.name(), map.epoch(), moves, forecast(table, moves, sizes, targets), note);
+    return new Plan(table.name(), map.epoch(), moves, forecast(table, moves, sizes, targets, mustShed), note);
   }
 
   /** The planner's working state: who holds what, and what has moved. */
@@ -353,7 +357,7 @@ public final class RebalancePlanner {
       note += String.format(java.util.Locale.ROOT, "; a rewrite would move %.1f%% of the data (the minimum for a balanced move is %.1f%%)",
           100 * modMovedFraction(before, after), 100.0 * Math.abs(after - before) / Math.max(before, after));
     }
-    return new Plan(table.name(), map.epoch(), List.of(), forecast(table, List.of(), sizes, eligible(nodes)), note);
+    return new Plan(table.name(), map.epoch(), List.of(), forecast(table, List.of(), sizes, eligible(nodes), 0), note);
   }
 
   /** The exact share of uniformly hashed keys with {@code h mod n != h mod m}. */
@@ -376,7 +380,9 @@ public final class RebalancePlanner {
     return sizes.getOrDefault(s.id(), ShardSize.UNKNOWN);
   }
 
-  private static Plan.Forecast forecast(Table table, List<Move> moves, Map<ShardId, ShardSize> sizes, List<NodeCapacity> targets) {
+  /** The plan's figures; {@code mustShed}: the bytes beyond tolerance the planner's bytes step had to move (0 if it did not run). */
+  private static Plan.Forecast forecast(Table table, List<Move> moves, Map<ShardId, ShardSize> sizes, List<NodeCapacity> targets,
+      double mustShed) {
     Map<ShardId, NodeId> owner = new TreeMap<>();
     table.shards().forEach(s -> owner.put(s.id(), s.owner()));
     moves.forEach(m -> owner.put(m.shard(), m.to()));
@@ -394,33 +400,25 @@ public final class RebalancePlanner {
     long movedBytes = moves.stream().mapToLong(Move::bytes).sum();
     long[] shardsPerNode = perNode.values().stream().mapToLong(a -> a[0]).toArray();
     long[] bytesPerNode = perNode.values().stream().mapToLong(a -> a[1]).toArray();
-    double minimum = minimumFraction(table, sizes, targets, total);
+    double minimum = total == 0 ? 0 : (orphaned(table, sizes, targets) + mustShed) / total;
     return new Plan.Forecast(movedKeys, movedBytes, total, total == 0 ? 0 : (double) movedBytes / total, minimum,
         shardsPerNode.length == 0 ? 1.0 : LoadStats.of(shardsPerNode).peakToAverage(),
         bytesPerNode.length == 0 ? 1.0 : LoadStats.of(bytesPerNode).peakToAverage());
   }
 
-  /** The least share of bytes any plan must move to reach every node's weighted share of bytes. */
-  private static double minimumFraction(Table table, Map<ShardId, ShardSize> sizes, List<NodeCapacity> targets, long total) {
-    if (total == 0 || targets.isEmpty()) {
-      return 0;
-    }
-    double weights = targets.stream().mapToDouble(NodeCapacity::weight).sum();
-    Map<NodeId, Long> now = new TreeMap<>();
+  /**
+   * The bytes of shards whose owner is not a target (drained, or gone): every plan moves them. With
+   * what the bytes step must shed, that is the plan's minimum — the least any plan by the same rule
+   * (every node within one tolerance of its weighted share once some node is off by more than
+   * {@link #BYTES_TRIGGER}) moves — so a plan never reports moving less than its minimum.
+   */
+  private static long orphaned(Table table, Map<ShardId, ShardSize> sizes, List<NodeCapacity> targets) {
     long orphaned = 0;
     for (ShardAssignment s : table.shards()) {
-      long b = size(sizes, s).bytes();
-      boolean staying = targets.stream().anyMatch(n -> n.node().equals(s.owner()));
-      if (staying) {
-        now.merge(s.owner(), b, Long::sum);
-      } else {
-        orphaned += b;
+      if (targets.stream().noneMatch(n -> n.node().equals(s.owner()))) {
+        orphaned += size(sizes, s).bytes();
       }
     }
-    double excess = orphaned;
-    for (NodeCapacity n : targets) {
-      excess += Math.max(0, now.getOrDefault(n.node(), 0L) - total * n.weight() / weights);
-    }
-    return excess / total;
+    return orphaned;
   }
 }

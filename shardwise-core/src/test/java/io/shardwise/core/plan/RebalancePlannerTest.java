@@ -148,18 +148,24 @@ class RebalancePlannerTest {
     assertThat(plan.forecast().bytesPeakToAverageAfter()).isLessThan(1.5);
   }
 
+  /** Sizes for table t's shards, Pareto-distributed (a few large, many small), as ring arcs and split shards are. */
+  private static Map<ShardId, ShardSize> paretoSizes(ShardMap map, long seed) {
+    java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+    Map<ShardId, ShardSize> sizes = new HashMap<>();
+    for (ShardAssignment s : map.table("t").orElseThrow().shards()) {
+      long b = (long) (1_000 / Math.pow(1 - random.nextDouble(0.999), 1 / 1.2));
+      sizes.put(s.id(), new ShardSize(b / 100, b));
+    }
+    return sizes;
+  }
+
   /** Skewed shard sizes (as ring arcs and split shards are): after a plan every node holds its weighted share of bytes. */
   @Property(tries = 200, seed = "20261201")
   void afterThePlanEveryNodeIsWithinFivePercentOrOneShardOfItsShareOfBytes(
       @ForAll @IntRange(min = 1, max = 6) int before, @ForAll @IntRange(min = 1, max = 3) int added,
       @ForAll @IntRange(min = 16, max = 256) int slots, @ForAll long sizeSeed, @ForAll boolean weighted) {
     ShardMap map = slotsTable(slots, ids(0, before));
-    java.util.SplittableRandom random = new java.util.SplittableRandom(sizeSeed);
-    Map<ShardId, ShardSize> sizes = new HashMap<>();
-    for (ShardAssignment s : map.table("t").orElseThrow().shards()) {
-      long b = (long) (1_000 / Math.pow(1 - random.nextDouble(0.999), 1 / 1.2)); // Pareto: a few large, many small
-      sizes.put(s.id(), new ShardSize(b / 100, b));
-    }
+    Map<ShardId, ShardSize> sizes = paretoSizes(map, sizeSeed);
     List<NodeCapacity> nodes = new ArrayList<>();
     for (NodeId n : ids(0, before + added)) {
       nodes.add(new NodeCapacity(n, weighted && n.value().equals("n0") ? 2 : 1, false));
@@ -195,6 +201,22 @@ class RebalancePlannerTest {
       assertThat(gives && receives).as("%s both gives and receives", n.node()).isFalse();
     }
     assertThat(plan.moves().stream().map(Move::shard).distinct().count()).as("each shard moves once").isEqualTo(plan.moves().size());
+  }
+
+  /** The minimum a plan reports is what its own rule needs: a plan never moves less (with drains too). */
+  @Property(tries = 200, seed = "20261202")
+  void aPlanNeverMovesLessThanTheMinimumItReports(
+      @ForAll @IntRange(min = 2, max = 6) int before, @ForAll @IntRange(min = 0, max = 2) int added,
+      @ForAll @IntRange(min = 16, max = 128) int slots, @ForAll long sizeSeed, @ForAll boolean drainOne) {
+    ShardMap map = slotsTable(slots, ids(0, before));
+    Map<ShardId, ShardSize> sizes = paretoSizes(map, sizeSeed);
+    List<NodeCapacity> nodes = new ArrayList<>();
+    for (NodeId n : ids(0, before + added)) {
+      nodes.add(new NodeCapacity(n, 1, drainOne && n.value().equals("n0")));
+    }
+    Plan.Forecast f = RebalancePlanner.plan(map, "t", nodes, sizes).forecast();
+    assertThat(f.movedFraction()).as("moved against the minimum %.4f", f.minimumFraction())
+        .isGreaterThanOrEqualTo(f.minimumFraction() - 1e-9);
   }
 
   @Test

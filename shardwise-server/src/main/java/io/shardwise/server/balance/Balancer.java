@@ -67,7 +67,6 @@ public final class Balancer implements AutoCloseable {
    * to 30 s, jittered) a move keeps trying for about two minutes: long enough for a restarted node
    * to come back and for reconnect backoffs to clear.
    */
-  private static final int DEFAULT_MAX_ATTEMPTS = 8;
   private static final long PROGRESS_EVERY_MILLIS = 1_000;
   /** Finished plans beyond the newest this many are deleted. */
   private static final int KEEP_PLANS = 100;
@@ -94,6 +93,19 @@ public final class Balancer implements AutoCloseable {
     this.peers = peers;
     this.records = new RebalanceRecords(coordinator);
     this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
+    // Curator's own account of a lost latch node is an ERROR line for an ordinary session loss (its
+    // logger is off in the CLI's logging): leadership changes are reported here instead.
+    latch.addListener(new org.apache.curator.framework.recipes.leader.LeaderLatchListener() {
+      @Override
+      public void isLeader() {
+        LOG.info("balancer: {} is now the leader", self);
+      }
+
+      @Override
+      public void notLeader() {
+        LOG.info("balancer: {} is no longer the leader", self);
+      }
+    });
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "shardwise-balancer-" + self);
       t.setDaemon(true);
@@ -444,7 +456,7 @@ public final class Balancer implements AutoCloseable {
 
   private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
     boolean cutOver = ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
-    int maxAttempts = records.settings().getMaxMoveAttempts() > 0 ? records.settings().getMaxMoveAttempts() : DEFAULT_MAX_ATTEMPTS;
+    int maxAttempts = records.settings().getMaxMoveAttempts();
     PlanRecord after = records.update(planId, p -> {
       MoveRecord.Builder m = p.getMoves(index).toBuilder();
       if (cutOver) {

@@ -38,6 +38,8 @@ public final class RebalanceRecords {
   public static final int DEFAULT_MAX_MOVES_PER_NODE = 2;
   public static final double DEFAULT_AUTO_MAX_FRACTION = 0.25;
   public static final Duration DEFAULT_ABSENT_GRACE = Duration.ofMinutes(10);
+  /** Attempts per move, with backoff from 0.5 s doubling to 30 s: about two minutes. */
+  public static final int DEFAULT_MAX_MOVE_ATTEMPTS = 8;
 
   private final Coordinator coordinator;
 
@@ -69,6 +71,9 @@ public final class RebalanceRecords {
     }
     if (s.getAbsentGraceSeconds() == 0) {
       b.setAbsentGraceSeconds(DEFAULT_ABSENT_GRACE.toSeconds());
+    }
+    if (s.getMaxMoveAttempts() == 0) {
+      b.setMaxMoveAttempts(DEFAULT_MAX_MOVE_ATTEMPTS);
     }
     return b.build();
   }

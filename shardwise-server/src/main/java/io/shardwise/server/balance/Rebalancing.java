@@ -44,7 +44,10 @@ public final class Rebalancing {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
     Set<NodeId> drains = new TreeSet<>(records.drains());
     drains.addAll(extraDrains);
-    PlanRecord plan = PlanMaker.make(map, live, drains, Set.of(), PlanMaker.sizes(peers, live), "operator: rebalance plan")
+    String reason = store ? "operator: rebalance plan"
+        : extraDrains.isEmpty() ? "a preview: the plan the cluster would get now"
+        : "a what-if: the plan if " + String.join(", ", extraDrains.stream().map(NodeId::value).toList()) + " were drained";
+    PlanRecord plan = PlanMaker.make(map, live, drains, Set.of(), PlanMaker.sizes(peers, live), reason)
         .toBuilder().setState(PlanRecord.State.PENDING).build();
     if (!store || plan.getMovesCount() == 0) {
       return plan;
@@ -96,8 +99,10 @@ public final class Rebalancing {
       return p.toBuilder().setState(PlanRecord.State.APPROVED).setDataLossAccepted(acceptDataLoss && p.getAbandonedShards() > 0).build();
     });
     if (after.getState() == PlanRecord.State.STALE) {
-      throw new IllegalStateException("plan " + id + " is stale: it was made at map epoch " + after.getBaseEpoch()
-          + " and the map is at " + epoch + "; run 'shardwise rebalance plan' again (the balancer re-plans by itself in suggest mode)");
+      // Its own record says why: the map moved on, or a newer plan superseded it.
+      String why = after.getError().isEmpty() ? "the map changed after it was made" : after.getError();
+      throw new IllegalStateException("plan " + id + " is stale (" + why + "); run 'shardwise rebalance plan' again"
+          + " (the balancer re-plans by itself in suggest mode)");
     }
     if (after.getState() != PlanRecord.State.APPROVED) {
       throw new IllegalStateException("plan " + id + " is " + describe(after.getState()) + ", not pending");

@@ -59,7 +59,7 @@ final class MoveDestination {
   /** The whole snapshot has arrived ({@code file == null}: the shard is empty): it replaces what this node held of the shard. */
   void ingest(String moveId, ShardRef shard, Path file, long bytes) {
     node.store().ingest(shard, file);
-    LOG.info("move {}: received {} bytes of shard {}", moveId, bytes, shard);
+    LOG.info("move {}: received {} bytes of shard {}", moveId, bytes, node.map().current().shardName(shard.tableId(), shard.shardNumber()));
   }
 
   /** The snapshot did not arrive whole: what was received goes, unless this node owns the shard by now. */

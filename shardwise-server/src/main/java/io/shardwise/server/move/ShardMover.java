@@ -146,7 +146,7 @@ final class ShardMover {
         // Stopping before the map could be read: the shard stays paused (nothing is served or
         // written here) and neither copy is dropped; after a restart the map decides.
         LOG.warn("move {}: stopping with the cutover of shard {} unresolved; the shard stays paused and both copies are kept",
-            request.getMoveId(), shard);
+            request.getMoveId(), request.getTable() + "/" + request.getNumber());
       }
     }
   }
@@ -236,7 +236,7 @@ final class ShardMover {
       return Optional.of(stored);
     } catch (RuntimeException e) {
       LOG.warn("move {}: the cutover of shard {} did not answer cleanly ({}); reading the map to learn its outcome",
-          request.getMoveId(), shard, e.getMessage());
+          request.getMoveId(), request.getTable() + "/" + request.getNumber(), e.getMessage());
       return resolveFromMap(planned);
     }
   }

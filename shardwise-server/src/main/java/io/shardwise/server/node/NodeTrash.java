@@ -61,12 +61,12 @@ final class NodeTrash implements TrashAdmin {
   void put(ShardRef shard, ShardTrash.Kind kind, String reason, BooleanSupplier stillForeign) {
     try {
       store.trash().put(shard, kind, reason, stillForeign).ifPresent(e ->
-          LOG.info("node {}: shard {} ({} keys, {} bytes) to the trash: {}", self, shard, e.liveKeys(), e.bytes(), reason));
+          LOG.info("node {}: shard {} ({} keys, {} bytes) to the trash: {}", self, name(shard), e.liveKeys(), e.bytes(), reason));
       if (stillForeign.getAsBoolean()) {
         shards.forget(shard);
       }
     } catch (RuntimeException e) {
-      LOG.warn("node {}: could not move shard {} to the trash: {}", self, shard, e.getMessage());
+      LOG.warn("node {}: could not move shard {} to the trash: {}", self, name(shard), e.getMessage());
     }
   }
 
@@ -97,7 +97,7 @@ final class NodeTrash implements TrashAdmin {
             long[] merged = {0};
             store.trash().forEachBatch(e.id(), MERGE_BATCH_KEYS, values -> merged[0] += store.mergeStored(ref, values).size());
             store.trash().purge(e.id());
-            LOG.info("node {}: table {} undropped: shard {} got back {} stored keys from trash entry {}", self, t.name(), ref, merged[0],
+            LOG.info("node {}: table {} undropped: shard {} got back {} stored keys from trash entry {}", self, t.name(), name(ref), merged[0],
                 e.id());
           }
         }
@@ -170,6 +170,11 @@ final class NodeTrash implements TrashAdmin {
         .setOwner(owner.owner().value()).build();
   }
 
+  /** {@code users/96} while the map has the table, {@code table#5/96} after it was dropped. */
+  private String name(ShardRef shard) {
+    return map.get().shardName(shard.tableId(), shard.shardNumber());
+  }
+
   private static long userKeys(List<ShardEngine.StoredValue> values) {
     return values.stream().filter(v -> !ShardStore.isReserved(v.storeKey())).count();
   }
@@ -181,7 +186,7 @@ final class NodeTrash implements TrashAdmin {
       Optional<ShardTrash.Entry> e = store.trash().entry(id);
       if (e.isPresent() && store.trash().purge(id)) {
         purged.add(id);
-        LOG.info("node {}: trash entry {} (shard {}, {} keys) purged by an operator", self, id, e.get().shard(), e.get().liveKeys());
+        LOG.info("node {}: trash entry {} (shard {}, {} keys) purged by an operator", self, id, name(e.get().shard()), e.get().liveKeys());
       }
     }
     return purged;

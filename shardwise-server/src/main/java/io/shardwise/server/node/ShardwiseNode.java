@@ -234,7 +234,8 @@ public final class ShardwiseNode implements AutoCloseable {
           store.purgeRequestRecords(shard.ref(), cutoff);
         }
       } catch (RuntimeException e) {
-        LOG.warn("node {}: purging the write ids of shard {} failed: {}", id, shard.ref(), e.getMessage());
+        LOG.warn("node {}: purging the write ids of shard {} failed: {}", id, map().shardName(shard.ref().tableId(), shard.ref().shardNumber()),
+            e.getMessage());
       }
     }
   }
@@ -259,7 +260,7 @@ public final class ShardwiseNode implements AutoCloseable {
           from = batch.get().next();
         }
       } catch (RuntimeException e) {
-        LOG.warn("node {}: purging the tombstones of shard {} failed: {}", id, shard, e.getMessage());
+        LOG.warn("node {}: purging the tombstones of shard {} failed: {}", id, map().shardName(shard.tableId(), shard.shardNumber()), e.getMessage());
       }
     }
     if (purged > 0) {
@@ -270,7 +271,8 @@ public final class ShardwiseNode implements AutoCloseable {
   private void purgeTrash(Duration grace) {
     try {
       for (var e : store.trash().purgeExpired(grace, System.currentTimeMillis())) {
-        LOG.info("node {}: purged trash entry {} (shard {}, {} keys, {} bytes) after {}", id, e.id(), e.shard(), e.liveKeys(), e.bytes(),
+        LOG.info("node {}: purged trash entry {} (shard {}, {} keys, {} bytes) after {}", id, e.id(),
+            map().shardName(e.shard().tableId(), e.shard().shardNumber()), e.liveKeys(), e.bytes(),
             grace);
       }
     } catch (RuntimeException e) {

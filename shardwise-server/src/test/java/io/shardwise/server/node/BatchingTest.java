@@ -1,12 +1,12 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.ShardwiseException;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -42,7 +42,7 @@ class BatchingTest {
   void start(@TempDir Path dir) {
     cluster = new TestCluster(dir, 3, Limits.DEFAULT);
     client = cluster.client(Routing.CLIENT);
-    client.createTable("batched", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(64).build());
+    client.createTable("batched", TableSpec.builder("slots").slots(64).build());
     pool = Executors.newFixedThreadPool(16);
   }
 

@@ -1,12 +1,12 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.ShardwiseException;
 import io.shardwise.core.key.Key;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -70,7 +70,7 @@ class ClientMapRefreshTest {
   @Test
   void aSeedThatNeverAnswersDoesNotDelayTheMapAndOneThatIsAllThereIsIsAClearError() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT); BlackHole hole = new BlackHole()) {
-      cluster.client(io.shardwise.client.Routing.CLIENT).createTable("t", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(2).build());
+      cluster.client(io.shardwise.client.Routing.CLIENT).createTable("t", TableSpec.builder("hashrange").shards(2).build());
       long started = System.nanoTime();
       try (ShardwiseClient client = ShardwiseClient.builder().seeds(List.of(hole.address(), cluster.node("n1").address())).build()) {
         long millis = (System.nanoTime() - started) / 1_000_000;

@@ -1,5 +1,9 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.KeyValue;
+import io.shardwise.client.Scan;
+import io.shardwise.client.ScanPage;
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -22,12 +26,8 @@ import io.shardwise.core.map.Table;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.DataServiceGrpc;
 import io.shardwise.proto.v1.ErrorInfo;
-import io.shardwise.proto.v1.PartitionRange;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PutRequest;
 import io.shardwise.proto.v1.RequestHeader;
-import io.shardwise.proto.v1.ScanRequest;
-import io.shardwise.proto.v1.ScanResponse;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.storage.ShardRef;
@@ -75,12 +75,12 @@ class ClusterTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  private static PartitioningSpec rangeSpec(String... splits) {
-    PartitioningSpec.Builder b = PartitioningSpec.newBuilder().setStrategy("range");
-    for (String s : splits) {
-      b.addSplitPoints(ByteString.copyFromUtf8(s));
-    }
-    return b.build();
+  private static String pk(KeyValue row) {
+    return new String(row.key().partitionKey(), StandardCharsets.UTF_8);
+  }
+
+  private static TableSpec rangeSpec(String... splits) {
+    return TableSpec.builder("range").splitPoints(splits).build();
   }
 
   private static List<String> names(int n) {
@@ -96,7 +96,7 @@ class ClusterTest {
   void everyRoutingModeGivesTheSameAnswers() {
     ShardwiseClient direct = cluster.client(Routing.CLIENT);
     direct.createTable("modes_range", rangeSpec("g", "n", "t"));
-    direct.createTable("modes_hash", PartitioningSpec.newBuilder().setStrategy("ring").setVnodes(16).build());
+    direct.createTable("modes_hash", TableSpec.builder("ring").vnodes(16).build());
     Map<Routing, ShardwiseClient> clients = Map.of(Routing.CLIENT, direct, Routing.ROUTER, cluster.client(Routing.ROUTER), Routing.NODE, cluster.client(Routing.NODE));
 
     for (String table : List.of("modes_range", "modes_hash")) {
@@ -119,7 +119,7 @@ class ClusterTest {
   @Test
   void aKeyIsStoredOnlyOnItsOwner() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("owners", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(64).build());
+    client.createTable("owners", TableSpec.builder("slots").slots(64).build());
     List<String> keys = names(200);
     for (String k : keys) {
       client.put("owners", Key.of(k), b(k));
@@ -146,26 +146,24 @@ class ClusterTest {
     }
     client.batchPut("scans", batch);
 
-    ScanResponse one = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(1000)
-        .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8("h")).setTo(ByteString.copyFromUtf8("m")).setHasTo(true)).build());
-    assertThat(one.getHeader().getShardsTouched()).isEqualTo(1);
-    assertThat(one.getRowsList()).hasSize(4 * 5).allMatch(r -> r.getKey().getPartitionKey().toStringUtf8().compareTo("h") >= 0
-        && r.getKey().getPartitionKey().toStringUtf8().compareTo("m") < 0);
+    ScanPage one = client.scan(Scan.range("scans", b("h"), b("m")).limit(1000));
+    assertThat(one.shardsTouched()).isEqualTo(1);
+    assertThat(one.rows()).hasSize(4 * 5).allMatch(r -> pk(r).compareTo("h") >= 0 && pk(r).compareTo("m") < 0);
 
-    ScanResponse two = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(1000)
-        .setPartitionRange(PartitionRange.newBuilder().setFrom(ByteString.copyFromUtf8("k")).setTo(ByteString.copyFromUtf8("p")).setHasTo(true)).build());
-    assertThat(two.getHeader().getShardsTouched()).isEqualTo(2);
+    ScanPage two = client.scan(Scan.range("scans", b("k"), b("p")).limit(1000));
+    assertThat(two.shardsTouched()).isEqualTo(2);
 
     // Paging over everything returns every row once, in key order.
     List<String> all = new ArrayList<>();
-    ByteString token = ByteString.EMPTY;
     int touched = 0;
+    Scan scan = Scan.all("scans").limit(30);
+    ScanPage page;
     do {
-      ScanResponse page = client.scan(ScanRequest.newBuilder().setTable("scans").setLimit(30).setAll(true).setPageToken(token).build());
-      page.getRowsList().forEach(r -> all.add(r.getKey().getPartitionKey().toStringUtf8()));
-      touched += page.getHeader().getShardsTouched();
-      token = page.getNextPageToken();
-    } while (!token.isEmpty());
+      page = client.scan(scan);
+      page.rows().forEach(r -> all.add(pk(r)));
+      touched += page.shardsTouched();
+      scan = page.hasMore() ? scan.after(page) : scan;
+    } while (page.hasMore());
     assertThat(all).hasSize(104).isSorted().doesNotHaveDuplicates();
     assertThat(touched).isGreaterThanOrEqualTo(4);
   }
@@ -173,23 +171,21 @@ class ClusterTest {
   @Test
   void aSortKeyScanStaysInOnePartitionInOrder() {
     ShardwiseClient client = cluster.client(Routing.ROUTER);
-    client.createTable("timeline", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(6).build());
+    client.createTable("timeline", TableSpec.builder("hashrange").shards(6).build());
     for (long t = 0; t < 50; t++) {
       client.put("timeline", Key.of("user-1", t * 10), b("event-" + t));
       client.put("timeline", Key.of("user-2", t), b("other"));
     }
-    ScanResponse page = client.scan(ScanRequest.newBuilder().setTable("timeline").setLimit(1000)
-        .setPartition(io.shardwise.proto.v1.Partition.newBuilder().setPartitionKey(ByteString.copyFromUtf8("user-1"))
-            .setSortFrom(ByteString.copyFrom(Key.orderedLong(100))).setSortTo(ByteString.copyFrom(Key.orderedLong(200)))).build());
-    assertThat(page.getHeader().getShardsTouched()).isEqualTo(1);
-    assertThat(page.getRowsList()).extracting(r -> r.getValue().toStringUtf8())
+    ScanPage page = client.scan(Scan.partition("timeline", "user-1").sortKeys(Key.orderedLong(100), Key.orderedLong(200)).limit(1000));
+    assertThat(page.shardsTouched()).isEqualTo(1);
+    assertThat(page.rows()).extracting(KeyValue::valueAsString)
         .containsExactly("event-10", "event-11", "event-12", "event-13", "event-14", "event-15", "event-16", "event-17", "event-18", "event-19");
   }
 
   @Test
   void conditionalPutsCompareVersions() {
     ShardwiseClient client = cluster.client(Routing.NODE);
-    client.createTable("cas", PartitioningSpec.newBuilder().setStrategy("mod").build());
+    client.createTable("cas", TableSpec.builder("mod").build());
     long v1 = client.putIfVersion("cas", Key.of("k"), b("one"), 0);
     assertThat(v1).isEqualTo(1);
     assertThatThrownBy(() -> client.putIfVersion("cas", Key.of("k"), b("again"), 0))
@@ -203,7 +199,7 @@ class ClusterTest {
   void aStaleEpochGetsWrongShardAndTheClientRecoversByItself() throws Exception {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
     // Two shards per node, so a batch grouped for the old owner spans two owners after the move.
-    client.createTable("stale", PartitioningSpec.newBuilder().setStrategy("mod").setShards(6).build());
+    client.createTable("stale", TableSpec.builder("mod").shards(6).build());
     ShardwiseClient staleBatcher = cluster.client(Routing.CLIENT); // also keeps the pre-move map
     byte[] pk = b("moving-key");
     ShardAssignment before = cluster.nodes.get(0).map().table("stale").orElseThrow().shardFor(pk);
@@ -253,7 +249,7 @@ class ClusterTest {
   @Test
   void aRestartedNodeServesItsDataAgain() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("durable", PartitioningSpec.newBuilder().setStrategy("jump").build());
+    client.createTable("durable", TableSpec.builder("jump").build());
     List<String> keys = names(60);
     keys.forEach(k -> client.put("durable", Key.of(k), b(k)));
 
@@ -271,7 +267,7 @@ class ClusterTest {
   @Test
   void limitsAcceptJustUnderAndRejectJustOverWritingNothing() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("limits", PartitioningSpec.newBuilder().setStrategy("mod").build());
+    client.createTable("limits", TableSpec.builder("mod").build());
 
     byte[] pk = new byte[8 * 1024];
     java.util.Arrays.fill(pk, (byte) 'k');
@@ -307,15 +303,15 @@ class ClusterTest {
   void badRequestsGetClearStatuses() {
     ShardwiseClient client = cluster.client(Routing.ROUTER);
     assertThatThrownBy(() -> client.get("no_such_table", Key.of("k"))).hasMessage("NOT_FOUND: no table named 'no_such_table'");
-    assertThatThrownBy(() -> client.createTable("bad", PartitioningSpec.newBuilder().setStrategy("zigzag").build()))
+    assertThatThrownBy(() -> client.createTable("bad", TableSpec.builder("zigzag").build()))
         .hasMessageContaining("INVALID_ARGUMENT: unknown strategy 'zigzag'");
-    assertThatThrownBy(() -> client.createTable("9bad", PartitioningSpec.newBuilder().setStrategy("mod").build()))
+    assertThatThrownBy(() -> client.createTable("9bad", TableSpec.builder("mod").build()))
         .hasMessageContaining("must start with a letter");
     assertThatThrownBy(() -> client.createTable("r", rangeSpec("m", "f"))).hasMessageContaining("split points are not sorted");
-    assertThatThrownBy(() -> client.createTable("r2", PartitioningSpec.newBuilder().setStrategy("range").setShards(3).build()))
+    assertThatThrownBy(() -> client.createTable("r2", TableSpec.builder("range").shards(3).build()))
         .hasMessageContaining("needs split points or sample keys to pre-split from (--split-points or --sample-keys-file)");
-    client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build());
-    assertThatThrownBy(() -> client.createTable("dup", PartitioningSpec.newBuilder().setStrategy("mod").build()))
+    client.createTable("dup", TableSpec.builder("mod").build());
+    assertThatThrownBy(() -> client.createTable("dup", TableSpec.builder("mod").build()))
         .hasMessageContaining("ALREADY_EXISTS: table dup already exists");
     assertThatThrownBy(() -> client.put("dup", Key.of(new byte[0]), b("v"))).hasMessageContaining("the partition key is empty");
   }

@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.shardwise.client.Routing;
@@ -10,7 +11,6 @@ import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.MoveProgress;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.rpc.RequestHooks;
 import io.shardwise.server.storage.ShardRef;
@@ -62,7 +62,7 @@ class CutoverFenceTest {
       cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(hook)));
       cluster.nodes.add(cluster.startNode(2));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("race", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      client.createTable("race", TableSpec.builder("hashrange").shards(4).build());
 
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("race").orElseThrow();

@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -16,7 +17,6 @@ import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.DataServiceGrpc;
 import io.shardwise.proto.v1.ErrorInfo;
 import io.shardwise.proto.v1.GetRequest;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PutRequest;
 import io.shardwise.server.coordination.EmbeddedZooKeeper;
 import java.nio.file.Path;
@@ -38,7 +38,7 @@ class FencingTest {
     ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(dir.resolve("n1"), connect).withId("n1"));
     ManagedChannel channel = NettyChannelBuilder.forTarget(node.address()).usePlaintext().build();
     try (ShardwiseClient client = ShardwiseClient.builder().routing(Routing.CLIENT).seeds(java.util.List.of(node.address())).build()) {
-      client.createTable("fenced", PartitioningSpec.newBuilder().setStrategy("mod").build());
+      client.createTable("fenced", TableSpec.builder("mod").build());
       client.put("fenced", Key.of("before"), "1".getBytes());
       DataServiceGrpc.DataServiceBlockingStub stub = DataServiceGrpc.newBlockingStub(channel);
       PutRequest put = PutRequest.newBuilder().setTable("fenced")

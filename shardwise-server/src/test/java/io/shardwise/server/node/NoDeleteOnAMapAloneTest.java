@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -10,7 +11,6 @@ import io.shardwise.core.key.Key;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.MoveProgress;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.coordination.EmbeddedZooKeeper;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.storage.ShardRef;
@@ -48,7 +48,7 @@ class NoDeleteOnAMapAloneTest {
     Path n1Dir;
     try (TestCluster cluster = new TestCluster(dir.resolve("a"), 1, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("kept", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      client.createTable("kept", TableSpec.builder("hashrange").shards(4).build());
       keys(20).forEach(k -> client.put("kept", k, k.partitionKey()));
       n1Dir = cluster.dir.resolve("n1");
       String clusterA = cluster.node("n1").clusterId();
@@ -109,7 +109,7 @@ class NoDeleteOnAMapAloneTest {
       cluster.nodes.add(cluster.startNode(1, c -> c.withTrashGrace(Duration.ofSeconds(3))));
       cluster.nodes.add(cluster.startNode(2));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("moving", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      client.createTable("moving", TableSpec.builder("hashrange").shards(4).build());
       keys(200).forEach(k -> client.put("moving", k, k.partitionKey()));
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("moving").orElseThrow();
@@ -138,7 +138,7 @@ class NoDeleteOnAMapAloneTest {
   void aDroppedTableComesBackWithEveryKeyAndVersionUntilItsNameIsTakenAgain() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("cart", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(6).build());
+      client.createTable("cart", TableSpec.builder("hashrange").shards(6).build());
       List<Key> keys = keys(60);
       keys.forEach(k -> client.put("cart", k, k.partitionKey()));
       keys.subList(0, 10).forEach(k -> client.put("cart", k, b("second")));
@@ -151,8 +151,8 @@ class NoDeleteOnAMapAloneTest {
       assertThat(cluster.nodes).allMatch(n -> n.store().storedShards().isEmpty());
 
       var back = client.undropTable("cart");
-      assertThat(back.getShardsFoundInTrash()).isEqualTo(6);
-      assertThat(back.getOwnersNotAskedList()).isEmpty();
+      assertThat(back.shardsFoundInTrash()).isEqualTo(6);
+      assertThat(back.ownersNotAsked()).isEmpty();
       for (int i = 0; i < 60; i++) {
         var v = client.get("cart", keys.get(i));
         if (i >= 50) {
@@ -170,7 +170,7 @@ class NoDeleteOnAMapAloneTest {
 
       // Dropped again and the name reused: the old one cannot come back over the new one.
       client.dropTable("cart");
-      client.createTable("cart", PartitioningSpec.newBuilder().setStrategy("mod").setShards(2).build());
+      client.createTable("cart", TableSpec.builder("mod").shards(2).build());
       assertThatThrownBy(() -> client.undropTable("cart")).hasMessageContaining("a table cart exists");
     }
   }
@@ -184,7 +184,7 @@ class NoDeleteOnAMapAloneTest {
       records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
           .setAbsentGraceSeconds(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("gone", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(4).build());
+      client.createTable("gone", TableSpec.builder("slots").slots(4).build());
       keys(100).forEach(k -> client.put("gone", k, k.partitionKey()));
       long onN2 = cluster.node("n1").map().shardsOf(io.shardwise.core.map.NodeId.of("n2")).size();
       assertThat(onN2).isPositive();

@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -14,7 +15,6 @@ import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveRecord;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.balance.Rebalancing;
@@ -207,15 +207,15 @@ class RebalanceTest {
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
       setMode(c, BalancerSettings.Mode.AUTO);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("history", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
-      client.createTable("arcs", PartitioningSpec.newBuilder().setStrategy("ring").setVnodes(8).build());
+      client.createTable("history", TableSpec.builder("slots").slots(12).build());
+      client.createTable("arcs", TableSpec.builder("ring").vnodes(8).build());
       Map<Integer, Long> arcValues = new java.util.TreeMap<>();
       for (int i = 0; i < 300; i++) {
         client.put("arcs", key(i), value(i));
         arcValues.put(i, (long) i);
       }
       RebalanceRecords records = new RebalanceRecords(c);
-      client.createTable("pinned", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(12).build());
+      client.createTable("pinned", TableSpec.builder("slots").slots(12).build());
       records.updateSettings(s -> s.toBuilder().putTableModes("pinned", BalancerSettings.Mode.MANUAL).build());
       List<ShardAssignment> pinnedBefore = c.readMap().map().table("pinned").orElseThrow().shards();
       try (History h = new History(client, "history", 500, 42)) {
@@ -264,7 +264,7 @@ class RebalanceTest {
       RebalanceRecords records = new RebalanceRecords(c);
       assertThat(records.settings().getMode()).isEqualTo(BalancerSettings.Mode.SUGGEST); // the default
       ShardwiseClient stale = cluster.client(Routing.CLIENT);
-      stale.createTable("suggest", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      stale.createTable("suggest", TableSpec.builder("slots").slots(6).build());
       for (int i = 0; i < 300; i++) {
         stale.put("suggest", key(i), value(i));
       }
@@ -281,7 +281,7 @@ class RebalanceTest {
       assertThat(c.readMap().map().epoch()).isEqualTo(before.epoch());
 
       // The map changes (a table is created): the pending plan can no longer be applied.
-      stale.createTable("other", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(4).build());
+      stale.createTable("other", TableSpec.builder("slots").slots(4).build());
       Rebalancing ops = new Rebalancing(c);
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> ops.approve(first.getId()))
           .isInstanceOf(IllegalStateException.class).hasMessageContaining("stale");
@@ -346,7 +346,7 @@ class RebalanceTest {
       RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       records.updateSettings(s -> s.toBuilder().setMaxMoveAttempts(2).build()); // fail fast: the test waits for the failure
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("crash", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      client.createTable("crash", TableSpec.builder("slots").slots(8).build());
       loadIncompressible(client, "crash", 3000, 3); // ~3 MB: a shard takes seconds to copy at 200 kB/s
       try (History h = new History(client, "crash", 300, 7)) {
         ShardwiseNode n4 = cluster.startNode(4);
@@ -414,7 +414,7 @@ class RebalanceTest {
       setMode(c, BalancerSettings.Mode.AUTO);
       records.updateSettings(s -> s.toBuilder().setMaxMovesPerNode(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("source", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      client.createTable("source", TableSpec.builder("slots").slots(8).build());
       try (History h = new History(client, "source", 300, 11)) {
         cluster.nodes.add(cluster.startNode(4));
         PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
@@ -461,12 +461,12 @@ class RebalanceTest {
       setMode(c, BalancerSettings.Mode.AUTO);
       new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("slow", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      client.createTable("slow", TableSpec.builder("slots").slots(6).build());
       ShardMap before = c.readMap().map();
       ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
       long ticks = leader.balancer().ticks();
       // A new table changes the map, so the balancer plans again, with n2 slow to answer.
-      client.createTable("slow2", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(6).build());
+      client.createTable("slow2", TableSpec.builder("slots").slots(6).build());
       await().atMost(Duration.ofSeconds(30)).until(() -> leader.balancer().ticks() >= ticks + 10);
       assertThat(new RebalanceRecords(c).plans()).isEmpty();
       assertThat(c.readMap().map().table("slow").orElseThrow().shards()).isEqualTo(before.table("slow").orElseThrow().shards());
@@ -481,7 +481,7 @@ class RebalanceTest {
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
       RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("leader", PartitioningSpec.newBuilder().setStrategy("slots").setSlots(8).build());
+      client.createTable("leader", TableSpec.builder("slots").slots(8).build());
       loadIncompressible(client, "leader", 2000, 5);
       try (History h = new History(client, "leader", 300, 13)) {
         cluster.nodes.add(cluster.startNode(4));

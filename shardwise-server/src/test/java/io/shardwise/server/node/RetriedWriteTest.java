@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -17,7 +18,6 @@ import io.shardwise.proto.v1.BatchPutRequest;
 import io.shardwise.proto.v1.DataServiceGrpc;
 import io.shardwise.proto.v1.KeyValue;
 import io.shardwise.proto.v1.MoveProgress;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.PutRequest;
 import io.shardwise.proto.v1.RequestHeader;
 import io.shardwise.server.rpc.Limits;
@@ -62,7 +62,7 @@ class RetriedWriteTest {
     try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
       cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(hook)));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("retry", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(2).build());
+      client.createTable("retry", TableSpec.builder("hashrange").shards(2).build());
 
       hook.left.set(1);
       assertThat(client.put("retry", Key.of("a"), b("one"))).as("a plain put applied once").isEqualTo(1);
@@ -93,7 +93,7 @@ class RetriedWriteTest {
   void theSameWriteIdAfterAMoveIsAnsweredByTheNewOwnerWithTheFirstResult() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("moved", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(4).build());
+      client.createTable("moved", TableSpec.builder("hashrange").shards(4).build());
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("moved").orElseThrow();
       Key key = null;
@@ -135,8 +135,8 @@ class RetriedWriteTest {
         assertThat(DataServiceGrpc.newBlockingStub(toN2).batchPut(batch).getVersionsList()).isEqualTo(first).containsExactly(1L, 1L);
 
         // Records are not rows: scans and sizes do not see them.
-        assertThat(client.scan(io.shardwise.proto.v1.ScanRequest.newBuilder().setTable("moved").setAll(true).setLimit(100).build())
-            .getRowsList()).extracting(r -> r.getKey().getPartitionKey().toStringUtf8())
+        assertThat(client.scan(io.shardwise.client.Scan.all("moved").limit(100)).rows())
+            .extracting(r -> new String(r.key().partitionKey(), StandardCharsets.UTF_8))
             .containsExactlyInAnyOrder(new String(key.partitionKey(), StandardCharsets.UTF_8), "x", "y");
 
         PutRequest tooLong = put.toBuilder().setHeader(RequestHeader.newBuilder().setRequestId(ByteString.copyFrom(new byte[65]))).build();

@@ -1,5 +1,6 @@
 package io.shardwise.server.node;
 
+import io.shardwise.client.TableSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -9,7 +10,6 @@ import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.VersionMismatchException;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.Table;
-import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.storage.ShardRef;
 import java.nio.charset.StandardCharsets;
@@ -30,7 +30,7 @@ class TombstonePurgeTest {
       ShardwiseNode node = cluster.startNode(1, c -> c.withTombstoneGrace(Duration.ofMillis(200)));
       cluster.nodes.add(node);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("t", PartitioningSpec.newBuilder().setStrategy("hashrange").setShards(2).build());
+      client.createTable("t", TableSpec.builder("hashrange").shards(2).build());
       Key key = Key.of("k".getBytes(StandardCharsets.UTF_8));
       long read = client.put("t", key, "first".getBytes(StandardCharsets.UTF_8));
       assertThat(client.delete("t", key)).isTrue();

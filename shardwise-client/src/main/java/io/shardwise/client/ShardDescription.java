@@ -1,0 +1,21 @@
+package io.shardwise.client;
+
+import java.util.Optional;
+
+/**
+ * One shard of a table as the cluster reports it: who owns it, at which ownership epoch, the part
+ * of the key space it holds, and (when asked for) its size and how much it served.
+ *
+ * @param number the shard's number within its table ({@code table/number} in the CLI and logs)
+ * @param epoch the ownership epoch: raised each time the shard changes owner
+ * @param start range tables: the first partition key it holds (empty: from the start)
+ * @param end range tables: the first partition key it does not hold (empty: to the end)
+ * @param hashFirst hashrange: the first hash value it holds; ring and tokens: unused
+ * @param hashLast hashrange: the last hash value; ring and tokens: the arc's point
+ * @param keys keys stored, when measured (0 otherwise)
+ * @param bytes bytes stored, when measured (0 otherwise)
+ * @param reads keys read from it since its owner started
+ * @param writes keys written to it since its owner started
+ */
+public record ShardDescription(String table, long number, int position, String owner, long epoch, Optional<byte[]> start,
+    Optional<byte[]> end, long hashFirst, long hashLast, long keys, long bytes, long reads, long writes) {}
