@@ -219,6 +219,11 @@ public final class Coordinator implements MapStore, AutoCloseable {
     }
   }
 
+  /** True while the client is connected to a ZooKeeper server. */
+  public boolean isConnected() {
+    return client.getZookeeperClient().isConnected();
+  }
+
   /** Calls {@code listener} on every change of the ZooKeeper connection state. */
   public void watchConnection(Consumer<ConnectionState> listener) {
     client.getConnectionStateListenable().addListener((c, state) -> listener.accept(state));
@@ -436,7 +441,9 @@ public final class Coordinator implements MapStore, AutoCloseable {
   @Override
   public synchronized void close() {
     try {
-      if (registration != null) {
+      // Unregister at once when ZooKeeper answers; when it does not, a delete would retry for
+      // seconds (a node told to stop would hang), and the session's end removes the ephemeral znode.
+      if (registration != null && isConnected()) {
         registration.close();
       }
     } catch (java.io.IOException e) {

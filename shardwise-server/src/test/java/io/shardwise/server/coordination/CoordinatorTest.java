@@ -53,6 +53,17 @@ class CoordinatorTest {
     return c;
   }
 
+  /** A node told to stop while ZooKeeper is gone stops at once: the session's end removes its registration. */
+  @Test
+  void closingWhileZooKeeperIsGoneDoesNotWaitOutTheRetries() {
+    Coordinator node = Coordinator.connect(zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(20));
+    node.register(false, NodeInfo.newBuilder().setId("n1").setAddress("127.0.0.1:7101").build(), Duration.ofSeconds(10), Duration.ZERO);
+    zk.close();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !node.isConnected());
+    org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(5), node::close,
+        "close retried the unregistration against a ZooKeeper that is gone");
+  }
+
   private static Optional<ShardMapDelta> createTable(ShardMap map, String name) {
     if (map.table(name).isPresent()) {
       return Optional.empty();
