@@ -68,22 +68,32 @@ final class MetricsView {
     return Math.max(0, now - before) / seconds;
   }
 
-  /** Per meter (name and tags), its statistics: count, total, max, value. */
+  /**
+   * Per meter (name and tags), its statistics: count, total, max, value. Per-shard counters are
+   * summed per table (a node may own hundreds of shards; Prometheus has them one by one).
+   */
   private static Map<String, Map<String, Double>> measurements(MetricsResponse r) {
     Map<String, Map<String, Double>> out = new LinkedHashMap<>();
     for (Metric m : r.getMetricsList()) {
       String statistic = m.getStatistic().toLowerCase(Locale.ROOT).equals("total_time") ? "total" : m.getStatistic().toLowerCase(Locale.ROOT);
-      out.computeIfAbsent(meter(m), k -> new LinkedHashMap<>()).put(statistic, m.getValue());
+      Map<String, Double> stats = out.computeIfAbsent(meter(m), k -> new LinkedHashMap<>());
+      if (m.containsTags(PER_SHARD)) {
+        stats.merge(statistic, m.getValue(), Double::sum);
+      } else {
+        stats.put(statistic, m.getValue());
+      }
     }
     return out;
   }
 
+  private static final String PER_SHARD = "shard";
+
   private static String meter(Metric m) {
-    if (m.getTagsMap().isEmpty()) {
-      return m.getName();
-    }
+    Map<String, String> tags = new TreeMap<>(m.getTagsMap());
+    tags.remove(PER_SHARD);
+    tags.remove("table_id");
     StringBuilder b = new StringBuilder(m.getName());
-    new TreeMap<>(m.getTagsMap()).forEach((k, v) -> b.append(' ').append(k).append('=').append(v));
+    tags.forEach((k, v) -> b.append(' ').append(k).append('=').append(v));
     return b.toString();
   }
 

@@ -73,6 +73,10 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--console-port", paramLabel = "PORT", description = "Also serve the web console on this port of the --listen host.")
   Integer consolePort;
 
+  @Option(names = "--metrics-port", paramLabel = "PORT",
+      description = "Serve Prometheus text on http://HOST:PORT/metrics (HOST: the --listen host; 0: a free port). Default: none.")
+  Integer metricsPort;
+
   @Override
   public Integer call() {
     if (dataDir == null) {
@@ -87,11 +91,16 @@ final class NodeCommand implements Callable<Integer> {
     if (consolePort != null) {
       Ports.requireFree(hp[0], consolePort, "--console-port");
     }
+    if (metricsPort != null) {
+      TableCommand.inRange("--metrics-port", metricsPort, 0, 65_535);
+      Ports.requireFree(hp[0], metricsPort, "--metrics-port");
+    }
     NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
         .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace))
         .withTrashGrace(Durations.parse("--trash-grace", trashGrace))
         .withTombstoneGrace(Durations.parse("--tombstone-grace", tombstoneGrace)).withAdoptCluster(adoptCluster)
-        .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout));
+        .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout))
+        .withMetricsPort(metricsPort == null ? -1 : metricsPort);
     ShardwiseNode node = ShardwiseNode.start(config);
     Ports.rememberPort(dataDir, Integer.parseInt(node.address().substring(node.address().lastIndexOf(':') + 1)));
     Console console;

@@ -47,6 +47,18 @@ class MetricsViewTest {
   }
 
   @Test
+  void perShardCountersAreSummedPerTable() {
+    MetricsResponse r = MetricsResponse.newBuilder().setNode("n1")
+        .addMetrics(Metric.newBuilder().setName("shardwise.shard.writes").setStatistic("count").setValue(3).setUnit("keys")
+            .putTags("table", "users").putTags("table_id", "1").putTags("shard", "0"))
+        .addMetrics(Metric.newBuilder().setName("shardwise.shard.writes").setStatistic("count").setValue(4).setUnit("keys")
+            .putTags("table", "users").putTags("table_id", "1").putTags("shard", "1"))
+        .build();
+    assertThat(MetricsView.rows(List.of(), List.of(r), Duration.ofSeconds(1)))
+        .containsExactly(new MetricsView.Row("n1", "shardwise.shard.writes table=users", "7 keys", "-"));
+  }
+
+  @Test
   void humanUnits() {
     assertThat(MetricsView.human(1023, "bytes")).isEqualTo("1,023 B");
     assertThat(MetricsView.human(1536, "bytes")).isEqualTo("1.5 KiB");

@@ -30,6 +30,8 @@ import java.util.function.Consumer;
  *   <li>{@code tombstoneGrace}: how long a deleted key's tombstone is kept before it is purged (24 h;
  *       versions stay unique after the purge, through the shard's version floor). At least the
  *       trash grace, so that restoring a trash entry never brings back a key deleted since
+ *   <li>{@code metricsPort}: serve Prometheus text on {@code http://host:metricsPort/metrics}; -1
+ *       (the default) serves none, 0 lets the OS choose
  *   <li>{@code adoptCluster}: let a data directory that holds data but no cluster id join the
  *       cluster ZooKeeper names (data this node does not own goes to the trash, never deleted)
  * </ul>
@@ -50,6 +52,7 @@ public final class NodeConfig {
   private Duration tombstoneGrace = Duration.ofHours(24);
   private Duration balancerTick = Duration.ofSeconds(1);
   private boolean adoptCluster;
+  private int metricsPort = -1;
   private Consumer<MoveProgress> moveListener = p -> {};
   private List<ServerInterceptor> interceptors = List.of();
   private RequestHooks hooks = RequestHooks.NONE;
@@ -80,6 +83,7 @@ public final class NodeConfig {
     c.tombstoneGrace = tombstoneGrace;
     c.balancerTick = balancerTick;
     c.adoptCluster = adoptCluster;
+    c.metricsPort = metricsPort;
     c.moveListener = moveListener;
     c.interceptors = interceptors;
     c.hooks = hooks;
@@ -233,6 +237,19 @@ public final class NodeConfig {
     return adoptCluster;
   }
 
+  /** Serve Prometheus text on this port of the node's host (0: one the OS chooses; -1: none). */
+  public NodeConfig withMetricsPort(int newPort) {
+    if (newPort < -1 || newPort > 65_535) {
+      throw new IllegalArgumentException("metrics port must be in [0, 65535] (or -1 for none), not " + newPort);
+    }
+    return copy(c -> c.metricsPort = newPort);
+  }
+
+  /** The Prometheus port; -1: none. */
+  public int metricsPort() {
+    return metricsPort;
+  }
+
   public Consumer<MoveProgress> moveListener() {
     return moveListener;
   }
@@ -250,6 +267,7 @@ public final class NodeConfig {
   public String toString() {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
-        + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster + " " + limits;
+        + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster
+        + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " " + limits;
   }
 }

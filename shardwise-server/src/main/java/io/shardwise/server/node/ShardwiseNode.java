@@ -2,9 +2,9 @@ package io.shardwise.server.node;
 
 import io.grpc.Server;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.server.balance.Balancer;
 import io.shardwise.server.coordination.Coordinator;
@@ -18,6 +18,7 @@ import io.shardwise.server.rpc.RequestHooks;
 import io.shardwise.server.rpc.TableAdmin;
 import io.shardwise.server.shard.LocalShards;
 import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardTraffic;
 import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.ShardTrash;
 import java.io.IOException;
@@ -65,7 +66,9 @@ public final class ShardwiseNode implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean(false);
   private final Peers peers;
   private final ScheduledExecutorService cleaner;
-  private final MeterRegistry metrics = new SimpleMeterRegistry();
+  private final io.micrometer.prometheusmetrics.PrometheusMeterRegistry metrics =
+      new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+  private MetricsEndpoint metricsEndpoint;
   private Duration dropGrace = Duration.ofSeconds(30);
   private String clusterId;
   private MoveServiceImpl moves;
@@ -159,6 +162,10 @@ public final class ShardwiseNode implements AutoCloseable {
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
     coordinator.register(false, info.build(), Duration.ofSeconds(20), config.sessionTimeout().multipliedBy(2));
     balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics);
+    if (config.metricsPort() >= 0) {
+      metricsEndpoint = MetricsEndpoint.start(config.host(), config.metricsPort(), metrics);
+      LOG.info("node {}: Prometheus metrics on {}", id, metricsEndpoint.url());
+    }
     LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
   }
 
@@ -197,12 +204,36 @@ public final class ShardwiseNode implements AutoCloseable {
       map.advance(next);
     }
     changes.owned().forEach(moves::arrived);
+    registerShardMeters(next);
     for (ShardRef shard : changes.droppedTables()) {
       cleaner.execute(() -> trash.put(shard, ShardTrash.Kind.TABLE_DROPPED, "its table was dropped at map epoch " + next.epoch(),
           () -> map.current().tables().values().stream().noneMatch(t -> t.id() == shard.tableId()))); // not if undropped meanwhile
     }
     for (ShardRef shard : changes.lost()) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /**
+   * {@code shardwise.shard.reads} and {@code .writes} (keys served, as counters) for every shard this
+   * node owns, tagged with the table's name and id and the shard's number: registering is
+   * idempotent, and a shard that moves away keeps its meter (its count stops rising).
+   */
+  private void registerShardMeters(ShardMap next) {
+    ShardTraffic traffic = store.traffic();
+    for (Table t : next.tables().values()) {
+      for (var a : t.shards()) {
+        if (!a.owner().equals(id)) {
+          continue;
+        }
+        ShardRef ref = new ShardRef(t.id(), a.id().number());
+        io.micrometer.core.instrument.Tags tags = io.micrometer.core.instrument.Tags.of("table", t.name(), "table_id",
+            Long.toString(t.id()), "shard", Long.toString(a.id().number()));
+        io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.reads", traffic, x -> x.counts(ref).reads())
+            .baseUnit("keys").description("keys read from the shard on this node since it started").tags(tags).register(metrics);
+        io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.writes", traffic, x -> x.counts(ref).writes())
+            .baseUnit("keys").description("keys written to the shard on this node since it started").tags(tags).register(metrics);
+      }
     }
   }
 
@@ -340,6 +371,11 @@ public final class ShardwiseNode implements AutoCloseable {
     return metrics;
   }
 
+  /** Where this node serves Prometheus text, if it was started with a metrics port. */
+  public Optional<String> metricsUrl() {
+    return Optional.ofNullable(metricsEndpoint).map(MetricsEndpoint::url);
+  }
+
   /** This node's balancer (it acts only while this node leads). */
   public Balancer balancer() {
     return balancer;
@@ -360,6 +396,9 @@ public final class ShardwiseNode implements AutoCloseable {
       balancer.close();
     }
     cleaner.shutdownNow();
+    if (metricsEndpoint != null) {
+      metricsEndpoint.close();
+    }
     coordinator.close(); // unregisters first, so nobody routes here while we stop
     if (server != null) {
       GrpcServers.stop(server);

@@ -75,9 +75,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final ClusterContext ctx;
   private final TableAdmin tables;
 
+  private final RequestMetrics requests;
+
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this.ctx = ctx;
     this.tables = tables;
+    this.requests = new RequestMetrics(ctx.metrics());
   }
 
   // ------------------------------------------------------------------ tables
@@ -111,7 +114,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void put(PutRequest request, StreamObserver<PutResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("put", out), () -> {
       Key key = key(request.getKey());
       ctx.limits().checkValue(request.getValue().size());
       byte[] requestId = requestId(request.getHeader().getRequestId());
@@ -133,7 +136,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void get(GetRequest request, StreamObserver<GetResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("get", out), () -> {
       Key key = key(request.getKey());
       return keyed(request.getHeader(), request.getTable(), key, false,
           (map, shard) -> found(map, ctx.shards().get(shard, key.encode())),
@@ -143,7 +146,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("delete", out), () -> {
       Key key = key(request.getKey());
       byte[] requestId = requestId(request.getHeader().getRequestId());
       return keyed(request.getHeader(), request.getTable(), key, true,
@@ -177,7 +180,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void batchPut(BatchPutRequest request, StreamObserver<BatchPutResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("batch_put", out), () -> {
       long bytes = 0;
       List<Key> keys = new ArrayList<>();
       for (KeyValue kv : request.getEntriesList()) {
@@ -234,7 +237,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void batchGet(BatchGetRequest request, StreamObserver<BatchGetResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("batch_get", out), () -> {
       List<Key> keys = new ArrayList<>();
       long bytes = 0;
       for (io.shardwise.proto.v1.Key k : request.getKeysList()) {
@@ -267,7 +270,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void scan(ScanRequest request, StreamObserver<ScanResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("scan", out), () -> {
       int limit = request.getLimit() == 0 ? DEFAULT_SCAN_LIMIT : request.getLimit();
       if (limit > ctx.limits().maxScanLimit()) {
         throw Errors.limit("scan limit is " + limit + " rows; the limit is " + ctx.limits().maxScanLimit());
@@ -376,7 +379,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void shardScan(ShardScanRequest request, StreamObserver<ShardScanResponse> out) {
-    respond(out, () -> {
+    respond(requests.timed("shard_scan", out), () -> {
       ShardMap map = mapFor(request.getHeader());
       Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
       if (request.getPosition() >= table.shards().size()) {
