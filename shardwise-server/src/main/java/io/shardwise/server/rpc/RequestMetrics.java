@@ -13,18 +13,20 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code batch_put}, {@code scan}, {@code shard_scan}) and the outcome ({@code ok}, or the gRPC
  * status code in lower case, such as {@code invalid_argument}). A request is timed from its arrival to
  * its answer, forwarding included. Tables and keys are never tags: those are the per-shard meters'.
+ *
+ * <p>Public only for {@code shardwise-jmh}'s {@code RequestMetricsBenchmark}, which measures its cost.
  */
-final class RequestMetrics {
+public final class RequestMetrics {
 
   private final MeterRegistry registry;
   private final ConcurrentHashMap<String, Timer> timers = new ConcurrentHashMap<>();
 
-  RequestMetrics(MeterRegistry registry) {
+  public RequestMetrics(MeterRegistry registry) {
     this.registry = registry;
   }
 
   /** {@code out}, timing the request {@code op} until it is answered. */
-  <R> StreamObserver<R> timed(String op, StreamObserver<R> out) {
+  public <R> StreamObserver<R> timed(String op, StreamObserver<R> out) {
     long start = System.nanoTime();
     return new StreamObserver<>() {
       @Override
