@@ -47,10 +47,7 @@ final class ClusterCommand {
 
     @Override
     public Integer call() throws InterruptedException {
-      Duration between = Durations.parse("--interval", interval);
-      if (between.compareTo(Duration.ofMillis(100)) < 0 || between.compareTo(Duration.ofHours(1)) > 0) {
-        throw new IllegalArgumentException("--interval must be between 100ms and 1h, not " + interval);
-      }
+      Duration between = Durations.parseWithin("--interval", interval, Duration.ofMillis(100), Duration.ofHours(1));
       List<MetricsResponse> first = new ArrayList<>();
       List<MetricsResponse> all = new ArrayList<>();
       long firstAt;

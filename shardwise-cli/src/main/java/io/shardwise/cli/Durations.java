@@ -30,6 +30,15 @@ final class Durations {
     }
   }
 
+  /** {@link #parse}, and within {@code [min, max]}, else a usage error naming the option and the limits. */
+  static Duration parseWithin(String option, String text, Duration min, Duration max) {
+    Duration d = parse(option, text);
+    if (d.compareTo(min) < 0 || d.compareTo(max) > 0) {
+      throw new IllegalArgumentException(option + " must be between " + format(min) + " and " + format(max) + ", not " + text);
+    }
+    return d;
+  }
+
   /** The shortest of the forms above that states {@code d} exactly. */
   static String format(Duration d) {
     long ms = d.toMillis();

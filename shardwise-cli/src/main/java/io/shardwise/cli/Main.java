@@ -25,6 +25,7 @@ import picocli.CommandLine.Command;
       KvCommand.class,
       ClusterCommand.class,
       RebalanceCommand.class,
+      HotspotsCommand.class,
       ZooKeeperCommand.class,
       ShellCommand.class,
       CommandLine.HelpCommand.class

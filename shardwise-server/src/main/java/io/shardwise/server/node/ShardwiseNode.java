@@ -69,6 +69,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final io.micrometer.prometheusmetrics.PrometheusMeterRegistry metrics =
       new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
   private MetricsEndpoint metricsEndpoint;
+  private final io.shardwise.server.hot.ShardHeat heat = new io.shardwise.server.hot.ShardHeat();
   private Duration dropGrace = Duration.ofSeconds(30);
   private String clusterId;
   private MoveServiceImpl moves;
@@ -134,7 +135,7 @@ public final class ShardwiseNode implements AutoCloseable {
     clusterId = ClusterIdentity.establish(coordinator, config.zk(), config.dataDir(), id, !store.storedShards().isEmpty()
         || !store.trash().entries().isEmpty(), config.adoptCluster());
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
-        config.hooks());
+        config.hooks(), heat);
     TableAdmin tables = new TableAdmin(ctx);
     coordinator.watchConnection(this::onConnectionChange);
     coordinator.onLiveNodesChange(peers::resetConnectBackoff); // a restarted peer is reachable at once
@@ -209,6 +210,8 @@ public final class ShardwiseNode implements AutoCloseable {
       cleaner.execute(() -> trash.put(shard, ShardTrash.Kind.TABLE_DROPPED, "its table was dropped at map epoch " + next.epoch(),
           () -> map.current().tables().values().stream().noneMatch(t -> t.id() == shard.tableId()))); // not if undropped meanwhile
     }
+    changes.lost().forEach(heat::forget);
+    changes.droppedTables().forEach(heat::forget);
     for (ShardRef shard : changes.lost()) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }

@@ -35,7 +35,7 @@ public final class ShardwiseRouter implements AutoCloseable {
     ShardwiseRouter router = new ShardwiseRouter(coordinator, new Peers(limits.maxMessageBytes()));
     try {
       ClusterContext ctx = new ClusterContext(null, router.map, coordinator, router.peers, null, null, limits, () -> true,
-          new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), io.shardwise.server.rpc.RequestHooks.NONE);
+          new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), io.shardwise.server.rpc.RequestHooks.NONE, null);
       TableAdmin tables = new TableAdmin(ctx);
       coordinator.watchMap(m -> router.map.advance(m));
       coordinator.onLiveNodesChange(router.peers::resetConnectBackoff);

@@ -1,5 +1,6 @@
 package io.shardwise.server.rpc;
 
+import com.google.protobuf.ByteString;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Measurement;
@@ -30,6 +31,7 @@ import io.shardwise.proto.v1.RestoreTrashRequest;
 import io.shardwise.proto.v1.RestoreTrashResponse;
 import io.shardwise.proto.v1.ShardInfo;
 import io.shardwise.proto.v1.TrashEntry;
+import io.shardwise.server.hot.ShardHeat;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.ShardTraffic;
@@ -117,6 +119,14 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
             if (!request.getSkipSizes()) {
               ShardStore.ShardStats stats = ctx.store().stats(ref);
               shard.setKeys(stats.keys()).setBytes(stats.bytes());
+            }
+            if (request.getHotKeys() > 0 && ctx.heat() != null) {
+              io.shardwise.server.hot.ShardHeat.Hot hot = ctx.heat().hottest(ref, Math.min(request.getHotKeys(), ShardHeat.KEYS_PER_SHARD));
+              shard.setHotSampled(hot.sampled()).setHotSampleEvery(ShardHeat.SAMPLE_EVERY);
+              for (var e : hot.keys()) {
+                shard.addHotKeys(io.shardwise.proto.v1.HotKey.newBuilder().setKey(ByteString.copyFrom(e.key())).setCount(e.count())
+                    .setError(e.error()).setReads(e.reads()).setWrites(e.writes()));
+              }
             }
             b.addShards(shard);
           }

@@ -17,10 +17,11 @@ import java.util.function.BooleanSupplier;
  * @param writable false while the node is fenced (lost its ZooKeeper session)
  * @param metrics this process's meters (served by the admin API)
  * @param hooks test hooks on the request path ({@link RequestHooks#NONE} in production)
+ * @param heat the hot keys of the shards this node owns, sampled on the request path ({@code null} in a router)
  */
 public record ClusterContext(
     NodeId self, AppliedMap map, Coordinator coordinator, Peers peers, ShardStore store, LocalShards shards, Limits limits, BooleanSupplier writable,
-    MeterRegistry metrics, RequestHooks hooks) {
+    MeterRegistry metrics, RequestHooks hooks, io.shardwise.server.hot.ShardHeat heat) {
 
   public boolean isRouter() {
     return self == null;

@@ -156,6 +156,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     });
   }
 
+  /** A request served here, for the shard's hot keys (sampled; a router has none). */
+  private void heat(ShardRef shard, byte[] partitionKey, boolean write) {
+    if (ctx.heat() != null) {
+      ctx.heat().sample(shard, partitionKey, write);
+    }
+  }
+
   private static GetResponse found(ShardMap map, Versioned v) {
     return result(v).toBuilder().setHeader(header(map, 1)).build();
   }
@@ -214,6 +221,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             }
             for (int j = 0; j < indexes.size(); j++) {
               versions[indexes.get(j)] = written[j];
+              heat(mutations.get(j).shard(), partitionKeys[indexes.get(j)], true);
             }
           },
           (stub, header, indexes) -> {
@@ -252,6 +260,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             for (int i : indexes) {
               ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
               results[i] = result(ctx.shards().get(shard, keys.get(i).encode()));
+              heat(shard, partitionKeys[i], false);
             }
           },
           (stub, header, indexes) -> {
@@ -442,6 +451,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           if (write) {
             ctx.hooks().written(shard);
           }
+          heat(shard, key.partitionKey(), write);
           return served;
         } catch (ShardFencedException e) {
           Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched

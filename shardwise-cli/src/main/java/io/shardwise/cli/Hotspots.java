@@ -1,0 +1,105 @@
+package io.shardwise.cli;
+
+import io.shardwise.core.key.ByteStrings;
+import io.shardwise.proto.v1.HotKey;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.ShardInfo;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * What {@code shardwise hotspots} finds in two readings of every node's shard counters (and, in the
+ * second, each shard's hot keys): each shard's requests per second and how many times its table's
+ * average shard that is, the keys that take the largest shares of a hot shard's sampled requests,
+ * and one finding per hot shard with the remedy that fits it.
+ */
+final class Hotspots {
+
+  private Hotspots() {}
+
+  /** A shard this hot (times its table's average shard) is a hotspot. */
+  static final double HOT = 2.0;
+
+  /** A key taking at least this share of a hot shard's requests (guaranteed, not estimated) makes it a hot-key finding. */
+  static final double ONE_KEY = 0.5;
+
+  /** One key of a shard: its share of the shard's sampled requests (at least {@code guaranteedShare}) and its mix. */
+  record Key(String key, double share, double guaranteedShare, double writeShare) {}
+
+  /** One shard over the interval. */
+  record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys) {
+    double requestsPerSecond() {
+      return readsPerSecond + writesPerSecond;
+    }
+
+    String name() {
+      return table + "/" + number;
+    }
+  }
+
+  /** The shards by requests per second, busiest first. */
+  static List<Shard> shards(List<NodeStatsResponse> first, List<NodeStatsResponse> second, Map<String, Integer> shardsPerTable,
+      double seconds) {
+    Map<String, ShardInfo> before = new HashMap<>();
+    first.forEach(r -> r.getShardsList().forEach(s -> before.put(s.getTable() + "/" + s.getNumber(), s)));
+    record Rate(ShardInfo info, double reads, double writes) {}
+    List<Rate> rates = new ArrayList<>();
+    Map<String, Double> perTable = new HashMap<>();
+    for (NodeStatsResponse r : second) {
+      for (ShardInfo s : r.getShardsList()) {
+        ShardInfo was = before.get(s.getTable() + "/" + s.getNumber());
+        double reads = was == null ? 0 : Math.max(0, s.getReads() - was.getReads()) / seconds;
+        double writes = was == null ? 0 : Math.max(0, s.getWrites() - was.getWrites()) / seconds;
+        rates.add(new Rate(s, reads, writes));
+        perTable.merge(s.getTable(), reads + writes, Double::sum);
+      }
+    }
+    List<Shard> out = new ArrayList<>();
+    for (Rate rate : rates) {
+      ShardInfo s = rate.info();
+      double average = perTable.get(s.getTable()) / Math.max(1, shardsPerTable.getOrDefault(s.getTable(), 1));
+      List<Key> keys = new ArrayList<>();
+      for (HotKey k : s.getHotKeysList()) {
+        double sampled = Math.max(1, s.getHotSampled());
+        keys.add(new Key(ByteStrings.toDisplay(k.getKey().toByteArray()), k.getCount() / sampled, (k.getCount() - k.getError()) / sampled,
+            k.getReads() + k.getWrites() == 0 ? 0 : (double) k.getWrites() / (k.getReads() + k.getWrites())));
+      }
+      out.add(new Shard(s.getTable(), s.getNumber(), s.getOwner(), rate.reads(), rate.writes(),
+          average == 0 ? 0 : (rate.reads() + rate.writes()) / average, keys));
+    }
+    out.sort(Comparator.comparingDouble(Shard::requestsPerSecond).reversed().thenComparing(Shard::name));
+    return out;
+  }
+
+  /** One line per hot shard: what it is and what would fix it; or why there is nothing to fix. */
+  static List<String> findings(List<Shard> shards) {
+    List<String> out = new ArrayList<>();
+    for (Shard s : shards) {
+      if (s.timesAverage() < HOT || s.requestsPerSecond() == 0) {
+        continue;
+      }
+      Key top = s.keys().isEmpty() ? null : s.keys().get(0);
+      String head = String.format(Locale.ROOT, "%s is %.1f× its table's average shard (%,.0f requests/s)", s.name(), s.timesAverage(),
+          s.requestsPerSecond());
+      if (top != null && top.guaranteedShare() >= ONE_KEY) {
+        boolean writeHot = top.writeShare() >= 0.5;
+        out.add(head + String.format(Locale.ROOT, "; one key, '%s', takes at least %.0f%% of its requests (%.0f%% writes): a %s key — %s",
+            top.key(), 100 * top.guaranteedShare(), 100 * top.writeShare(), writeHot ? "write-hot" : "read-hot",
+            writeHot ? "isolate it in a shard of its own, or salt it if its value merges (a counter, an append)"
+                : "isolate it, or spread its reads over replicas or a client near-cache"));
+      } else {
+        out.add(head + String.format(Locale.ROOT, "; no single key dominates (the hottest takes %.0f%%): split the shard by load and move a half",
+            top == null ? 0 : 100 * top.share()));
+      }
+    }
+    if (out.isEmpty()) {
+      double busiest = shards.stream().mapToDouble(Shard::timesAverage).max().orElse(0);
+      out.add(String.format(Locale.ROOT, "no hotspot: the busiest shard is %.1f× its table's average (a hotspot is %.1f× or more)", busiest, HOT));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,114 @@
+package io.shardwise.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.proto.v1.AdminServiceGrpc;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.Peers;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise hotspots}: the busiest shards, their hottest keys, and what would fix them. */
+@Command(name = "hotspots", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {"The busiest shards over --interval, the keys that take most of their requests, and a remedy for each hotspot.",
+        "Keys are sampled on the request path (one request in 16) and their counts halve every 10 s."})
+final class HotspotsCommand implements Callable<Integer> {
+
+  @Spec CommandSpec spec;
+  @Mixin RebalanceCommand.Zk zk;
+
+  @Option(names = "--interval", paramLabel = "DURATION", defaultValue = "2s",
+      description = "Time between the two readings that rates come from, 100ms to 1h. Default: ${DEFAULT-VALUE}.")
+  String interval;
+
+  @Option(names = "--shards", paramLabel = "N", defaultValue = "5", description = "Busiest shards to show, 1 to 100. Default: ${DEFAULT-VALUE}.")
+  int shards;
+
+  @Option(names = "--keys", paramLabel = "N", defaultValue = "3", description = "Hottest keys per shard, 1 to 64. Default: ${DEFAULT-VALUE}.")
+  int keys;
+
+  @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+  OutputFormat output;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    Duration between = Durations.parseWithin("--interval", interval, Duration.ofMillis(100), Duration.ofHours(1));
+    TableCommand.inRange("--shards", shards, 1, 100);
+    TableCommand.inRange("--keys", keys, 1, io.shardwise.server.hot.ShardHeat.KEYS_PER_SHARD);
+    Coordinator c = ClusterOptions.coordinator(zk.zk);
+    List<NodeStatsResponse> first = new ArrayList<>();
+    List<NodeStatsResponse> second = new ArrayList<>();
+    long firstAt;
+    long secondAt;
+    ShardMap map;
+    try (Peers peers = new Peers(16 << 20)) {
+      List<String> addresses = c.liveNodesNow().values().stream().map(NodeInfo::getAddress).toList();
+      firstAt = System.nanoTime();
+      addresses.forEach(a -> first.add(stats(peers, a, 0)));
+      Thread.sleep(between.toMillis());
+      secondAt = System.nanoTime();
+      addresses.forEach(a -> second.add(stats(peers, a, keys)));
+      map = c.readMap().map();
+    }
+    Map<String, Integer> shardsPerTable = new TreeMap<>();
+    map.tables().values().forEach(t -> shardsPerTable.put(t.name(), t.shards().size()));
+    List<Hotspots.Shard> all = Hotspots.shards(first, second, shardsPerTable, (secondAt - firstAt) / 1e9);
+    List<Hotspots.Shard> top = all.subList(0, Math.min(shards, all.size()));
+    List<String> findings = Hotspots.findings(all);
+    PrintWriter out = spec.commandLine().getOut();
+    if (output == OutputFormat.json) {
+      ObjectNode root = Output.object().put("intervalSeconds", between.toMillis() / 1000.0);
+      ArrayNode array = root.putArray("shards");
+      for (Hotspots.Shard s : top) {
+        ObjectNode o = array.addObject().put("shard", s.name()).put("owner", s.owner()).put("readsPerSecond", s.readsPerSecond())
+            .put("writesPerSecond", s.writesPerSecond()).put("timesTableAverage", s.timesAverage());
+        ArrayNode ks = o.putArray("keys");
+        s.keys().forEach(k -> ks.addObject().put("key", k.key()).put("share", k.share()).put("guaranteedShare", k.guaranteedShare())
+            .put("writeShare", k.writeShare()));
+      }
+      ArrayNode f = root.putArray("findings");
+      findings.forEach(f::add);
+      Output.json(out, root);
+      return Main.EXIT_OK;
+    }
+    List<List<String>> rows = new ArrayList<>();
+    for (Hotspots.Shard s : top) {
+      rows.add(List.of(s.name(), s.owner(), String.format(Locale.ROOT, "%,.0f", s.requestsPerSecond()),
+          String.format(Locale.ROOT, "%,.0f / %,.0f", s.readsPerSecond(), s.writesPerSecond()), String.format(Locale.ROOT, "%.1f×", s.timesAverage()),
+          hottest(s)));
+    }
+    Output.table(out, List.of("SHARD", "OWNER", "REQUESTS/S", "READS/S / WRITES/S", "× TABLE AVG", "HOTTEST KEYS (share of the shard's requests)"), rows);
+    out.println();
+    findings.forEach(out::println);
+    return Main.EXIT_OK;
+  }
+
+  private String hottest(Hotspots.Shard s) {
+    List<String> parts = new ArrayList<>();
+    for (Hotspots.Key k : s.keys()) {
+      parts.add(String.format(Locale.ROOT, "%s %.0f%%", k.key(), 100 * k.share()));
+    }
+    return parts.isEmpty() ? "-" : String.join(", ", parts);
+  }
+
+  private static NodeStatsResponse stats(Peers peers, String address, int hotKeys) {
+    return AdminServiceGrpc.newBlockingStub(peers.channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
+        .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(true).setHotKeys(hotKeys).build());
+  }
+}

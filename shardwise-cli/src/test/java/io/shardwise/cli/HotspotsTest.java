@@ -1,0 +1,87 @@
+package io.shardwise.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.shardwise.bench.EmbeddedCluster;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.TableSpec;
+import io.shardwise.core.key.Key;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code shardwise hotspots} against a real cluster under a load with one celebrity key. */
+class HotspotsTest {
+
+  @TempDir Path dir;
+
+  @Test
+  void aCelebrityKeyTakingHalfTheReadsIsNamedAsAReadHotKeyOfTheBusiestShard() throws Exception {
+    try (EmbeddedCluster cluster = new EmbeddedCluster(dir.resolve("cluster"), 2);
+        ShardwiseClient client = ShardwiseClient.builder().seeds(cluster.nodeAddresses()).build()) {
+      client.createTable("users", TableSpec.builder("hashrange").shards(6).build());
+      byte[] value = "v".getBytes(StandardCharsets.UTF_8);
+      for (int i = 0; i < 200; i++) {
+        client.put("users", Key.of("user-" + i), value);
+      }
+      client.put("users", Key.of("celebrity"), value);
+      AtomicBoolean running = new AtomicBoolean(true);
+      List<Thread> load = new java.util.ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        SplittableRandom random = new SplittableRandom(t);
+        Thread reader = new Thread(() -> {
+          while (running.get()) {
+            client.get("users", random.nextBoolean() ? Key.of("celebrity") : Key.of("user-" + random.nextInt(200)));
+          }
+        }, "load-" + t);
+        reader.start();
+        load.add(reader);
+      }
+      JsonNode report;
+      String text;
+      try {
+        report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+        text = run("hotspots", "--zk", cluster.zk(), "--interval", "1s", "--shards", "2", "--keys", "2");
+      } finally {
+        running.set(false);
+        for (Thread t : load) {
+          t.join();
+        }
+      }
+      JsonNode busiest = report.get("shards").get(0);
+      assertThat(busiest.get("timesTableAverage").asDouble()).as(report.toPrettyString()).isGreaterThan(Hotspots.HOT);
+      JsonNode top = busiest.get("keys").get(0);
+      assertThat(top.get("key").asText()).isEqualTo("celebrity");
+      assertThat(top.get("guaranteedShare").asDouble()).isGreaterThan(Hotspots.ONE_KEY);
+      assertThat(top.get("writeShare").asDouble()).as("its one put may have been sampled").isLessThan(0.05);
+      assertThat(report.get("findings").get(0).asText()).contains(busiest.get("shard").asText()).contains("'celebrity'").contains("read-hot");
+      assertThat(text.lines().filter(l -> l.contains("/")).count()).as(text).isGreaterThanOrEqualTo(3); // 2 shards and a finding
+      assertThat(text).contains("HOTTEST KEYS").contains("celebrity").contains("read-hot key");
+    } finally {
+      Session.current().close();
+    }
+  }
+
+  private static String run(String... args) {
+    SimulateCommandTest.Run r = SimulateCommandTest.run(args);
+    assertThat(r.exit()).as(r.err()).isZero();
+    return r.out();
+  }
+
+  @Test
+  void aHotShardWithoutADominantKeyIsToSplitAndAnEvenTableHasNoHotspot() {
+    Hotspots.Shard hot = new Hotspots.Shard("t", 1, "n1", 900, 100, 3.0, List.of(new Hotspots.Key("a", 0.1, 0.05, 0.1)));
+    Hotspots.Shard cool = new Hotspots.Shard("t", 2, "n2", 100, 0, 0.5, List.of());
+    assertThat(Hotspots.findings(List.of(hot, cool))).singleElement().asString()
+        .startsWith("t/1 is 3.0× its table's average shard (1,000 requests/s)").contains("split the shard by load");
+    Hotspots.Shard writeHot = new Hotspots.Shard("t", 3, "n1", 0, 1000, 4.0, List.of(new Hotspots.Key("counter", 0.9, 0.8, 1.0)));
+    assertThat(Hotspots.findings(List.of(writeHot))).singleElement().asString().contains("'counter'").contains("write-hot").contains("salt");
+    assertThat(Hotspots.findings(List.of(cool))).singleElement().asString().startsWith("no hotspot: the busiest shard is 0.5×");
+  }
+}

@@ -1,0 +1,91 @@
+package io.shardwise.server.hot;
+
+import io.shardwise.server.storage.ShardRef;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * Which partition keys are hot, per shard a node owns: one request in {@link #SAMPLE_EVERY} is
+ * counted into the shard's {@link HeavyHitters} (the cost stays small on the request path), and
+ * every {@link #HALF_LIFE_NANOS} the counts halve, so a key that cooled down fades within a minute.
+ * Estimates of requests are the sampled counts times {@code SAMPLE_EVERY}.
+ */
+public final class ShardHeat {
+
+  /** One request in this many is sampled. */
+  public static final int SAMPLE_EVERY = 16;
+
+  /** Keys held per shard. */
+  public static final int KEYS_PER_SHARD = 64;
+
+  /** How often the counts halve: 10 s. */
+  static final long HALF_LIFE_NANOS = 10_000_000_000L;
+
+  private static final class Sketch {
+    final HeavyHitters keys = new HeavyHitters(KEYS_PER_SHARD);
+    long decayedAt;
+
+    Sketch(long now) {
+      this.decayedAt = now;
+    }
+  }
+
+  private final ConcurrentHashMap<ShardRef, Sketch> sketches = new ConcurrentHashMap<>();
+  private final LongSupplier clock;
+
+  public ShardHeat() {
+    this(System::nanoTime);
+  }
+
+  ShardHeat(LongSupplier nanoClock) {
+    this.clock = nanoClock;
+  }
+
+  /** A request for {@code partitionKey} of {@code shard}: counted once in {@link #SAMPLE_EVERY} times. */
+  public void sample(ShardRef shard, byte[] partitionKey, boolean write) {
+    if (ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) != 0) {
+      return;
+    }
+    count(shard, partitionKey, write);
+  }
+
+  /** Counts one sampled request (tests call it to count without sampling). */
+  void count(ShardRef shard, byte[] partitionKey, boolean write) {
+    Sketch s = sketches.computeIfAbsent(shard, r -> new Sketch(clock.getAsLong()));
+    synchronized (s) {
+      decayIfDue(s);
+      s.keys.add(partitionKey, write);
+    }
+  }
+
+  /** The shard's hottest keys now (sampled counts), and the sampled total they are shares of. */
+  public record Hot(List<HeavyHitters.Entry> keys, long sampled) {
+    public static final Hot NONE = new Hot(List.of(), 0);
+  }
+
+  public Hot hottest(ShardRef shard, int k) {
+    Sketch s = sketches.get(shard);
+    if (s == null) {
+      return Hot.NONE;
+    }
+    synchronized (s) {
+      decayIfDue(s);
+      return new Hot(s.keys.top(k), s.keys.total());
+    }
+  }
+
+  /** Forgets a shard (it moved away or was dropped). */
+  public void forget(ShardRef shard) {
+    sketches.remove(shard);
+  }
+
+  private void decayIfDue(Sketch s) {
+    long now = clock.getAsLong();
+    while (now - s.decayedAt >= HALF_LIFE_NANOS) {
+      s.keys.decay();
+      s.decayedAt += HALF_LIFE_NANOS;
+    }
+  }
+}
