@@ -1,0 +1,44 @@
+package io.shardwise.server.hot;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.shardwise.server.storage.ShardRef;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class ShardHeatTest {
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void countsHalveEveryHalfLifeSoAKeyThatCooledDownFades() {
+    AtomicLong now = new AtomicLong();
+    ShardHeat heat = new ShardHeat(now::get);
+    ShardRef shard = new ShardRef(1, 0);
+    for (int i = 0; i < 64; i++) {
+      heat.count(shard, b("was-hot"), true);
+    }
+    assertThat(heat.hottest(shard, 1).keys().get(0).count()).isEqualTo(64);
+    now.addAndGet(3 * ShardHeat.HALF_LIFE_NANOS); // three half-lives: 64 -> 8
+    heat.count(shard, b("now-hot"), false);
+    ShardHeat.Hot hot = heat.hottest(shard, 2);
+    assertThat(hot.keys().get(0).count()).isEqualTo(8);
+    assertThat(hot.sampled()).isEqualTo(9);
+    now.addAndGet(4 * ShardHeat.HALF_LIFE_NANOS); // 8 -> 0: gone
+    assertThat(heat.hottest(shard, 2).keys()).isEmpty();
+  }
+
+  @Test
+  void shardsAreKeptApartAndAForgottenShardHasNone() {
+    ShardHeat heat = new ShardHeat();
+    ShardRef a = new ShardRef(1, 0);
+    ShardRef b = new ShardRef(1, 1);
+    heat.count(a, b("x"), false);
+    assertThat(heat.hottest(b, 5)).isEqualTo(ShardHeat.Hot.NONE);
+    heat.forget(a);
+    assertThat(heat.hottest(a, 5)).isEqualTo(ShardHeat.Hot.NONE);
+  }
+}
