@@ -81,15 +81,20 @@ class KillNineIT {
         "--session-timeout", SESSION.toSeconds() + "s", "--drop-grace", "2s"};
   }
 
-  /** Nodes n1..n3, and each table made through the CLI with 6 hash-range shards; returns the node ids. */
+  /**
+   * Nodes n1..n3, and each table with 6 hash-range shards (made through the client: a CLI process
+   * per table would cost a JVM start per scenario, and the CLI's path is MultiProcessIT's); returns
+   * the node ids.
+   */
   private List<String> startThreeNodesWithTables(String... tables) throws Exception {
     List<String> nodes = List.of("n1", "n2", "n3");
     for (String n : nodes) {
       startNode(n);
     }
-    for (String table : tables) {
-      ServerProcesses.Result created = processes.cli(zk, "table", "create", table, "--strategy", "hashrange", "--shards", "6");
-      assertThat(created.exit()).as(created.err()).isZero();
+    try (ShardwiseClient admin = client(nodes)) {
+      for (String table : tables) {
+        admin.createTable(table, io.shardwise.client.TableSpec.builder("hashrange").shards(6).build());
+      }
     }
     return nodes;
   }
