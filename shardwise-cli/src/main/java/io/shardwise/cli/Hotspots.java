@@ -30,8 +30,22 @@ final class Hotspots {
   /** One key of a shard: its share of the shard's sampled requests (at least {@code guaranteedShare}) and its mix. */
   record Key(String key, double share, double guaranteedShare, double writeShare) {}
 
-  /** One shard over the interval. */
-  record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys) {
+  /** Sampled writes before a shard's keys may be called monotonic. */
+  static final long MONOTONIC_MIN_WRITES = 20;
+
+  /** The share of a shard's sampled writes that set a new highest key, from which its key is monotonic. */
+  static final double MONOTONIC = 0.8;
+
+  /** What the findings need to know of a table. */
+  record TableShape(int shards, String strategy) {}
+
+  /**
+   * One shard over the interval. {@code writeShareOfTable}: its share of its table's writes;
+   * {@code risingShare}: of its sampled writes, the share that wrote a partition key above every
+   * one before ({@code highestKey}).
+   */
+  record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys,
+      String strategy, double writeShareOfTable, long sampledWrites, double risingShare, String highestKey) {
     double requestsPerSecond() {
       return readsPerSecond + writesPerSecond;
     }
@@ -42,13 +56,14 @@ final class Hotspots {
   }
 
   /** The shards by requests per second, busiest first. */
-  static List<Shard> shards(List<NodeStatsResponse> first, List<NodeStatsResponse> second, Map<String, Integer> shardsPerTable,
+  static List<Shard> shards(List<NodeStatsResponse> first, List<NodeStatsResponse> second, Map<String, TableShape> tables,
       double seconds) {
     Map<String, ShardInfo> before = new HashMap<>();
     first.forEach(r -> r.getShardsList().forEach(s -> before.put(s.getTable() + "/" + s.getNumber(), s)));
     record Rate(ShardInfo info, double reads, double writes) {}
     List<Rate> rates = new ArrayList<>();
     Map<String, Double> perTable = new HashMap<>();
+    Map<String, Double> writesPerTable = new HashMap<>();
     for (NodeStatsResponse r : second) {
       for (ShardInfo s : r.getShardsList()) {
         ShardInfo was = before.get(s.getTable() + "/" + s.getNumber());
@@ -56,12 +71,15 @@ final class Hotspots {
         double writes = was == null ? 0 : Math.max(0, s.getWrites() - was.getWrites()) / seconds;
         rates.add(new Rate(s, reads, writes));
         perTable.merge(s.getTable(), reads + writes, Double::sum);
+        writesPerTable.merge(s.getTable(), writes, Double::sum);
       }
     }
     List<Shard> out = new ArrayList<>();
     for (Rate rate : rates) {
       ShardInfo s = rate.info();
-      double average = perTable.get(s.getTable()) / Math.max(1, shardsPerTable.getOrDefault(s.getTable(), 1));
+      TableShape shape = tables.getOrDefault(s.getTable(), new TableShape(1, ""));
+      double average = perTable.get(s.getTable()) / Math.max(1, shape.shards());
+      double tableWrites = writesPerTable.get(s.getTable());
       List<Key> keys = new ArrayList<>();
       for (HotKey k : s.getHotKeysList()) {
         double sampled = Math.max(1, s.getHotSampled());
@@ -69,7 +87,9 @@ final class Hotspots {
             k.getReads() + k.getWrites() == 0 ? 0 : (double) k.getWrites() / (k.getReads() + k.getWrites())));
       }
       out.add(new Shard(s.getTable(), s.getNumber(), s.getOwner(), rate.reads(), rate.writes(),
-          average == 0 ? 0 : (rate.reads() + rate.writes()) / average, keys));
+          average == 0 ? 0 : (rate.reads() + rate.writes()) / average, keys, shape.strategy(), tableWrites == 0 ? 0 : rate.writes() / tableWrites,
+          s.getHotSampledWrites(), s.getHotSampledWrites() == 0 ? 0 : (double) s.getHotRisingWrites() / s.getHotSampledWrites(),
+          ByteStrings.toDisplay(s.getHotHighestKey().toByteArray())));
     }
     out.sort(Comparator.comparingDouble(Shard::requestsPerSecond).reversed().thenComparing(Shard::name));
     return out;
@@ -79,6 +99,15 @@ final class Hotspots {
   static List<String> findings(List<Shard> shards) {
     List<String> out = new ArrayList<>();
     for (Shard s : shards) {
+      // A monotonic key on a range table: every insert lands on the shard holding the top of the key space.
+      if (s.strategy().equals("range") && s.sampledWrites() >= MONOTONIC_MIN_WRITES && s.risingShare() >= MONOTONIC
+          && s.writeShareOfTable() >= ONE_KEY) {
+        out.add(String.format(Locale.ROOT, "%s takes %.0f%% of range table %s's writes, and %.0f%% of its sampled writes set a new highest key"
+            + " (now '%s'): a monotonic key, such as a timestamp or a counter, sends every insert to one shard — hash it (a hashrange"
+            + " table), or prefix it with a high-cardinality component (range scans over it then visit every shard)",
+            s.name(), 100 * s.writeShareOfTable(), s.table(), 100 * s.risingShare(), s.highestKey()));
+        continue;
+      }
       if (s.timesAverage() < HOT || s.requestsPerSecond() == 0) {
         continue;
       }

@@ -66,9 +66,10 @@ final class HotspotsCommand implements Callable<Integer> {
       addresses.forEach(a -> second.add(stats(peers, a, keys)));
       map = c.readMap().map();
     }
-    Map<String, Integer> shardsPerTable = new TreeMap<>();
-    map.tables().values().forEach(t -> shardsPerTable.put(t.name(), t.shards().size()));
-    List<Hotspots.Shard> all = Hotspots.shards(first, second, shardsPerTable, (secondAt - firstAt) / 1e9);
+    Map<String, Hotspots.TableShape> tables = new TreeMap<>();
+    map.tables().values().forEach(t -> tables.put(t.name(),
+        new Hotspots.TableShape(t.shards().size(), t.layout().strategy().name().toLowerCase(Locale.ROOT))));
+    List<Hotspots.Shard> all = Hotspots.shards(first, second, tables, (secondAt - firstAt) / 1e9);
     List<Hotspots.Shard> top = all.subList(0, Math.min(shards, all.size()));
     List<String> findings = Hotspots.findings(all);
     PrintWriter out = spec.commandLine().getOut();
@@ -77,7 +78,8 @@ final class HotspotsCommand implements Callable<Integer> {
       ArrayNode array = root.putArray("shards");
       for (Hotspots.Shard s : top) {
         ObjectNode o = array.addObject().put("shard", s.name()).put("owner", s.owner()).put("readsPerSecond", s.readsPerSecond())
-            .put("writesPerSecond", s.writesPerSecond()).put("timesTableAverage", s.timesAverage());
+            .put("writesPerSecond", s.writesPerSecond()).put("timesTableAverage", s.timesAverage())
+            .put("writeShareOfTable", s.writeShareOfTable()).put("risingWriteShare", s.risingShare()).put("highestKey", s.highestKey());
         ArrayNode ks = o.putArray("keys");
         s.keys().forEach(k -> ks.addObject().put("key", k.key()).put("share", k.share()).put("guaranteedShare", k.guaranteedShare())
             .put("writeShare", k.writeShare()));

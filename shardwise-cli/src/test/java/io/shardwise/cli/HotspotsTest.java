@@ -68,6 +68,43 @@ class HotspotsTest {
     }
   }
 
+  @Test
+  void monotonicInsertsOnARangeTableAreNamedWithTheirShardAndHighestKey() throws Exception {
+    try (EmbeddedCluster cluster = new EmbeddedCluster(dir.resolve("cluster"), 2);
+        ShardwiseClient client = ShardwiseClient.builder().seeds(cluster.nodeAddresses()).build()) {
+      client.createTable("events", TableSpec.builder("range").splitPoints("a", "b", "c").build());
+      client.createTable("hashed", TableSpec.builder("hashrange").shards(4).build());
+      AtomicBoolean running = new AtomicBoolean(true);
+      byte[] value = "v".getBytes(StandardCharsets.UTF_8);
+      Thread writer = new Thread(() -> {
+        for (long i = 0; running.get(); i++) {
+          Key key = Key.of(String.format("event-%010d", i)); // a timestamp-like key: every insert above the last
+          client.put("events", key, value);
+          client.put("hashed", key, value); // the same keys hashed: spread, not a finding
+        }
+      }, "inserts");
+      writer.start();
+      JsonNode report;
+      try {
+        report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+      } finally {
+        running.set(false);
+        writer.join();
+      }
+      List<String> findings = new java.util.ArrayList<>();
+      report.get("findings").forEach(f -> findings.add(f.asText()));
+      assertThat(findings).as(report.toPrettyString()).anySatisfy(f -> assertThat(f).startsWith("events/3 takes")
+          .contains("monotonic key").contains("now 'event-"));
+      assertThat(findings).noneSatisfy(f -> assertThat(f).startsWith("hashed/"));
+    } finally {
+      Session.current().close();
+    }
+  }
+
+  private static Hotspots.Shard shard(long number, double reads, double writes, double timesAverage, List<Hotspots.Key> keys) {
+    return new Hotspots.Shard("t", number, "n1", reads, writes, timesAverage, keys, "hashrange", 0, 0, 0, "");
+  }
+
   private static String run(String... args) {
     SimulateCommandTest.Run r = SimulateCommandTest.run(args);
     assertThat(r.exit()).as(r.err()).isZero();
@@ -76,11 +113,11 @@ class HotspotsTest {
 
   @Test
   void aHotShardWithoutADominantKeyIsToSplitAndAnEvenTableHasNoHotspot() {
-    Hotspots.Shard hot = new Hotspots.Shard("t", 1, "n1", 900, 100, 3.0, List.of(new Hotspots.Key("a", 0.1, 0.05, 0.1)));
-    Hotspots.Shard cool = new Hotspots.Shard("t", 2, "n2", 100, 0, 0.5, List.of());
+    Hotspots.Shard hot = shard(1, 900, 100, 3.0, List.of(new Hotspots.Key("a", 0.1, 0.05, 0.1)));
+    Hotspots.Shard cool = shard(2, 100, 0, 0.5, List.of());
     assertThat(Hotspots.findings(List.of(hot, cool))).singleElement().asString()
         .startsWith("t/1 is 3.0× its table's average shard (1,000 requests/s)").contains("split the shard by load");
-    Hotspots.Shard writeHot = new Hotspots.Shard("t", 3, "n1", 0, 1000, 4.0, List.of(new Hotspots.Key("counter", 0.9, 0.8, 1.0)));
+    Hotspots.Shard writeHot = shard(3, 0, 1000, 4.0, List.of(new Hotspots.Key("counter", 0.9, 0.8, 1.0)));
     assertThat(Hotspots.findings(List.of(writeHot))).singleElement().asString().contains("'counter'").contains("write-hot").contains("salt");
     assertThat(Hotspots.findings(List.of(cool))).singleElement().asString().startsWith("no hotspot: the busiest shard is 0.5×");
   }

@@ -26,6 +26,10 @@ public final class ShardHeat {
   private static final class Sketch {
     final HeavyHitters keys = new HeavyHitters(KEYS_PER_SHARD);
     long decayedAt;
+    // Monotonic keys: sampled writes, and those that wrote a partition key above every one before.
+    long writes;
+    long rising;
+    byte[] highest;
 
     Sketch(long now) {
       this.decayedAt = now;
@@ -57,12 +61,23 @@ public final class ShardHeat {
     synchronized (s) {
       decayIfDue(s);
       s.keys.add(partitionKey, write);
+      if (write) {
+        s.writes++;
+        if (s.highest == null || java.util.Arrays.compareUnsigned(partitionKey, s.highest) > 0) {
+          s.rising++;
+          s.highest = partitionKey.clone();
+        }
+      }
     }
   }
 
-  /** The shard's hottest keys now (sampled counts), and the sampled total they are shares of. */
-  public record Hot(List<HeavyHitters.Entry> keys, long sampled) {
-    public static final Hot NONE = new Hot(List.of(), 0);
+  /**
+   * The shard's hottest keys now (sampled counts) and the sampled total they are shares of; of the
+   * sampled writes, how many wrote a partition key above every one before ({@code rising}: nearly
+   * all of them for a timestamp or a counter, few for random keys), and the highest key written.
+   */
+  public record Hot(List<HeavyHitters.Entry> keys, long sampled, long sampledWrites, long rising, byte[] highest) {
+    public static final Hot NONE = new Hot(List.of(), 0, 0, 0, new byte[0]);
   }
 
   public Hot hottest(ShardRef shard, int k) {
@@ -72,7 +87,7 @@ public final class ShardHeat {
     }
     synchronized (s) {
       decayIfDue(s);
-      return new Hot(s.keys.top(k), s.keys.total());
+      return new Hot(s.keys.top(k), s.keys.total(), s.writes, s.rising, s.highest == null ? new byte[0] : s.highest.clone());
     }
   }
 
@@ -85,6 +100,8 @@ public final class ShardHeat {
     long now = clock.getAsLong();
     while (now - s.decayedAt >= HALF_LIFE_NANOS) {
       s.keys.decay();
+      s.writes /= 2;
+      s.rising /= 2;
       s.decayedAt += HALF_LIFE_NANOS;
     }
   }

@@ -122,7 +122,8 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
             }
             if (request.getHotKeys() > 0 && ctx.heat() != null) {
               io.shardwise.server.hot.ShardHeat.Hot hot = ctx.heat().hottest(ref, Math.min(request.getHotKeys(), ShardHeat.KEYS_PER_SHARD));
-              shard.setHotSampled(hot.sampled()).setHotSampleEvery(ShardHeat.SAMPLE_EVERY);
+              shard.setHotSampled(hot.sampled()).setHotSampleEvery(ShardHeat.SAMPLE_EVERY).setHotSampledWrites(hot.sampledWrites())
+                  .setHotRisingWrites(hot.rising()).setHotHighestKey(ByteString.copyFrom(hot.highest()));
               for (var e : hot.keys()) {
                 shard.addHotKeys(io.shardwise.proto.v1.HotKey.newBuilder().setKey(ByteString.copyFrom(e.key())).setCount(e.count())
                     .setError(e.error()).setReads(e.reads()).setWrites(e.writes()));

@@ -32,13 +32,32 @@ class ShardHeatTest {
   }
 
   @Test
+  void ascendingWritesAllRiseRandomOnesSeldomDo() {
+    ShardHeat heat = new ShardHeat();
+    ShardRef timeline = new ShardRef(1, 0);
+    ShardRef users = new ShardRef(1, 1);
+    java.util.SplittableRandom random = new java.util.SplittableRandom(3);
+    for (int i = 0; i < 1_000; i++) {
+      heat.count(timeline, b(String.format("event-%08d", i)), true);
+      heat.count(users, b("user-" + random.nextInt(1_000_000)), true);
+      heat.count(timeline, b("event-00000001"), false); // reads do not count as writes
+    }
+    ShardHeat.Hot t = heat.hottest(timeline, 1);
+    assertThat(t.sampledWrites()).isEqualTo(1_000);
+    assertThat(t.rising()).isEqualTo(1_000);
+    assertThat(new String(t.highest(), StandardCharsets.UTF_8)).isEqualTo("event-00000999");
+    ShardHeat.Hot u = heat.hottest(users, 1);
+    assertThat(u.rising()).as("records of a random stream: about ln(1000) of them").isLessThan(30);
+  }
+
+  @Test
   void shardsAreKeptApartAndAForgottenShardHasNone() {
     ShardHeat heat = new ShardHeat();
     ShardRef a = new ShardRef(1, 0);
     ShardRef b = new ShardRef(1, 1);
     heat.count(a, b("x"), false);
-    assertThat(heat.hottest(b, 5)).isEqualTo(ShardHeat.Hot.NONE);
+    assertThat(heat.hottest(b, 5)).isSameAs(ShardHeat.Hot.NONE);
     heat.forget(a);
-    assertThat(heat.hottest(a, 5)).isEqualTo(ShardHeat.Hot.NONE);
+    assertThat(heat.hottest(a, 5)).isSameAs(ShardHeat.Hot.NONE);
   }
 }
