@@ -170,7 +170,8 @@ function drawHot(c) {
   $("hot").tBodies[0].replaceChildren(...shards.map((s) => el("tr", {},
     el("td", {}, s.table + "/" + s.number), el("td", {}, s.owner), el("td", { class: "num" }, fmtRate(s.requestsPerSecond)),
     el("td", { class: "num" }, fmtRate(s.readsPerSecond)), el("td", { class: "num" }, fmtRate(s.writesPerSecond)),
-    el("td", { class: "num" }, fmtInt(s.keys)), el("td", { class: "num" }, fmtBytes(s.bytes)))));
+    el("td", { class: "num" }, fmtInt(s.keys)), el("td", { class: "num" }, fmtBytes(s.bytes)),
+    el("td", { class: "hot-keys" }, (s.hotKeys || []).map((k) => k.key + " " + Math.round(100 * k.share) + "%").join(", ") || "–"))));
 }
 
 document.querySelectorAll("#hot th.sortable").forEach((th) => th.addEventListener("click", () => {

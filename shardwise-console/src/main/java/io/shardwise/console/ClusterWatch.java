@@ -41,6 +41,9 @@ final class ClusterWatch {
 
   static final long FRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(900);
   static final long SIZES_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /** Hot keys shown per shard (each node samples them on its request path). */
+  private static final int HOT_KEYS = 3;
+
   private static final java.time.Duration NODE_DEADLINE = java.time.Duration.ofSeconds(2);
   /** A node is marked as carrying too much when it has this much more than the average. */
   static final double SKEW = 1.25;
@@ -93,7 +96,8 @@ final class ClusterWatch {
     Optional<String> leader = records.leader();
 
     boolean readSizes = sizesAt == Long.MIN_VALUE || now - sizesAt > SIZES_NANOS;
-    NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), readSizes, NODE_DEADLINE);
+    NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), readSizes, HOT_KEYS, NODE_DEADLINE);
+    Map<String, ArrayNode> hotKeys = new java.util.HashMap<>();
     Set<String> unreachable = polled.unreachable();
     Map<String, long[]> trash = new java.util.HashMap<>();
     for (NodeStatsResponse stats : polled.answers()) {
@@ -111,6 +115,12 @@ final class ClusterWatch {
           }
         }
         readings.put(key, new Reading(s.getOwner(), s.getReads(), s.getWrites(), now, readRate, writeRate));
+        ArrayNode keys = JSON.createArrayNode();
+        for (io.shardwise.proto.v1.HotKey k : s.getHotKeysList()) {
+          keys.addObject().put("key", io.shardwise.core.key.ByteStrings.toDisplay(k.getKey().toByteArray()))
+              .put("share", s.getHotSampled() == 0 ? 0 : round((double) k.getCount() / s.getHotSampled(), 3));
+        }
+        hotKeys.put(key, keys);
         if (readSizes) {
           sizes.put(key, new long[] {s.getKeys(), s.getBytes()});
         }
@@ -146,7 +156,8 @@ final class ClusterWatch {
             .put("epoch", s.epoch()).put("keys", size[0]).put("bytes", size[1])
             .put("reads", current ? r.reads : 0).put("writes", current ? r.writes : 0)
             .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
-            .put("requestsPerSecond", round(readRate + writeRate));
+            .put("requestsPerSecond", round(readRate + writeRate))
+            .set("hotKeys", current ? hotKeys.getOrDefault(key, JSON.createArrayNode()) : JSON.createArrayNode());
         double[] n = perNode.computeIfAbsent(s.owner(), id -> new double[5]);
         n[0]++;
         n[1] += size[0];

@@ -138,6 +138,8 @@ class ConsoleBrowserTest {
       assertThat(browser.text(By.cssSelector("#stat-shards .value"))).isEqualTo("12");
       assertThat(browser.attribute(By.tagName("body"), "data-loaded")).isEqualTo("true");
       assertThat(browser.driver.findElements(By.cssSelector(".loading"))).as("every loading placeholder replaced by data").isEmpty();
+      // The busiest shard is user-7's (three reads in four), and the page names the key.
+      browser.waiting(Duration.ofSeconds(20)).until(d -> d.findElement(By.cssSelector("#hot tbody tr td.hot-keys")).getText().startsWith("user-7 "));
 
       cluster.addNode();
       browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));

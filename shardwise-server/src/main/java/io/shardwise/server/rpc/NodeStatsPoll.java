@@ -29,9 +29,14 @@ public final class NodeStatsPoll {
    *     request counters
    */
   public static Answers ask(Peers peers, Collection<NodeInfo> nodes, boolean sizes, Duration deadline) {
+    return ask(peers, nodes, sizes, 0, deadline);
+  }
+
+  /** {@link #ask}, with up to {@code hotKeys} hot keys per shard. */
+  public static Answers ask(Peers peers, Collection<NodeInfo> nodes, boolean sizes, int hotKeys, Duration deadline) {
     List<NodeStatsResponse> answers = new ArrayList<>();
     Set<String> unreachable = new TreeSet<>();
-    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(!sizes).build();
+    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(!sizes).setHotKeys(hotKeys).build();
     for (NodeInfo node : nodes) {
       try {
         answers.add(peers.admin(node.getAddress()).withDeadlineAfter(deadline.toMillis(), TimeUnit.MILLISECONDS).nodeStats(request));
