@@ -1,0 +1,77 @@
+package io.shardwise.jmh;
+
+import io.shardwise.core.hash.HashFunctions;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.MapCodec;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * What the shard map costs as it grows (issue 12's baseline): the map as one protobuf image, the
+ * way ZooKeeper stores it and clients fetch it, for 1,000 to 100,000 shards. For each size:
+ * encoded bytes, and the median time to encode it, decode it, and apply one shard move (a new
+ * image, as every change makes today).
+ *
+ * <p>Run: {@code java -cp shardwise-jmh/target/benchmarks.jar io.shardwise.jmh.MapScale}
+ */
+public final class MapScale {
+
+  private MapScale() {}
+
+  /** ZooKeeper's default limit on one znode's data (jute.maxbuffer). */
+  private static final int ZNODE_LIMIT = 1 << 20;
+
+  public static void main(String[] args) {
+    List<NodeId> nodes = new ArrayList<>();
+    for (int i = 1; i <= 10; i++) {
+      nodes.add(NodeId.of("n" + i));
+    }
+    System.out.printf(Locale.ROOT, "%-10s %-9s %12s %9s %12s %12s %12s%n", "shards", "tables", "image bytes", "fits 1MiB", "encode ms",
+        "decode ms", "1 move ms");
+    for (int shards : new int[] {1_000, 10_000, 50_000, 100_000}) {
+      ShardMap map = ShardMap.EMPTY;
+      int tables = Math.max(1, shards / 10_000);
+      for (int t = 0; t < tables; t++) {
+        PartitionerSpec spec = PartitionerSpec.builder(Strategy.HASHRANGE).hash(HashFunctions.murmur3_128()).build();
+        ShardLayout.Initial initial = ShardLayout.initial(spec, shards / tables, nodes.size(), KeySample.empty());
+        List<NodeId> owners = new ArrayList<>();
+        for (int owner : initial.owners()) {
+          owners.add(nodes.get(owner));
+        }
+        map = map.apply(ShardMapDelta.on(map).createTable("t" + t, spec, initial.layout(), owners).build());
+      }
+      ShardMap built = map;
+      byte[] image = MapCodec.toProto(built).toByteArray();
+      double encode = median(() -> MapCodec.toProto(built).toByteArray());
+      double decode = median(() -> MapCodec.fromBytes(image));
+      ShardAssignment first = built.table("t0").orElseThrow().shards().get(0);
+      NodeId to = first.owner().equals(nodes.get(0)) ? nodes.get(1) : nodes.get(0);
+      double move = median(() -> built.apply(ShardMapDelta.on(built).moveShard(first.id(), first.owner(), to).build()));
+      System.out.printf(Locale.ROOT, "%-10s %-9d %12s %9s %12.2f %12.2f %12.2f%n", String.format(Locale.ROOT, "%,d", shards), tables,
+          String.format(Locale.ROOT, "%,d", image.length), image.length <= ZNODE_LIMIT ? "yes" : "NO", encode, decode, move);
+    }
+  }
+
+  /** The median of 21 timed runs after 10 untimed ones, in milliseconds. */
+  private static double median(Runnable r) {
+    for (int i = 0; i < 10; i++) {
+      r.run();
+    }
+    double[] ms = new double[21];
+    for (int i = 0; i < ms.length; i++) {
+      long start = System.nanoTime();
+      r.run();
+      ms[i] = (System.nanoTime() - start) / 1e6;
+    }
+    java.util.Arrays.sort(ms);
+    return ms[ms.length / 2];
+  }
+}
