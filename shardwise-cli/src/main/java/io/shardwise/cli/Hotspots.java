@@ -45,7 +45,7 @@ final class Hotspots {
    * one before ({@code highestKey}).
    */
   record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys,
-      String strategy, double writeShareOfTable, long sampledWrites, double risingShare, String highestKey) {
+      String strategy, double writeShareOfTable, long sampledWrites, double risingShare, String highestKey, double[] shareHistory) {
     double requestsPerSecond() {
       return readsPerSecond + writesPerSecond;
     }
@@ -74,6 +74,16 @@ final class Hotspots {
         writesPerTable.merge(s.getTable(), writes, Double::sum);
       }
     }
+    // Each table's requests per second, aligned at the newest second (nodes tick on their own clocks: a second's skew).
+    Map<String, double[]> tableSeconds = new HashMap<>();
+    for (Rate rate : rates) {
+      ShardInfo s = rate.info();
+      int n = s.getReadsHistoryCount();
+      double[] sum = tableSeconds.computeIfAbsent(s.getTable(), t -> new double[HISTORY_SECONDS]);
+      for (int back = 0; back < Math.min(n, HISTORY_SECONDS); back++) {
+        sum[HISTORY_SECONDS - 1 - back] += s.getReadsHistory(n - 1 - back) + s.getWritesHistory(n - 1 - back);
+      }
+    }
     List<Shard> out = new ArrayList<>();
     for (Rate rate : rates) {
       ShardInfo s = rate.info();
@@ -89,10 +99,71 @@ final class Hotspots {
       out.add(new Shard(s.getTable(), s.getNumber(), s.getOwner(), rate.reads(), rate.writes(),
           average == 0 ? 0 : (rate.reads() + rate.writes()) / average, keys, shape.strategy(), tableWrites == 0 ? 0 : rate.writes() / tableWrites,
           s.getHotSampledWrites(), s.getHotSampledWrites() == 0 ? 0 : (double) s.getHotRisingWrites() / s.getHotSampledWrites(),
-          ByteStrings.toDisplay(s.getHotHighestKey().toByteArray())));
+          ByteStrings.toDisplay(s.getHotHighestKey().toByteArray()), shareHistory(s, tableSeconds.get(s.getTable()))));
     }
     out.sort(Comparator.comparingDouble(Shard::requestsPerSecond).reversed().thenComparing(Shard::name));
     return out;
+  }
+
+  /** Seconds of history asked of each node. */
+  static final int HISTORY_SECONDS = 180;
+
+  /** The shard's share of its table's requests, per second, oldest first (seconds the table had no request are left out). */
+  private static double[] shareHistory(ShardInfo s, double[] table) {
+    int n = Math.min(s.getReadsHistoryCount(), HISTORY_SECONDS);
+    List<Double> shares = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int at = s.getReadsHistoryCount() - n + i;
+      double total = table[HISTORY_SECONDS - n + i];
+      if (total > 0) {
+        shares.add((s.getReadsHistory(at) + s.getWritesHistory(at)) / total);
+      }
+    }
+    return shares.stream().mapToDouble(Double::doubleValue).toArray();
+  }
+
+  /** Seconds per window when telling sudden from gradual. */
+  static final int WINDOW = 10;
+
+  /**
+   * How a shard's share of its table's requests got where it is, from its per-second history
+   * (oldest first): <b>sudden</b> when most of the rise happened between two adjacent 10-second
+   * windows (one key turned hot), <b>gradual</b> when it rose over the whole history (a monotonic
+   * key, a growing tenant), or <b>steady</b>.
+   */
+  static String trend(double[] shares) {
+    int n = shares.length;
+    if (n < 3 * WINDOW) {
+      return String.format(Locale.ROOT, "only %d s of history: too short to tell sudden from gradual", n);
+    }
+    double earliest = mean(shares, 0, WINDOW);
+    double recent = mean(shares, n - WINDOW, n);
+    if (recent < 1.5 * earliest + 0.05) {
+      return String.format(Locale.ROOT, "steady: %.0f%% of its table's requests %d s ago, %.0f%% now", 100 * earliest, n, 100 * recent);
+    }
+    double biggest = 0;
+    int at = WINDOW;
+    for (int t = WINDOW; t + WINDOW <= n; t++) {
+      double step = mean(shares, t, t + WINDOW) - mean(shares, t - WINDOW, t);
+      if (step > biggest) {
+        biggest = step;
+        at = t;
+      }
+    }
+    if (biggest >= 0.6 * (recent - earliest)) {
+      return String.format(Locale.ROOT, "sudden: its share of the table's requests jumped from %.0f%% to %.0f%% within %d s, %d s ago"
+          + " (one key turning hot looks like this)", 100 * mean(shares, at - WINDOW, at), 100 * mean(shares, at, at + WINDOW), WINDOW, n - at);
+    }
+    return String.format(Locale.ROOT, "gradual: its share of the table's requests rose from %.0f%% to %.0f%% over %d s"
+        + " (a monotonic key or a growing tenant looks like this)", 100 * earliest, 100 * recent, n);
+  }
+
+  private static double mean(double[] v, int from, int to) {
+    double sum = 0;
+    for (int i = from; i < to; i++) {
+      sum += v[i];
+    }
+    return sum / (to - from);
   }
 
   /** One line per hot shard: what it is and what would fix it; or why there is nothing to fix. */
@@ -112,8 +183,8 @@ final class Hotspots {
         continue;
       }
       Key top = s.keys().isEmpty() ? null : s.keys().get(0);
-      String head = String.format(Locale.ROOT, "%s is %.1f× its table's average shard (%,.0f requests/s)", s.name(), s.timesAverage(),
-          s.requestsPerSecond());
+      String head = String.format(Locale.ROOT, "%s is %.1f× its table's average shard (%,.0f requests/s; %s)", s.name(), s.timesAverage(),
+          s.requestsPerSecond(), trend(s.shareHistory()));
       if (top != null && top.guaranteedShare() >= ONE_KEY) {
         boolean writeHot = top.writeShare() >= 0.5;
         out.add(head + String.format(Locale.ROOT, "; one key, '%s', takes at least %.0f%% of its requests (%.0f%% writes): a %s key — %s",

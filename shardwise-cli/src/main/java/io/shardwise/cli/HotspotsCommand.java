@@ -79,7 +79,12 @@ final class HotspotsCommand implements Callable<Integer> {
       for (Hotspots.Shard s : top) {
         ObjectNode o = array.addObject().put("shard", s.name()).put("owner", s.owner()).put("readsPerSecond", s.readsPerSecond())
             .put("writesPerSecond", s.writesPerSecond()).put("timesTableAverage", s.timesAverage())
-            .put("writeShareOfTable", s.writeShareOfTable()).put("risingWriteShare", s.risingShare()).put("highestKey", s.highestKey());
+            .put("writeShareOfTable", s.writeShareOfTable()).put("risingWriteShare", s.risingShare()).put("highestKey", s.highestKey())
+            .put("trend", Hotspots.trend(s.shareHistory()));
+        ArrayNode shares = o.putArray("shareOfTableBySecond");
+        for (double share : s.shareHistory()) {
+          shares.add(Math.round(share * 1000) / 1000.0);
+        }
         ArrayNode ks = o.putArray("keys");
         s.keys().forEach(k -> ks.addObject().put("key", k.key()).put("share", k.share()).put("guaranteedShare", k.guaranteedShare())
             .put("writeShare", k.writeShare()));
@@ -111,6 +116,7 @@ final class HotspotsCommand implements Callable<Integer> {
 
   private static NodeStatsResponse stats(Peers peers, String address, int hotKeys) {
     return AdminServiceGrpc.newBlockingStub(peers.channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
-        .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(true).setHotKeys(hotKeys).build());
+        .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(true).setHotKeys(hotKeys)
+            .setHistorySeconds(hotKeys > 0 ? Hotspots.HISTORY_SECONDS : 0).build());
   }
 }

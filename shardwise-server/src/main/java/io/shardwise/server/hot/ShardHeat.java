@@ -7,7 +7,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.LongSupplier;
 
 /**
- * Which partition keys are hot, per shard a node owns: one request in {@link #SAMPLE_EVERY} is
+ * How hot each shard a node owns is: its requests per second over the last minutes ({@link
+ * #rates}), and which partition keys are hot in it. For the keys, one request in {@link #SAMPLE_EVERY} is
  * counted into the shard's {@link HeavyHitters} (the cost stays small on the request path), and
  * every {@link #HALF_LIFE_NANOS} the counts halve, so a key that cooled down fades within a minute.
  * Estimates of requests are the sampled counts times {@code SAMPLE_EVERY}.
@@ -37,6 +38,7 @@ public final class ShardHeat {
   }
 
   private final ConcurrentHashMap<ShardRef, Sketch> sketches = new ConcurrentHashMap<>();
+  private final ShardRates rates = new ShardRates();
   private final LongSupplier clock;
 
   public ShardHeat() {
@@ -89,6 +91,11 @@ public final class ShardHeat {
       decayIfDue(s);
       return new Hot(s.keys.top(k), s.keys.total(), s.writes, s.rising, s.highest == null ? new byte[0] : s.highest.clone());
     }
+  }
+
+  /** Each shard's requests per second over the last minutes (the node ticks it once a second). */
+  public ShardRates rates() {
+    return rates;
   }
 
   /** Forgets a shard (it moved away or was dropped). */

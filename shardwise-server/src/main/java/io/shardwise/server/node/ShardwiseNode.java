@@ -147,6 +147,7 @@ public final class ShardwiseNode implements AutoCloseable {
     long purgeEvery = Math.max(100, Math.min(Duration.ofMinutes(1).toMillis(), trashGrace.toMillis() / 10));
     cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
     cleaner.scheduleWithFixedDelay(this::purgeRequestRecords, 1, 1, TimeUnit.MINUTES);
+    cleaner.scheduleAtFixedRate(this::tickRates, 1, 1, TimeUnit.SECONDS);
     Duration tombstoneGrace = config.tombstoneGrace();
     if (tombstoneGrace.compareTo(trashGrace) < 0) {
       LOG.warn("node {}: tombstone grace {} is shorter than trash grace {}: restoring a trash entry may bring back keys deleted "
@@ -237,6 +238,25 @@ public final class ShardwiseNode implements AutoCloseable {
         io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.writes", traffic, x -> x.counts(ref).writes())
             .baseUnit("keys").description("keys written to the shard on this node since it started").tags(tags).register(metrics);
       }
+    }
+  }
+
+  /** Once a second: each owned shard's requests in the second that passed, for {@code shardwise hotspots}. */
+  private void tickRates() {
+    try {
+      java.util.Map<ShardRef, ShardTraffic.Counts> counts = new java.util.HashMap<>();
+      ShardMap current = map.current();
+      for (Table t : current.tables().values()) {
+        for (var a : t.shards()) {
+          if (a.owner().equals(id)) {
+            ShardRef ref = new ShardRef(t.id(), a.id().number());
+            counts.put(ref, store.traffic().counts(ref));
+          }
+        }
+      }
+      heat.rates().tick(counts);
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: recording request rates failed: {}", id, e.toString());
     }
   }
 

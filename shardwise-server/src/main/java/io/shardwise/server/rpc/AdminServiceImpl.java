@@ -120,6 +120,12 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
               ShardStore.ShardStats stats = ctx.store().stats(ref);
               shard.setKeys(stats.keys()).setBytes(stats.bytes());
             }
+            if (request.getHistorySeconds() > 0 && ctx.heat() != null) {
+              io.shardwise.server.hot.ShardRates.History h = ctx.heat().rates().history(ref, request.getHistorySeconds());
+              for (int i = 0; i < h.reads().length; i++) {
+                shard.addReadsHistory(h.reads()[i]).addWritesHistory(h.writes()[i]);
+              }
+            }
             if (request.getHotKeys() > 0 && ctx.heat() != null) {
               io.shardwise.server.hot.ShardHeat.Hot hot = ctx.heat().hottest(ref, Math.min(request.getHotKeys(), ShardHeat.KEYS_PER_SHARD));
               shard.setHotSampled(hot.sampled()).setHotSampleEvery(ShardHeat.SAMPLE_EVERY).setHotSampledWrites(hot.sampledWrites())
