@@ -46,11 +46,33 @@ final class HotspotsCommand implements Callable<Integer> {
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
+  @Option(names = "--watch", description = "A new report every --interval until Ctrl-C (or --count reports).")
+  boolean watch;
+
+  @Option(names = "--count", paramLabel = "N", description = "With --watch: stop after N reports, 1 to 1,000,000.")
+  Integer count;
+
   @Override
   public Integer call() throws InterruptedException {
     Duration between = Durations.parseWithin("--interval", interval, Duration.ofMillis(100), Duration.ofHours(1));
     TableCommand.inRange("--shards", shards, 1, 100);
     TableCommand.inRange("--keys", keys, 1, io.shardwise.server.hot.ShardHeat.KEYS_PER_SHARD);
+    if (count != null && !watch) {
+      throw new IllegalArgumentException("--count needs --watch");
+    }
+    int reports = count == null ? (watch ? Integer.MAX_VALUE : 1) : TableCommand.inRange("--count", count, 1, 1_000_000);
+    for (int i = 0; i < reports; i++) {
+      if (i > 0) {
+        spec.commandLine().getOut().println();
+      }
+      report(between);
+      spec.commandLine().getOut().flush();
+    }
+    return Main.EXIT_OK;
+  }
+
+  /** One report: two readings {@code between} apart, then the busiest shards and the findings. */
+  private void report(Duration between) throws InterruptedException {
     Coordinator c = ClusterOptions.coordinator(zk.zk);
     List<NodeStatsResponse> first = new ArrayList<>();
     List<NodeStatsResponse> second = new ArrayList<>();
@@ -92,7 +114,7 @@ final class HotspotsCommand implements Callable<Integer> {
       ArrayNode f = root.putArray("findings");
       findings.forEach(f::add);
       Output.json(out, root);
-      return Main.EXIT_OK;
+      return;
     }
     List<List<String>> rows = new ArrayList<>();
     for (Hotspots.Shard s : top) {
@@ -103,7 +125,6 @@ final class HotspotsCommand implements Callable<Integer> {
     Output.table(out, List.of("SHARD", "OWNER", "REQUESTS/S", "READS/S / WRITES/S", "× TABLE AVG", "HOTTEST KEYS (share of the shard's requests)"), rows);
     out.println();
     findings.forEach(out::println);
-    return Main.EXIT_OK;
   }
 
   private String hottest(Hotspots.Shard s) {

@@ -87,12 +87,15 @@ class HotspotsTest {
       }, "inserts");
       writer.start();
       JsonNode report;
+      String watched;
       try {
         report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+        watched = run("hotspots", "--zk", cluster.zk(), "--interval", "200ms", "--watch", "--count", "2");
       } finally {
         running.set(false);
         writer.join();
       }
+      assertThat(watched.lines().filter(l -> l.startsWith("SHARD")).count()).as(watched).isEqualTo(2);
       List<String> findings = new java.util.ArrayList<>();
       report.get("findings").forEach(f -> findings.add(f.asText()));
       assertThat(findings).as(report.toPrettyString()).anySatisfy(f -> assertThat(f).startsWith("events/3 takes")
