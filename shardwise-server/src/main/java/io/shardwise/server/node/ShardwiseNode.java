@@ -245,14 +245,8 @@ public final class ShardwiseNode implements AutoCloseable {
   private void tickRates() {
     try {
       java.util.Map<ShardRef, ShardTraffic.Counts> counts = new java.util.HashMap<>();
-      ShardMap current = map.current();
-      for (Table t : current.tables().values()) {
-        for (var a : t.shards()) {
-          if (a.owner().equals(id)) {
-            ShardRef ref = new ShardRef(t.id(), a.id().number());
-            counts.put(ref, store.traffic().counts(ref));
-          }
-        }
+      for (ShardRef ref : shards.all().keySet()) { // the shards this node holds
+        counts.put(ref, store.traffic().counts(ref));
       }
       heat.rates().tick(counts);
     } catch (RuntimeException e) {
