@@ -41,8 +41,7 @@ public final class MapCodec {
         table.addLayoutHashValues(v);
       }
       for (ShardAssignment s : t.shards()) {
-        table.addShards(
-            ShardAssignmentProto.newBuilder().setNumber(s.id().number()).setOwner(s.owner().value()).setEpoch(s.epoch()));
+        table.addShards(toProto(s));
       }
       out.addTables(table);
     }
@@ -57,18 +56,112 @@ public final class MapCodec {
   public static ShardMap fromProto(ShardMapProto proto) {
     List<Table> tables = new ArrayList<>();
     for (TableMapProto t : proto.getTablesList()) {
-      PartitionerSpec spec = fromProto(t.getSpec());
-      List<byte[]> splits = new ArrayList<>();
-      t.getLayoutSplitPointsList().forEach(b -> splits.add(b.toByteArray()));
-      long[] values = t.getLayoutHashValuesList().stream().mapToLong(Long::longValue).toArray();
-      ShardLayout layout = ShardLayout.of(spec.strategy(), spec.hash(), t.getShardCount(), splits, values);
-      List<ShardAssignment> shards = new ArrayList<>();
-      for (ShardAssignmentProto s : t.getShardsList()) {
-        shards.add(new ShardAssignment(new ShardId(t.getName(), s.getNumber()), NodeId.of(s.getOwner()), s.getEpoch()));
-      }
-      tables.add(ShardMap.table(t.getName(), t.getId(), spec, layout, shards));
+      tables.add(table(t, t.getShardsList(), layout(t, List.of(t))));
     }
     return ShardMap.restore(proto.getEpoch(), tables);
+  }
+
+  // ------------------------------------------------------------------ a table in parts
+
+  /** At most this many shards, split points or hash values in one part. */
+  public static final int PART_ENTRIES = 1024;
+  /** A part grows past this many bytes only by one entry (a split point is at most a key). */
+  public static final int PART_BYTES = 256 * 1024;
+
+  /**
+   * One table's map in parts of bounded size, as ZooKeeper keeps it ({@code MapRootProto}): the
+   * header (name, id, spec, shard count), runs of the layout (split points or hash values) and runs
+   * of the shards, each in position order. The layout changes only when the shards themselves
+   * change (a split, a merge, a new table); a move changes one shard part.
+   */
+  public record TableParts(TableMapProto header, List<TableMapProto> layout, List<TableMapProto> shards) {}
+
+  public static TableParts toParts(Table t) {
+    TableMapProto header = TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
+        .setShardCount(t.layout().shardCount()).build();
+    List<TableMapProto> layout = new ArrayList<>();
+    TableMapProto.Builder part = TableMapProto.newBuilder();
+    int entries = 0;
+    int bytes = 0;
+    for (byte[] p : t.layout().splitPoints()) {
+      if (entries == PART_ENTRIES || (entries > 0 && bytes + p.length > PART_BYTES)) {
+        layout.add(part.build());
+        part = TableMapProto.newBuilder();
+        entries = 0;
+        bytes = 0;
+      }
+      part.addLayoutSplitPoints(ByteString.copyFrom(p));
+      entries++;
+      bytes += p.length + 4;
+    }
+    for (long v : t.layout().hashValues()) {
+      if (entries == PART_ENTRIES) {
+        layout.add(part.build());
+        part = TableMapProto.newBuilder();
+        entries = 0;
+      }
+      part.addLayoutHashValues(v);
+      entries++;
+    }
+    if (entries > 0) {
+      layout.add(part.build());
+    }
+    List<TableMapProto> shards = new ArrayList<>();
+    List<ShardAssignment> all = t.shards();
+    for (int from = 0; from < all.size(); from += PART_ENTRIES) {
+      TableMapProto.Builder run = TableMapProto.newBuilder();
+      for (ShardAssignment s : all.subList(from, Math.min(all.size(), from + PART_ENTRIES))) {
+        run.addShards(toProto(s));
+      }
+      shards.add(run.build());
+    }
+    return new TableParts(header, List.copyOf(layout), List.copyOf(shards));
+  }
+
+  /**
+   * The layout a header and its layout parts describe.
+   *
+   * @throws IllegalArgumentException if they do not describe a valid layout
+   */
+  public static ShardLayout layout(TableMapProto header, List<TableMapProto> layoutParts) {
+    PartitionerSpec spec = fromProto(header.getSpec());
+    List<byte[]> splits = new ArrayList<>();
+    int values = 0;
+    for (TableMapProto part : layoutParts) {
+      part.getLayoutSplitPointsList().forEach(b -> splits.add(b.toByteArray()));
+      values += part.getLayoutHashValuesCount();
+    }
+    long[] hashValues = new long[values];
+    int at = 0;
+    for (TableMapProto part : layoutParts) {
+      for (int i = 0; i < part.getLayoutHashValuesCount(); i++) {
+        hashValues[at++] = part.getLayoutHashValues(i);
+      }
+    }
+    return ShardLayout.of(spec.strategy(), spec.hash(), header.getShardCount(), splits, hashValues);
+  }
+
+  /**
+   * The table a header, its layout and its shard parts describe.
+   *
+   * @throws IllegalArgumentException if the shards do not fit the layout
+   */
+  public static Table table(TableMapProto header, ShardLayout layout, List<TableMapProto> shardParts) {
+    List<ShardAssignmentProto> shards = new ArrayList<>();
+    shardParts.forEach(p -> shards.addAll(p.getShardsList()));
+    return table(header, shards, layout);
+  }
+
+  private static Table table(TableMapProto header, List<ShardAssignmentProto> shards, ShardLayout layout) {
+    List<ShardAssignment> out = new ArrayList<>(shards.size());
+    for (ShardAssignmentProto s : shards) {
+      out.add(new ShardAssignment(new ShardId(header.getName(), s.getNumber()), NodeId.of(s.getOwner()), s.getEpoch()));
+    }
+    return ShardMap.table(header.getName(), header.getId(), fromProto(header.getSpec()), layout, out);
+  }
+
+  private static ShardAssignmentProto toProto(ShardAssignment s) {
+    return ShardAssignmentProto.newBuilder().setNumber(s.id().number()).setOwner(s.owner().value()).setEpoch(s.epoch()).build();
   }
 
   public static ShardMap fromBytes(byte[] bytes) {

@@ -4,7 +4,6 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
-import io.shardwise.proto.MapCodec;
 import io.shardwise.proto.v1.NodeInfo;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,8 +33,9 @@ import org.apache.zookeeper.data.Stat;
  * Everything a Shardwise process keeps in ZooKeeper, through Curator:
  *
  * <pre>
- *   /shardwise/map            the shard map (ShardMapProto); every change is a compare-and-set
- *                             on the znode's version
+ *   /shardwise/map-root       the shard map's root: its epoch and the chunks of every table;
+ *                             every change is a compare-and-set on the root's version
+ *   /shardwise/map-chunks/... the map's immutable chunks (see MapChunks)
  *   /shardwise/nodes/{id}     one ephemeral znode per live node (NodeInfo: address, labels)
  *   /shardwise/routers/{id}   one ephemeral znode per live router (NodeInfo)
  *   /shardwise/cluster-id     the cluster's identity, made once (UTF-8)
@@ -44,16 +44,15 @@ import org.apache.zookeeper.data.Stat;
  *                             (see RebalanceRecords)
  * </pre>
  *
- * <p>The whole map is one znode, so a change of any number of shards is one atomic CAS. ZooKeeper
- * limits a znode to 1 MiB (jute.maxbuffer), which holds tens of thousands of shards; splitting the
- * map per table, written with a Curator transaction, is the way past that.
+ * <p>The map is a small root naming immutable chunks of at most 1024 shards each ({@link
+ * MapChunks}): a change of any number of shards is still one atomic CAS (of the root), writes only
+ * the chunks it changes, and no znode nears ZooKeeper's 1 MiB limit however many shards there are.
  *
  * <p>Thread-safe. Close it to end the session (which removes this process's ephemeral znodes).
  */
 public final class Coordinator implements MapStore, AutoCloseable {
 
   public static final String ROOT = "/shardwise";
-  public static final String MAP_PATH = ROOT + "/map";
   public static final String NODES_PATH = ROOT + "/nodes";
   public static final String ROUTERS_PATH = ROOT + "/routers";
   public static final String CLUSTER_ID_PATH = ROOT + "/cluster-id";
@@ -66,11 +65,13 @@ public final class Coordinator implements MapStore, AutoCloseable {
   private final CuratorFramework client;
   private final CuratorCache nodesCache;
   private final CuratorCache routersCache;
+  private final MapChunks map;
   private CuratorCache mapCache;
   private PersistentNode registration;
 
   private Coordinator(CuratorFramework client) {
     this.client = client;
+    this.map = new MapChunks(client);
     this.nodesCache = CuratorCache.build(client, NODES_PATH);
     this.routersCache = CuratorCache.build(client, ROUTERS_PATH);
   }
@@ -105,19 +106,11 @@ public final class Coordinator implements MapStore, AutoCloseable {
     }
   }
 
-  /** The stored map and the znode version it was read at ({@code -1}: no map stored yet). */
+  /** The stored map and the root's znode version it was read at ({@code -1}: no map stored yet). */
   public record StoredMap(ShardMap map, int version) {}
 
   public StoredMap readMap() {
-    try {
-      Stat stat = new Stat();
-      byte[] data = client.getData().storingStatIn(stat).forPath(MAP_PATH);
-      return new StoredMap(MapCodec.fromBytes(data), stat.getVersion());
-    } catch (KeeperException.NoNodeException e) {
-      return new StoredMap(ShardMap.EMPTY, -1);
-    } catch (Exception e) {
-      throw new CoordinationException("cannot read the shard map: " + e.getMessage(), e);
-    }
+    return map.read();
   }
 
   /** The cluster id stored in ZooKeeper, or empty if this ZooKeeper holds no cluster yet. */
@@ -143,7 +136,7 @@ public final class Coordinator implements MapStore, AutoCloseable {
 
   /** True if a shard map has ever been stored here. */
   public boolean hasMap() {
-    return read(MAP_PATH).isPresent();
+    return map.exists();
   }
 
   /**
@@ -153,7 +146,7 @@ public final class Coordinator implements MapStore, AutoCloseable {
    */
   public StoredMap readMapSynced() {
     try {
-      client.sync().forPath(MAP_PATH);
+      client.sync().forPath(MapChunks.ROOT_PATH);
     } catch (Exception e) {
       throw new CoordinationException("cannot sync with ZooKeeper: " + e.getMessage(), e);
     }
@@ -176,30 +169,29 @@ public final class Coordinator implements MapStore, AutoCloseable {
    */
   @Override
   public ShardMap updateMap(Function<ShardMap, Optional<ShardMapDelta>> plan) {
-    ShardMap[] stored = new ShardMap[1];
-    update(MAP_PATH, data -> {
-      ShardMap current = data == null ? ShardMap.EMPTY : MapCodec.fromBytes(data);
-      Optional<ShardMapDelta> delta = plan.apply(current);
-      stored[0] = delta.map(current::apply).orElse(current);
-      return delta.isEmpty() ? null : MapCodec.toProto(stored[0]).toByteArray();
-    });
-    return stored[0];
+    return map.update(plan);
+  }
+
+  /** Deletes map chunks left by a writer that stopped between writing them and its CAS; returns how many. */
+  public int sweepMapChunks() {
+    return map.sweep();
   }
 
   /**
    * Calls {@code listener} with the current map, then with every new map, in the order they were
-   * stored. Maps with an epoch not above the last one passed are skipped.
+   * stored. Maps with an epoch not above the last one passed are skipped. A change reads only the
+   * chunks it wrote.
    */
   public synchronized void watchMap(Consumer<ShardMap> listener) {
     if (mapCache != null) {
       throw new IllegalStateException("the map is already watched");
     }
     MapSequencer sequencer = new MapSequencer(listener);
-    mapCache = CuratorCache.build(client, MAP_PATH, CuratorCache.Options.SINGLE_NODE_CACHE);
+    sequencer.offer(readMap().map()); // migrates a format-1 map before the watch starts
+    mapCache = CuratorCache.build(client, MapChunks.ROOT_PATH, CuratorCache.Options.SINGLE_NODE_CACHE);
     mapCache.listenable().addListener(
-        CuratorCacheListener.builder().forCreatesAndChanges((before, after) -> sequencer.offer(MapCodec.fromBytes(after.getData()))).build());
+        CuratorCacheListener.builder().forCreatesAndChanges((before, after) -> sequencer.offer(map.decode(after.getData()))).build());
     mapCache.start();
-    sequencer.offer(readMap().map());
   }
 
   /** Passes maps on in strictly rising epoch order. */
