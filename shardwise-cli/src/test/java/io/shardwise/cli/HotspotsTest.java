@@ -77,18 +77,22 @@ class HotspotsTest {
       client.createTable("events", TableSpec.builder("range").splitPoints("a", "b", "c").build());
       client.createTable("hashed", TableSpec.builder("hashrange").shards(4).build());
       AtomicBoolean running = new AtomicBoolean(true);
+      java.util.concurrent.atomic.AtomicLong inserted = new java.util.concurrent.atomic.AtomicLong();
       byte[] value = "v".getBytes(StandardCharsets.UTF_8);
       Thread writer = new Thread(() -> {
         for (long i = 0; running.get(); i++) {
           Key key = Key.of(String.format("event-%010d", i)); // a timestamp-like key: every insert above the last
           client.put("events", key, value);
           client.put("hashed", key, value); // the same keys hashed: spread, not a finding
+          inserted.incrementAndGet();
         }
       }, "inserts");
       writer.start();
       JsonNode report;
       String watched;
       try {
+        // Enough inserts that the 1-in-16 sample holds well over MONOTONIC_MIN_WRITES of them, however slow the machine.
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).until(() -> inserted.get() >= 40 * Hotspots.MONOTONIC_MIN_WRITES);
         report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
         watched = run("hotspots", "--zk", cluster.zk(), "--interval", "200ms", "--watch", "--count", "2");
       } finally {

@@ -170,7 +170,7 @@ public final class ShardwiseClient implements AutoCloseable {
   public synchronized void refreshMap() {
     java.util.LinkedHashSet<String> targets = new java.util.LinkedHashSet<>(seeds);
     targets.addAll(addresses.values());
-    GetShardMapRequest request = GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build();
+    GetShardMapRequest request = mapRequest();
     java.util.concurrent.LinkedBlockingQueue<Object> answers = new java.util.concurrent.LinkedBlockingQueue<>();
     List<com.google.common.util.concurrent.ListenableFuture<GetShardMapResponse>> calls = new java.util.ArrayList<>();
     for (String target : targets) {
@@ -217,12 +217,45 @@ public final class ShardwiseClient implements AutoCloseable {
   /** Installs the map {@code address} serves if it is not older than ours. */
   private void fetchMap(String address) {
     install(AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
-        .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build()));
+        .getShardMap(mapRequest()));
+  }
+
+  /** Asks for the tables changed since our map only, once we have one. */
+  private GetShardMapRequest mapRequest() {
+    return GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).setChangesOnly(map.epoch() > 0).build();
+  }
+
+  /**
+   * The map a response describes: the whole map, or the tables it sends with the others kept from
+   * ours. Empty if the response's changes were made against another map than ours (ours moved on
+   * meanwhile), or names a table we lack.
+   */
+  private Optional<ShardMap> decode(GetShardMapResponse r) {
+    if (!r.getChangesOnly()) {
+      return Optional.of(MapCodec.fromProto(r.getMap()));
+    }
+    if (r.getBaseEpoch() != map.epoch()) {
+      return Optional.empty();
+    }
+    List<Table> tables = new java.util.ArrayList<>();
+    for (String name : r.getUnchangedTablesList()) {
+      Optional<Table> kept = map.table(name);
+      if (kept.isEmpty()) {
+        return Optional.empty();
+      }
+      tables.add(kept.get());
+    }
+    r.getMap().getTablesList().forEach(t -> tables.add(MapCodec.fromProto(t)));
+    return Optional.of(ShardMap.restore(r.getMap().getEpoch(), tables));
   }
 
   /** Installs a fetched map if it is not older than ours, with the live nodes' addresses it came with. */
   private void install(GetShardMapResponse r) {
-    ShardMap fetched = MapCodec.fromProto(r.getMap());
+    Optional<ShardMap> decoded = decode(r);
+    if (decoded.isEmpty()) {
+      return; // changes against a map we no longer hold: the next refresh asks again
+    }
+    ShardMap fetched = decoded.get();
     Map<NodeId, String> live = new HashMap<>();
     for (NodeInfo n : r.getNodesList()) {
       live.put(NodeId.of(n.getId()), n.getAddress());

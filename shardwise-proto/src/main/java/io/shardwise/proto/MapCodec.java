@@ -30,22 +30,35 @@ public final class MapCodec {
   public static ShardMapProto toProto(ShardMap map) {
     ShardMapProto.Builder out = ShardMapProto.newBuilder().setEpoch(map.epoch());
     for (Table t : map.tables().values()) {
-      TableMapProto.Builder table =
-          TableMapProto.newBuilder()
-              .setName(t.name())
-              .setId(t.id())
-              .setSpec(toProto(t.spec()))
-              .setShardCount(t.layout().shardCount());
-      t.layout().splitPoints().forEach(p -> table.addLayoutSplitPoints(ByteString.copyFrom(p)));
-      for (long v : t.layout().hashValues()) {
-        table.addLayoutHashValues(v);
-      }
-      for (ShardAssignment s : t.shards()) {
-        table.addShards(toProto(s));
-      }
-      out.addTables(table);
+      out.addTables(toProto(t));
     }
     return out.build();
+  }
+
+  public static TableMapProto toProto(Table t) {
+    TableMapProto.Builder table =
+        TableMapProto.newBuilder()
+            .setName(t.name())
+            .setId(t.id())
+            .setSpec(toProto(t.spec()))
+            .setShardCount(t.layout().shardCount());
+    t.layout().splitPoints().forEach(p -> table.addLayoutSplitPoints(ByteString.copyFrom(p)));
+    for (long v : t.layout().hashValues()) {
+      table.addLayoutHashValues(v);
+    }
+    for (ShardAssignment s : t.shards()) {
+      table.addShards(toProto(s));
+    }
+    return table.build();
+  }
+
+  /**
+   * Rebuilds and validates one table.
+   *
+   * @throws IllegalArgumentException if it is not a valid table
+   */
+  public static Table fromProto(TableMapProto t) {
+    return table(t, t.getShardsList(), layout(t, List.of(t)));
   }
 
   /**
@@ -56,7 +69,7 @@ public final class MapCodec {
   public static ShardMap fromProto(ShardMapProto proto) {
     List<Table> tables = new ArrayList<>();
     for (TableMapProto t : proto.getTablesList()) {
-      tables.add(table(t, t.getShardsList(), layout(t, List.of(t))));
+      tables.add(fromProto(t));
     }
     return ShardMap.restore(proto.getEpoch(), tables);
   }

@@ -18,6 +18,7 @@ public final class Table {
   private final PartitionerSpec spec;
   private final ShardLayout layout;
   private final List<ShardAssignment> shards;
+  private final long changedAt;
 
   Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
     this.name = Tables.checkName(name);
@@ -35,6 +36,21 @@ public final class Table {
     this.spec = spec;
     this.layout = layout;
     this.shards = List.copyOf(shards);
+    long latest = id;
+    for (ShardAssignment s : this.shards) {
+      latest = Math.max(latest, s.epoch());
+    }
+    this.changedAt = latest;
+  }
+
+  /**
+   * The map epoch at which this table last changed: its creation or the latest change of a shard
+   * (every change gives the shards it touches the epoch of the map that makes it). A map at any
+   * epoch from this one on holds this table exactly as it is here, which is what lets a client
+   * that has a map fetch only the tables changed since.
+   */
+  public long changedAt() {
+    return changedAt;
   }
 
   public String name() {

@@ -15,6 +15,7 @@ import io.shardwise.proto.v1.ClusterStatusRequest;
 import io.shardwise.proto.v1.ClusterStatusResponse;
 import io.shardwise.proto.v1.GetShardMapRequest;
 import io.shardwise.proto.v1.GetShardMapResponse;
+import io.shardwise.proto.v1.ShardMapProto;
 import io.shardwise.proto.v1.HealthRequest;
 import io.shardwise.proto.v1.HealthResponse;
 import io.shardwise.proto.v1.ListTrashRequest;
@@ -90,7 +91,23 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
   @Override
   public void getShardMap(GetShardMapRequest request, StreamObserver<GetShardMapResponse> out) {
     DataServiceImpl.respond(out, () -> {
-      GetShardMapResponse.Builder b = GetShardMapResponse.newBuilder().setMap(MapCodec.toProto(ctx.map().current()));
+      GetShardMapResponse.Builder b = GetShardMapResponse.newBuilder();
+      ShardMap current = ctx.map().current();
+      long known = request.getKnownEpoch();
+      if (request.getChangesOnly() && known > 0 && known <= current.epoch()) {
+        // Only what changed since the caller's map: a move costs one table, not the whole map.
+        ShardMapProto.Builder changed = ShardMapProto.newBuilder().setEpoch(current.epoch());
+        for (Table t : current.tables().values()) {
+          if (t.changedAt() <= known) {
+            b.addUnchangedTables(t.name());
+          } else {
+            changed.addTables(MapCodec.toProto(t));
+          }
+        }
+        b.setChangesOnly(true).setBaseEpoch(known).setMap(changed);
+      } else {
+        b.setMap(MapCodec.toProto(current));
+      }
       ctx.coordinator().liveNodes().values().forEach(n -> b.addNodes(n.toBuilder().setUp(true)));
       return b.build();
     });

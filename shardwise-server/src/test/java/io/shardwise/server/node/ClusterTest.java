@@ -247,6 +247,52 @@ class ClusterTest {
   }
 
   @Test
+  void aClientThatHasAMapFetchesOnlyTheTablesChangedSince() throws Exception {
+    ShardwiseClient client = cluster.client(Routing.CLIENT);
+    client.createTable("inc_still", TableSpec.builder("hashrange").shards(4).build());
+    client.createTable("inc_moved", TableSpec.builder("hashrange").shards(4).build());
+    ShardwiseNode n1 = cluster.node("n1");
+    ManagedChannel channel = NettyChannelBuilder.forTarget(n1.address()).usePlaintext().build();
+    try {
+      var admin = io.shardwise.proto.v1.AdminServiceGrpc.newBlockingStub(channel);
+      var before = admin.getShardMap(io.shardwise.proto.v1.GetShardMapRequest.newBuilder().setKnownEpoch(0).setChangesOnly(true).build());
+      assertThat(before.getChangesOnly()).as("a caller with no map gets all of it").isFalse();
+      ShardMap base = io.shardwise.proto.MapCodec.fromProto(before.getMap());
+      ShardAssignment s = base.table("inc_moved").orElseThrow().shards().get(1);
+      NodeId to = cluster.nodes.stream().map(ShardwiseNode::id).filter(n -> !n.equals(s.owner())).findFirst().orElseThrow();
+      try (Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+        ShardMap moved = c.updateMap(map -> Optional.of(ShardMapDelta.on(map).moveShard(s.id(), s.owner(), to).build()));
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> n1.map().epoch() >= moved.epoch());
+      }
+
+      var changes = admin.getShardMap(
+          io.shardwise.proto.v1.GetShardMapRequest.newBuilder().setKnownEpoch(base.epoch()).setChangesOnly(true).build());
+
+      assertThat(changes.getChangesOnly()).isTrue();
+      assertThat(changes.getBaseEpoch()).isEqualTo(base.epoch());
+      assertThat(changes.getMap().getTablesList()).extracting(io.shardwise.proto.v1.TableMapProto::getName).containsExactly("inc_moved");
+      assertThat(changes.getUnchangedTablesList()).contains("inc_still").doesNotContain("inc_moved");
+      List<Table> rebuilt = new ArrayList<>();
+      changes.getUnchangedTablesList().forEach(name -> rebuilt.add(base.table(name).orElseThrow()));
+      changes.getMap().getTablesList().forEach(t -> rebuilt.add(io.shardwise.proto.MapCodec.fromProto(t)));
+      assertThat(io.shardwise.proto.MapCodec.toProto(ShardMap.restore(changes.getMap().getEpoch(), rebuilt)))
+          .as("the base map's unchanged tables plus the changed ones are the node's map")
+          .isEqualTo(io.shardwise.proto.MapCodec.toProto(n1.map()));
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+    // The client, still on the map before the move, is refused, fetches the change and lands the write.
+    long stale = client.mapEpoch();
+    for (int i = 0; i < 40; i++) {
+      client.put("inc_moved", Key.of("k" + i), b("v"));
+    }
+    assertThat(client.mapEpoch()).isGreaterThan(stale);
+    for (int i = 0; i < 40; i++) {
+      assertThat(client.get("inc_moved", Key.of("k" + i))).isPresent();
+    }
+  }
+
+  @Test
   void aRestartedNodeServesItsDataAgain() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
     client.createTable("durable", TableSpec.builder("jump").build());
