@@ -120,15 +120,31 @@ public final class MapCodec {
       layout.add(part.build());
     }
     List<TableMapProto> shards = new ArrayList<>();
-    List<ShardAssignment> all = t.shards();
-    for (int from = 0; from < all.size(); from += PART_ENTRIES) {
-      TableMapProto.Builder run = TableMapProto.newBuilder();
-      for (ShardAssignment s : all.subList(from, Math.min(all.size(), from + PART_ENTRIES))) {
-        run.addShards(toProto(s));
-      }
-      shards.add(run.build());
+    for (int run = 0; run * PART_ENTRIES < t.shards().size(); run++) {
+      shards.add(shardPart(t, run));
     }
     return new TableParts(header, List.copyOf(layout), List.copyOf(shards));
+  }
+
+  /** Shard part {@code part} of {@code t}: the shards at positions {@code part * PART_ENTRIES} on, at most {@code PART_ENTRIES}. */
+  public static TableMapProto shardPart(Table t, int part) {
+    List<ShardAssignment> all = t.shards();
+    TableMapProto.Builder run = TableMapProto.newBuilder();
+    for (ShardAssignment s : all.subList(part * PART_ENTRIES, Math.min(all.size(), (part + 1) * PART_ENTRIES))) {
+      run.addShards(toProto(s));
+    }
+    return run.build();
+  }
+
+  /** The shards of one part of table {@code tableName}. */
+  public static List<ShardAssignment> shards(String tableName, TableMapProto part) {
+    List<ShardAssignment> out = new ArrayList<>(part.getShardsCount());
+    java.util.Map<String, NodeId> owners = new java.util.HashMap<>(); // a few nodes own many shards: check each id once
+    for (ShardAssignmentProto s : part.getShardsList()) {
+      NodeId owner = owners.computeIfAbsent(s.getOwner(), NodeId::of);
+      out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch()));
+    }
+    return out;
   }
 
   /**
@@ -166,11 +182,8 @@ public final class MapCodec {
   }
 
   private static Table table(TableMapProto header, List<ShardAssignmentProto> shards, ShardLayout layout) {
-    List<ShardAssignment> out = new ArrayList<>(shards.size());
-    for (ShardAssignmentProto s : shards) {
-      out.add(new ShardAssignment(new ShardId(header.getName(), s.getNumber()), NodeId.of(s.getOwner()), s.getEpoch()));
-    }
-    return ShardMap.table(header.getName(), header.getId(), fromProto(header.getSpec()), layout, out);
+    return ShardMap.table(header.getName(), header.getId(), fromProto(header.getSpec()), layout,
+        shards(header.getName(), TableMapProto.newBuilder().addAllShards(shards).build()));
   }
 
   private static ShardAssignmentProto toProto(ShardAssignment s) {

@@ -1,6 +1,7 @@
 package io.shardwise.server.coordination;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
 import io.shardwise.core.map.Table;
@@ -72,8 +73,26 @@ final class MapChunks {
   private static final int MAX_ATTEMPTS = 50;
   private static final int SWEEP_EVERY = 64;
 
-  /** A chunk as stored and as parsed. */
-  private record Chunk(byte[] bytes, TableMapProto proto) {}
+  /** A chunk as stored and as parsed; a shard chunk also as the shards it holds, decoded once. */
+  private static final class Chunk {
+    final byte[] bytes;
+    final TableMapProto proto;
+    private volatile List<ShardAssignment> shards;
+
+    Chunk(byte[] bytes, TableMapProto proto) {
+      this.bytes = bytes;
+      this.proto = proto;
+    }
+
+    List<ShardAssignment> shards(String table) {
+      List<ShardAssignment> out = shards;
+      if (out == null || (!out.isEmpty() && !out.get(0).id().table().equals(table))) {
+        out = MapCodec.shards(table, proto);
+        shards = out;
+      }
+      return out;
+    }
+  }
 
   /** A table as last rebuilt, and the chunk names it was rebuilt from. */
   private record Rebuilt(TableRootProto ref, Table table) {}
@@ -235,12 +254,19 @@ final class MapChunks {
       if (before != null && before.ref().equals(ref)) {
         table = before.table();
       } else {
-        TableMapProto header = chunk(ref.getHeaderChunk()).proto();
-        ShardLayout layout = before != null && before.ref().getHeaderChunk().equals(ref.getHeaderChunk())
-            && before.ref().getLayoutChunksList().equals(ref.getLayoutChunksList())
+        // Only what changed is decoded: a move changes one shard chunk, so the layout, the spec
+        // and the shards of the other chunks are the objects the last map had.
+        TableMapProto header = chunk(ref.getHeaderChunk()).proto;
+        boolean sameHeader = before != null && before.ref().getHeaderChunk().equals(ref.getHeaderChunk());
+        ShardLayout layout = sameHeader && before.ref().getLayoutChunksList().equals(ref.getLayoutChunksList())
             ? before.table().layout()
             : MapCodec.layout(header, protos(ref.getLayoutChunksList()));
-        table = MapCodec.table(header, layout, protos(ref.getShardChunksList()));
+        List<ShardAssignment> shards = new ArrayList<>(header.getShardCount());
+        for (String name : ref.getShardChunksList()) {
+          shards.addAll(chunk(name).shards(header.getName()));
+        }
+        table = ShardMap.table(header.getName(), header.getId(), sameHeader ? before.table().spec() : MapCodec.fromProto(header.getSpec()),
+            layout, shards);
       }
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));
@@ -258,7 +284,7 @@ final class MapChunks {
   private List<TableMapProto> protos(List<String> names) throws ChunkGone {
     List<TableMapProto> out = new ArrayList<>(names.size());
     for (String name : names) {
-      out.add(chunk(name).proto());
+      out.add(chunk(name).proto);
     }
     return out;
   }
@@ -295,9 +321,21 @@ final class MapChunks {
         out.addTables(ref); // unchanged: the same chunks
         continue;
       }
-      boolean sameTable = ref != null && ref.getId() == table.id();
-      MapCodec.TableParts parts = MapCodec.toParts(table);
+      boolean sameTable = ref != null && before != null && ref.getId() == table.id() && before.id() == table.id();
       TableRootProto.Builder r = TableRootProto.newBuilder().setName(table.name()).setId(table.id());
+      if (sameTable && before.spec() == table.spec() && before.layout() == table.layout()) {
+        // The shards changed and nothing else (a move): the same header and layout chunks, and a
+        // new chunk only where a shard is not the very object it was.
+        r.setHeaderChunk(ref.getHeaderChunk()).addAllLayoutChunks(ref.getLayoutChunksList());
+        for (int part = 0; part * MapCodec.PART_ENTRIES < table.shards().size(); part++) {
+          r.addShardChunks(samePart(before, table, part) && part < ref.getShardChunksCount()
+              ? ref.getShardChunks(part)
+              : reuseOrWrite(ref.getShardChunksList(), part, MapCodec.shardPart(table, part), table, next, written));
+        }
+        out.addTables(r);
+        continue;
+      }
+      MapCodec.TableParts parts = MapCodec.toParts(table);
       r.setHeaderChunk(reuseOrWrite(sameTable ? List.of(ref.getHeaderChunk()) : List.of(), 0, parts.header(), table, next, written));
       for (int i = 0; i < parts.layout().size(); i++) {
         r.addLayoutChunks(reuseOrWrite(sameTable ? ref.getLayoutChunksList() : List.of(), i, parts.layout().get(i), table, next, written));
@@ -310,12 +348,27 @@ final class MapChunks {
     return out.build();
   }
 
+  /** True if shard part {@code part} of both tables holds the very same assignment objects. */
+  private static boolean samePart(Table before, Table after, int part) {
+    int from = part * MapCodec.PART_ENTRIES;
+    int to = Math.min(after.shards().size(), from + MapCodec.PART_ENTRIES);
+    if (before.shards().size() < to) {
+      return false;
+    }
+    for (int i = from; i < to; i++) {
+      if (before.shards().get(i) != after.shards().get(i)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** The name of chunk {@code index} of {@code before} if its bytes are {@code part}'s, else a new chunk's. */
   private String reuseOrWrite(List<String> before, int index, TableMapProto part, Table table, ShardMap next, List<String> written) {
     byte[] bytes = part.toByteArray();
     if (index < before.size()) {
       Chunk old = chunks.get(before.get(index));
-      if (old != null && Arrays.equals(old.bytes(), bytes)) {
+      if (old != null && Arrays.equals(old.bytes, bytes)) {
         return before.get(index);
       }
     }
