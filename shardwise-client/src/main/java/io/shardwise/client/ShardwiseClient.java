@@ -179,7 +179,7 @@ public final class ShardwiseClient implements AutoCloseable {
       calls.add(call);
       call.addListener(() -> {
         try {
-          answers.add(com.google.common.util.concurrent.Futures.getDone(call));
+          answers.add(Map.entry(target, com.google.common.util.concurrent.Futures.getDone(call)));
         } catch (java.util.concurrent.ExecutionException | RuntimeException e) {
           answers.add(e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e);
         }
@@ -187,6 +187,7 @@ public final class ShardwiseClient implements AutoCloseable {
     }
     Throwable last = null;
     GetShardMapResponse best = null;
+    String bestFrom = null;
     try {
       // The first answer, and any others already in: a node a little behind must not win over one that is current.
       for (int received = 0; received < targets.size() && (best == null || !answers.isEmpty()); received++) {
@@ -194,9 +195,11 @@ public final class ShardwiseClient implements AutoCloseable {
         if (a == null) {
           break;
         }
-        if (a instanceof GetShardMapResponse r) {
+        if (a instanceof Map.Entry<?, ?> answer) {
+          GetShardMapResponse r = (GetShardMapResponse) answer.getValue();
           if (best == null || r.getMap().getEpoch() > best.getMap().getEpoch()) {
             best = r;
+            bestFrom = (String) answer.getKey();
           }
         } else {
           last = (Throwable) a;
@@ -211,13 +214,13 @@ public final class ShardwiseClient implements AutoCloseable {
       throw new ShardwiseException(Status.Code.UNAVAILABLE, "no node answered for the map within " + MAP_FETCH_DEADLINE.toSeconds()
           + " s (" + String.join(", ", targets) + ")" + (last instanceof StatusRuntimeException sre ? ": " + sre.getStatus().getDescription() : ""));
     }
-    install(best);
+    install(best, bestFrom);
   }
 
   /** Installs the map {@code address} serves if it is not older than ours. */
   private void fetchMap(String address) {
     install(AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
-        .getShardMap(mapRequest()));
+        .getShardMap(mapRequest()), address);
   }
 
   /** Asks for the tables changed since our map only, once we have one. */
@@ -226,9 +229,9 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /**
-   * The map a response describes: the whole map, or the tables it sends with the others kept from
-   * ours. Empty if the response's changes were made against another map than ours (ours moved on
-   * meanwhile), or names a table we lack.
+   * The map a response describes: the whole map, or the tables and shards it sends with the rest
+   * kept from ours. Empty if the changes do not fit our map: made against another epoch (ours
+   * moved on meanwhile), naming a table we lack, or a layout that changed (new shard ids).
    */
   private Optional<ShardMap> decode(GetShardMapResponse r) {
     if (!r.getChangesOnly()) {
@@ -245,15 +248,29 @@ public final class ShardwiseClient implements AutoCloseable {
       }
       tables.add(kept.get());
     }
+    for (io.shardwise.proto.v1.TableShardChanges c : r.getShardChangesList()) {
+      Optional<Table> changed = map.table(c.getName()).flatMap(mine -> MapCodec.applyShardChanges(mine, c));
+      if (changed.isEmpty()) {
+        return Optional.empty();
+      }
+      tables.add(changed.get());
+    }
     r.getMap().getTablesList().forEach(t -> tables.add(MapCodec.fromProto(t)));
     return Optional.of(ShardMap.restore(r.getMap().getEpoch(), tables));
   }
 
   /** Installs a fetched map if it is not older than ours, with the live nodes' addresses it came with. */
-  private void install(GetShardMapResponse r) {
+  private void install(GetShardMapResponse r, String address) {
     Optional<ShardMap> decoded = decode(r);
     if (decoded.isEmpty()) {
-      return; // changes against a map we no longer hold: the next refresh asks again
+      // Changes that do not fit our map: ask the same node for the whole of it.
+      try {
+        r = AdminServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+            .getShardMap(GetShardMapRequest.newBuilder().setKnownEpoch(map.epoch()).build());
+      } catch (StatusRuntimeException e) {
+        return; // the next refresh asks again
+      }
+      decoded = decode(r);
     }
     ShardMap fetched = decoded.get();
     Map<NodeId, String> live = new HashMap<>();

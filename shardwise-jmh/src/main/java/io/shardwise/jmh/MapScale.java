@@ -5,11 +5,13 @@ import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
 import io.shardwise.core.partition.KeySample;
 import io.shardwise.core.partition.PartitionerSpec;
 import io.shardwise.core.partition.ShardLayout;
 import io.shardwise.core.partition.Strategy;
 import io.shardwise.proto.MapCodec;
+import io.shardwise.proto.v1.TableShardChanges;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -17,8 +19,10 @@ import java.util.Locale;
 /**
  * What the shard map costs as it grows (issue 12's baseline): the map as one protobuf image, the
  * way ZooKeeper stores it and clients fetch it, for 1,000 to 100,000 shards. For each size:
- * encoded bytes, and the median time to encode it, decode it, and apply one shard move (a new
- * image, as every change makes today).
+ * encoded bytes, and the median time to encode it, decode it, and apply one shard move; then what a
+ * client that holds the map pays to catch up with that move: the bytes of the changes a node sends
+ * (the changed shards of the changed table), the node's time to find them, and the client's time to
+ * apply them to its copy of the table.
  *
  * <p>Run: {@code java -cp shardwise-jmh/target/benchmarks.jar io.shardwise.jmh.MapScale}
  */
@@ -34,8 +38,8 @@ public final class MapScale {
     for (int i = 1; i <= 10; i++) {
       nodes.add(NodeId.of("n" + i));
     }
-    System.out.printf(Locale.ROOT, "%-10s %-9s %12s %9s %12s %12s %12s%n", "shards", "tables", "image bytes", "fits 1MiB", "encode ms",
-        "decode ms", "1 move ms");
+    System.out.printf(Locale.ROOT, "%-10s %-9s %12s %9s %12s %12s %12s %14s %12s %12s%n", "shards", "tables", "image bytes", "fits 1MiB",
+        "encode ms", "decode ms", "1 move ms", "refresh bytes", "refresh ms", "apply ms");
     for (int shards : new int[] {1_000, 10_000, 50_000, 100_000}) {
       ShardMap map = ShardMap.EMPTY;
       int tables = Math.max(1, shards / 10_000);
@@ -55,8 +59,16 @@ public final class MapScale {
       ShardAssignment first = built.table("t0").orElseThrow().shards().get(0);
       NodeId to = first.owner().equals(nodes.get(0)) ? nodes.get(1) : nodes.get(0);
       double move = median(() -> built.apply(ShardMapDelta.on(built).moveShard(first.id(), first.owner(), to).build()));
-      System.out.printf(Locale.ROOT, "%-10s %-9d %12s %9s %12.2f %12.2f %12.2f%n", String.format(Locale.ROOT, "%,d", shards), tables,
-          String.format(Locale.ROOT, "%,d", image.length), image.length <= ZNODE_LIMIT ? "yes" : "NO", encode, decode, move);
+      // A client's refresh after that move: the node sends the changed shards of the changed table.
+      ShardMap moved = built.apply(ShardMapDelta.on(built).moveShard(first.id(), first.owner(), to).build());
+      Table movedTable = moved.table("t0").orElseThrow();
+      Table clientCopy = built.table("t0").orElseThrow();
+      TableShardChanges changes = MapCodec.shardChanges(movedTable, built.epoch());
+      double build = median(() -> MapCodec.shardChanges(movedTable, built.epoch()));
+      double apply = median(() -> MapCodec.applyShardChanges(clientCopy, changes).orElseThrow());
+      System.out.printf(Locale.ROOT, "%-10s %-9d %12s %9s %12.2f %12.2f %12.2f %14d %12.2f %12.2f%n", String.format(Locale.ROOT, "%,d", shards),
+          tables, String.format(Locale.ROOT, "%,d", image.length), image.length <= ZNODE_LIMIT ? "yes" : "NO", encode, decode, move,
+          changes.getSerializedSize(), build, apply);
     }
   }
 

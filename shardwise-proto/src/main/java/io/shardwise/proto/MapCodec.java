@@ -15,6 +15,7 @@ import io.shardwise.proto.v1.PartitioningSpec;
 import io.shardwise.proto.v1.ShardAssignmentProto;
 import io.shardwise.proto.v1.ShardMapProto;
 import io.shardwise.proto.v1.TableMapProto;
+import io.shardwise.proto.v1.TableShardChanges;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -134,6 +135,40 @@ public final class MapCodec {
       run.addShards(toProto(s));
     }
     return run.build();
+  }
+
+  /** The shards of {@code t} whose epoch is above {@code knownEpoch}: what changed since a map at that epoch. */
+  public static TableShardChanges shardChanges(Table t, long knownEpoch) {
+    TableShardChanges.Builder out = TableShardChanges.newBuilder().setName(t.name()).setId(t.id()).setShardCount(t.shards().size());
+    List<ShardAssignment> shards = t.shards();
+    for (int i = 0; i < shards.size(); i++) {
+      if (shards.get(i).epoch() > knownEpoch) {
+        out.addPositions(i).addShards(toProto(shards.get(i)));
+      }
+    }
+    return out.build();
+  }
+
+  /**
+   * {@code mine} with {@code changes} applied, or empty if they do not fit it: another table, another
+   * shard count, or a position holding another shard id (the layout changed: splits and merges make
+   * new shard ids).
+   */
+  public static java.util.Optional<Table> applyShardChanges(Table mine, TableShardChanges changes) {
+    if (mine.id() != changes.getId() || mine.shards().size() != changes.getShardCount()
+        || changes.getPositionsCount() != changes.getShardsCount()) {
+      return java.util.Optional.empty();
+    }
+    List<ShardAssignment> shards = new ArrayList<>(mine.shards());
+    List<ShardAssignment> changed = shards(mine.name(), TableMapProto.newBuilder().addAllShards(changes.getShardsList()).build());
+    for (int i = 0; i < changed.size(); i++) {
+      int position = changes.getPositions(i);
+      if (position >= shards.size() || !shards.get(position).id().equals(changed.get(i).id())) {
+        return java.util.Optional.empty();
+      }
+      shards.set(position, changed.get(i));
+    }
+    return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards));
   }
 
   /** The shards of one part of table {@code tableName}. */

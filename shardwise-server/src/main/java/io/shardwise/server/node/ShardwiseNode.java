@@ -206,7 +206,7 @@ public final class ShardwiseNode implements AutoCloseable {
       map.advance(next);
     }
     changes.owned().forEach(moves::arrived);
-    registerShardMeters(next);
+    registerShardMeters(previous, next);
     for (ShardRef shard : changes.droppedTables()) {
       cleaner.execute(() -> trash.put(shard, ShardTrash.Kind.TABLE_DROPPED, "its table was dropped at map epoch " + next.epoch(),
           () -> map.current().tables().values().stream().noneMatch(t -> t.id() == shard.tableId()))); // not if undropped meanwhile
@@ -221,13 +221,17 @@ public final class ShardwiseNode implements AutoCloseable {
   /**
    * {@code shardwise.shard.reads} and {@code .writes} (keys served, as counters) for every shard this
    * node owns, tagged with the table's name and id and the shard's number: registering is
-   * idempotent, and a shard that moves away keeps its meter (its count stops rising).
+   * idempotent, and a shard that moves away keeps its meter (its count stops rising). Only shards
+   * that changed since {@code previous} can be new here, so a map change costs what it changed.
    */
-  private void registerShardMeters(ShardMap next) {
+  private void registerShardMeters(ShardMap previous, ShardMap next) {
     ShardTraffic traffic = store.traffic();
     for (Table t : next.tables().values()) {
+      if (t.changedAt() <= previous.epoch()) {
+        continue;
+      }
       for (var a : t.shards()) {
-        if (!a.owner().equals(id)) {
+        if (!a.owner().equals(id) || a.epoch() <= previous.epoch()) {
           continue;
         }
         ShardRef ref = new ShardRef(t.id(), a.id().number());

@@ -100,6 +100,8 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         for (Table t : current.tables().values()) {
           if (t.changedAt() <= known) {
             b.addUnchangedTables(t.name());
+          } else if (t.id() <= known) {
+            b.addShardChanges(MapCodec.shardChanges(t, known)); // a table the caller has: only its changed shards
           } else {
             changed.addTables(MapCodec.toProto(t));
           }
