@@ -42,7 +42,8 @@ public final class MapCodec {
             .setName(t.name())
             .setId(t.id())
             .setSpec(toProto(t.spec()))
-            .setShardCount(t.layout().shardCount());
+            .setShardCount(t.layout().shardCount())
+            .setNextShardNumber(t.nextShardNumber());
     t.layout().splitPoints().forEach(p -> table.addLayoutSplitPoints(ByteString.copyFrom(p)));
     for (long v : t.layout().hashValues()) {
       table.addLayoutHashValues(v);
@@ -92,7 +93,7 @@ public final class MapCodec {
 
   public static TableParts toParts(Table t) {
     TableMapProto header = TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
-        .setShardCount(t.layout().shardCount()).build();
+        .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).build();
     List<TableMapProto> layout = new ArrayList<>();
     TableMapProto.Builder part = TableMapProto.newBuilder();
     int entries = 0;
@@ -168,7 +169,7 @@ public final class MapCodec {
       }
       shards.set(position, changed.get(i));
     }
-    return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards));
+    return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber()));
   }
 
   /** The shards of one part of table {@code tableName}. */
@@ -218,7 +219,7 @@ public final class MapCodec {
 
   private static Table table(TableMapProto header, List<ShardAssignmentProto> shards, ShardLayout layout) {
     return ShardMap.table(header.getName(), header.getId(), fromProto(header.getSpec()), layout,
-        shards(header.getName(), TableMapProto.newBuilder().addAllShards(shards).build()));
+        shards(header.getName(), TableMapProto.newBuilder().addAllShards(shards).build()), header.getNextShardNumber());
   }
 
   private static ShardAssignmentProto toProto(ShardAssignment s) {

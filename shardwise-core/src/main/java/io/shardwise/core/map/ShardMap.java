@@ -70,9 +70,19 @@ public final class ShardMap {
     return new ShardMap(epoch, byName);
   }
 
-  /** Builds a table for {@link #restore}. */
+  /** Builds a table for {@link #restore}, its next shard number one above its highest. */
   public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
     return new Table(name, id, spec, layout, shards);
+  }
+
+  /**
+   * Builds a table for {@link #restore}.
+   *
+   * @param nextShardNumber the number its next new shard gets (0: one above its highest)
+   */
+  public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards,
+      long nextShardNumber) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber);
   }
 
   public long epoch() {
@@ -95,7 +105,7 @@ public final class ShardMap {
   public Optional<ShardAssignment> shard(long tableId, long number) {
     for (Table t : tables.values()) {
       if (t.id() == tableId) {
-        return number >= 0 && number < t.shards().size() ? Optional.of(t.shards().get((int) number)) : Optional.empty();
+        return t.shard(number);
       }
     }
     return Optional.empty();
@@ -174,12 +184,48 @@ public final class ShardMap {
         for (ShardAssignment s : t.shards()) {
           shards.add(new ShardAssignment(s.id(), s.owner(), next));
         }
-        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards));
+        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber()));
       } else if (change instanceof ShardMapDelta.DropTable) {
         String name = ((ShardMapDelta.DropTable) change).name();
         if (out.remove(name) == null) {
           throw new IllegalArgumentException("table " + name + " does not exist");
         }
+      } else if (change instanceof ShardMapDelta.SplitShard) {
+        ShardMapDelta.SplitShard split = (ShardMapDelta.SplitShard) change;
+        Table t = splittable(out, split.shard());
+        int position = t.positionOf(split.shard());
+        ShardLayout layout = split.partitionKey() != null
+            ? t.layout().splitAt(position, split.partitionKey())
+            : t.layout().splitAtHash(position, split.hash());
+        ShardAssignment parent = t.shards().get(position);
+        long number = t.nextShardNumber();
+        List<ShardAssignment> shards = new ArrayList<>(t.shards());
+        shards.set(position, new ShardAssignment(new ShardId(t.name(), number), parent.owner(), next));
+        shards.add(position + 1, new ShardAssignment(new ShardId(t.name(), number + 1), parent.owner(), next));
+        out.put(t.name(), t.withLayout(layout, shards, number + 2));
+      } else if (change instanceof ShardMapDelta.MergeShards) {
+        ShardMapDelta.MergeShards merge = (ShardMapDelta.MergeShards) change;
+        Table t = splittable(out, merge.left());
+        int left = t.positionOf(merge.left());
+        int right = t.positionOf(merge.right());
+        if (right < 0) {
+          throw new IllegalArgumentException("shard " + merge.right() + " does not exist");
+        }
+        if (right != left + 1) {
+          throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " are not adjacent (positions " + left + " and "
+              + right + "); only a shard and the one right after it merge");
+        }
+        NodeId owner = t.shards().get(left).owner();
+        if (!t.shards().get(right).owner().equals(owner)) {
+          throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " belong to " + owner + " and "
+              + t.shards().get(right).owner() + "; move one to the other's owner first");
+        }
+        ShardLayout layout = t.layout().mergeWithNext(left);
+        long number = t.nextShardNumber();
+        List<ShardAssignment> shards = new ArrayList<>(t.shards());
+        shards.remove(right);
+        shards.set(left, new ShardAssignment(new ShardId(t.name(), number), owner, next));
+        out.put(t.name(), t.withLayout(layout, shards, number + 1));
       } else {
         ShardMapDelta.MoveShard m = (ShardMapDelta.MoveShard) change;
         Table t = out.get(m.shard().table());
@@ -196,6 +242,24 @@ public final class ShardMap {
       }
     }
     return new ShardMap(next, out);
+  }
+
+  private static Table existing(SortedMap<String, Table> tables, ShardId shard) {
+    Table t = tables.get(shard.table());
+    if (t == null || t.positionOf(shard) < 0) {
+      throw new IllegalArgumentException("shard " + shard + " does not exist");
+    }
+    return t;
+  }
+
+  /** {@link #existing}, for a split or a merge: the table's shards must be able to split and merge. */
+  private static Table splittable(SortedMap<String, Table> tables, ShardId shard) {
+    Table t = existing(tables, shard);
+    if (!t.layout().splittable()) {
+      throw new IllegalArgumentException("table " + t.name() + " is a " + t.spec().strategy().id()
+          + " table; only range and hashrange shards split and merge");
+    }
+    return t;
   }
 
   /**

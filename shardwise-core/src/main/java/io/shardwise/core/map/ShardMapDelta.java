@@ -15,7 +15,7 @@ import java.util.List;
 public final class ShardMapDelta {
 
   /** One change. */
-  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard {}
+  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards {}
 
   /** A new table whose shard at position i is first owned by {@code owners.get(i)}. */
   public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) implements Change {
@@ -45,6 +45,39 @@ public final class ShardMapDelta {
       }
     }
   }
+
+  /**
+   * Splits a {@code range} shard at a partition key, or a {@code hashrange} shard at a hash, into
+   * two new shards of the same owner: the lower part below the split, the upper part from it on.
+   * The shard's number is retired; the two new ones are the table's next numbers, at the new epoch,
+   * so every router and client holding the old map is refused and refreshes.
+   */
+  public record SplitShard(ShardId shard, byte[] partitionKey, long hash) implements Change {
+    public SplitShard {
+      partitionKey = partitionKey == null ? null : partitionKey.clone();
+    }
+
+    /** A split of a {@code range} shard: keys from {@code partitionKey} on go to the upper shard. */
+    public static SplitShard atKey(ShardId shard, byte[] partitionKey) {
+      return new SplitShard(shard, java.util.Objects.requireNonNull(partitionKey, "partitionKey"), 0);
+    }
+
+    /** A split of a {@code hashrange} shard: hashes from {@code hash} on go to the upper shard. */
+    public static SplitShard atHash(ShardId shard, long hash) {
+      return new SplitShard(shard, null, hash);
+    }
+
+    @Override
+    public byte[] partitionKey() {
+      return partitionKey == null ? null : partitionKey.clone();
+    }
+  }
+
+  /**
+   * Merges two adjacent shards ({@code right} directly after {@code left}) of one owner into one new
+   * shard, at the new epoch. Shards of different owners do not merge: one moves first.
+   */
+  public record MergeShards(ShardId left, ShardId right) implements Change {}
 
   private final long baseEpoch;
   private final List<Change> changes;
@@ -93,6 +126,16 @@ public final class ShardMapDelta {
 
     public Builder moveShard(ShardId shard, NodeId from, NodeId to) {
       changes.add(new MoveShard(shard, from, to));
+      return this;
+    }
+
+    public Builder splitShard(SplitShard split) {
+      changes.add(split);
+      return this;
+    }
+
+    public Builder mergeShards(ShardId left, ShardId right) {
+      changes.add(new MergeShards(left, right));
       return this;
     }
 

@@ -19,8 +19,20 @@ public final class Table {
   private final ShardLayout layout;
   private final List<ShardAssignment> shards;
   private final long changedAt;
+  private final long nextShardNumber;
+  /** Shard number to position, built on first use once numbers no longer equal positions. */
+  private volatile java.util.Map<Long, Integer> positions;
 
   Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
+    this(name, id, spec, layout, shards, 0);
+  }
+
+  /**
+   * @param nextShardNumber the number the next new shard gets (splits and merges make new shards;
+   *     numbers are never reused); 0: one above the highest number here, as for a map stored before
+   *     tables recorded it
+   */
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber) {
     this.name = Tables.checkName(name);
     if (id < 1) {
       throw new IllegalArgumentException("table id must be at least 1, not " + id);
@@ -41,6 +53,41 @@ public final class Table {
       latest = Math.max(latest, s.epoch());
     }
     this.changedAt = latest;
+    long highest = -1;
+    for (ShardAssignment s : this.shards) {
+      highest = Math.max(highest, s.id().number());
+    }
+    if (nextShardNumber != 0 && nextShardNumber <= highest) {
+      throw new IllegalArgumentException("table " + name + ": next shard number " + nextShardNumber + " is not above shard " + highest);
+    }
+    this.nextShardNumber = nextShardNumber == 0 ? highest + 1 : nextShardNumber;
+  }
+
+  /** The number the next new shard of this table gets: above every shard number it ever had. */
+  public long nextShardNumber() {
+    return nextShardNumber;
+  }
+
+  /** The shard numbered {@code number}, if the table has it. */
+  public java.util.Optional<ShardAssignment> shard(long number) {
+    int position = positionOf(number);
+    return position < 0 ? java.util.Optional.empty() : java.util.Optional.of(shards.get(position));
+  }
+
+  /** The position of the shard numbered {@code number}, or -1. */
+  public int positionOf(long number) {
+    if (number >= 0 && number < shards.size() && shards.get((int) number).id().number() == number) {
+      return (int) number; // numbers are positions until the first split or merge
+    }
+    java.util.Map<Long, Integer> index = positions;
+    if (index == null) {
+      index = new java.util.HashMap<>();
+      for (int i = 0; i < shards.size(); i++) {
+        index.put(shards.get(i).id().number(), i);
+      }
+      positions = index;
+    }
+    return index.getOrDefault(number, -1);
   }
 
   /**
@@ -85,17 +132,17 @@ public final class Table {
 
   /** The position of a shard, or -1 if the table has no such shard. */
   public int positionOf(ShardId id) {
-    for (int i = 0; i < shards.size(); i++) {
-      if (shards.get(i).id().equals(id)) {
-        return i;
-      }
-    }
-    return -1;
+    return id.table().equals(name) ? positionOf(id.number()) : -1;
   }
 
   Table withShard(int position, ShardAssignment shard) {
     List<ShardAssignment> next = new ArrayList<>(shards);
     next.set(position, shard);
-    return new Table(name, id, spec, layout, next);
+    return new Table(name, id, spec, layout, next, nextShardNumber);
+  }
+
+  /** The table with a new layout and the shards to match, the next shard number raised to {@code nextShardNumber}. */
+  Table withLayout(ShardLayout newLayout, List<ShardAssignment> newShards, long newNextShardNumber) {
+    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber);
   }
 }

@@ -184,6 +184,108 @@ public final class ShardLayout {
     return Arrays.copyOf(out, n);
   }
 
+  // ------------------------------------------------------------------ splits and merges
+
+  /** True if shards of this layout can split and merge: {@code range} and {@code hashrange}. */
+  public boolean splittable() {
+    return strategy == Strategy.RANGE || strategy == Strategy.HASHRANGE;
+  }
+
+  /**
+   * The layout with the {@code range} shard at {@code position} split at {@code partitionKey}: the
+   * shard's keys below it stay at {@code position}, the others move to {@code position + 1}, and
+   * every later shard moves one position up.
+   *
+   * @throws IllegalArgumentException unless the key lies strictly inside the shard (above its start)
+   */
+  public ShardLayout splitAt(int position, byte[] partitionKey) {
+    requireStrategy(Strategy.RANGE, "split at a key");
+    checkPosition(position);
+    byte[] start = position == 0 ? new byte[0] : splitPoints.get(position - 1);
+    byte[] end = position + 1 < shards ? splitPoints.get(position) : null;
+    if (Arrays.compareUnsigned(partitionKey, start) <= 0 || (end != null && Arrays.compareUnsigned(partitionKey, end) >= 0)) {
+      throw new IllegalArgumentException("cannot split shard " + position + " at '" + io.shardwise.core.key.ByteStrings.toDisplay(partitionKey)
+          + "': the key must lie inside the shard, above its start '" + io.shardwise.core.key.ByteStrings.toDisplay(start) + "'"
+          + (end == null ? "" : " and below its end '" + io.shardwise.core.key.ByteStrings.toDisplay(end) + "'"));
+    }
+    List<byte[]> points = new ArrayList<>(splitPoints);
+    points.add(position, partitionKey.clone());
+    return of(strategy, hash, shards + 1, points, hashValues);
+  }
+
+  /**
+   * The layout with the {@code hashrange} shard at {@code position} split at hash {@code at}: hashes
+   * below it stay at {@code position}, {@code at} and above move to {@code position + 1}.
+   *
+   * @throws IllegalArgumentException unless {@code at} lies strictly inside the shard (above its first hash)
+   */
+  public ShardLayout splitAtHash(int position, long at) {
+    requireStrategy(Strategy.HASHRANGE, "split at a hash");
+    checkPosition(position);
+    long first = hashValues[position];
+    long last = position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
+    if (Long.compareUnsigned(at, first) <= 0 || Long.compareUnsigned(at, last) > 0) {
+      throw new IllegalArgumentException("cannot split shard " + position + " at hash " + Long.toUnsignedString(at)
+          + ": it must lie in (" + Long.toUnsignedString(first) + ", " + Long.toUnsignedString(last) + "]");
+    }
+    long[] values = new long[shards + 1];
+    System.arraycopy(hashValues, 0, values, 0, position + 1);
+    values[position + 1] = at;
+    System.arraycopy(hashValues, position + 1, values, position + 2, shards - position - 1);
+    return of(strategy, hash, shards + 1, splitPoints, values);
+  }
+
+  /** The hash in the middle of the {@code hashrange} shard at {@code position}, or empty if it holds one hash. */
+  public java.util.OptionalLong hashMidpoint(int position) {
+    requireStrategy(Strategy.HASHRANGE, "take a hash midpoint");
+    checkPosition(position);
+    long first = hashValues[position];
+    long last = position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
+    if (first == last) {
+      return java.util.OptionalLong.empty();
+    }
+    long mid = first + ((last - first) >>> 1) + 1; // unsigned: above first, at most last
+    return java.util.OptionalLong.of(mid);
+  }
+
+  /**
+   * The layout with the shards at {@code position} and {@code position + 1} merged into one at
+   * {@code position}; every later shard moves one position down.
+   *
+   * @throws IllegalArgumentException if there is no shard at {@code position + 1}
+   */
+  public ShardLayout mergeWithNext(int position) {
+    if (!splittable()) {
+      throw new IllegalArgumentException(strategy + " shards cannot merge; only range and hashrange shards split and merge");
+    }
+    checkPosition(position);
+    if (position + 1 >= shards) {
+      throw new IllegalArgumentException("shard " + position + " is the last one; it has no next shard to merge with");
+    }
+    if (strategy == Strategy.RANGE) {
+      List<byte[]> points = new ArrayList<>(splitPoints);
+      points.remove(position);
+      return of(strategy, hash, shards - 1, points, hashValues);
+    }
+    long[] values = new long[shards - 1];
+    System.arraycopy(hashValues, 0, values, 0, position + 1);
+    System.arraycopy(hashValues, position + 2, values, position + 1, shards - position - 2);
+    return of(strategy, hash, shards - 1, splitPoints, values);
+  }
+
+  private void requireStrategy(Strategy wanted, String what) {
+    if (strategy != wanted) {
+      throw new IllegalArgumentException("cannot " + what + " in a " + strategy + " layout"
+          + (splittable() ? "" : "; only range and hashrange shards split and merge"));
+    }
+  }
+
+  private void checkPosition(int position) {
+    if (position < 0 || position >= shards) {
+      throw new IllegalArgumentException("no shard at position " + position + " (the layout has " + shards + ")");
+    }
+  }
+
   /** A new table's layout and the node index that first owns each shard. */
   public record Initial(ShardLayout layout, int[] owners) {}
 

@@ -96,7 +96,7 @@ public final class PlanMaker {
           + " --accept-data-loss, and " + node + " keeps its copies in its trash if it returns"));
       record.setAbandonedShards(record.getAbandonedShards() + abandoned.values().stream().mapToInt(Integer::intValue).sum());
       for (Move m : plan.moves()) {
-        ShardAssignment s = table.shards().get((int) m.shard().number());
+        ShardAssignment s = table.shard(m.shard().number()).orElseThrow();
         record.addMoves(MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(m.shard().number())
             .setShardEpoch(s.epoch()).setFrom(m.from().value()).setTo(m.to().value()).setKeys(m.keys()).setBytes(m.bytes())
             .setState(MoveRecord.State.WAITING).setSourceAbsent(!live.containsKey(m.from())));

@@ -266,7 +266,7 @@ final class MapChunks {
           shards.addAll(chunk(name).shards(header.getName()));
         }
         table = ShardMap.table(header.getName(), header.getId(), sameHeader ? before.table().spec() : MapCodec.fromProto(header.getSpec()),
-            layout, shards);
+            layout, shards, header.getNextShardNumber());
       }
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));

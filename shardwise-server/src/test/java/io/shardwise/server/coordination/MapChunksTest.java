@@ -237,6 +237,35 @@ class MapChunksTest {
   }
 
   @Test
+  void splitsAndMergesRoundTripWithTheirNextShardNumberAndClientsRefetchAfterThem() {
+    Coordinator c = connect();
+    ShardMap created = c.updateMap(map -> create(map, "t", 3_000));
+    Table t = created.table("t").orElseThrow();
+    ShardAssignment target = t.shards().get(2_500);
+    ShardMap split = c.updateMap(map -> Optional.of(ShardMapDelta.on(map).splitShard(
+        ShardMapDelta.SplitShard.atHash(target.id(), map.table("t").orElseThrow().layout().hashMidpoint(2_500).getAsLong())).build()));
+    Table afterSplit = split.table("t").orElseThrow();
+    ShardAssignment left = afterSplit.shards().get(10);
+    ShardAssignment right = afterSplit.shards().get(11);
+    ShardMap merged = c.updateMap(map -> {
+      ShardMapDelta.Builder d = ShardMapDelta.on(map);
+      if (!left.owner().equals(right.owner())) {
+        return Optional.empty(); // (the initial layout gives neighbours one owner; guard anyway)
+      }
+      return Optional.of(d.mergeShards(left.id(), right.id()).build());
+    });
+    Table now = merged.table("t").orElseThrow();
+    assertThat(now.shards()).hasSize(3_000);
+    assertThat(now.nextShardNumber()).isEqualTo(3_003);
+    ShardMap read = connect().readMap().map();
+    assertSameMap(read, merged);
+    assertThat(read.table("t").orElseThrow().nextShardNumber()).isEqualTo(3_003);
+    // A client on the map before the split cannot patch its copy: it needs the whole table again.
+    assertThat(MapCodec.applyShardChanges(t, MapCodec.shardChanges(now, created.epoch()))).isEmpty();
+    assertThat(MapCodec.applyShardChanges(afterSplit, MapCodec.shardChanges(now, split.epoch()))).isEmpty();
+  }
+
+  @Test
   void chunkNamesCarryTheEpochTheyWereWrittenFor() {
     assertThat(MapChunks.writtenFor("t7-e42-0000000013")).isEqualTo(42);
     assertThat(MapChunks.writtenFor("something-else")).isEqualTo(Long.MAX_VALUE);

@@ -302,6 +302,9 @@ class ClusterTest {
     client.dropTable("inc_still");
     ShardwiseClient lacking = cluster.client(Routing.CLIENT);
     client.undropTable("inc_still");
+    long before = lacking.mapEpoch();
+    lacking.refreshMap(); // explicitly: a lookup of a table it lacks refreshes only if it has not just done so
+    assertThat(lacking.mapEpoch()).isGreaterThan(before);
     assertThat(lacking.get("inc_still", Key.of("kept"))).isPresent();
   }
 
