@@ -69,6 +69,7 @@ public final class ShardwiseClient implements AutoCloseable {
   private final int maxAttempts;
   private final Duration minRefreshInterval;
   private final int maxMessageBytes;
+  private final NearCache nearCache;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final ScheduledExecutorService refresher;
   private volatile ShardMap map = ShardMap.EMPTY;
@@ -82,6 +83,7 @@ public final class ShardwiseClient implements AutoCloseable {
     this.maxAttempts = b.maxAttempts;
     this.minRefreshInterval = b.minRefreshInterval;
     this.maxMessageBytes = b.maxMessageBytes;
+    this.nearCache = b.nearCacheTtl == null ? null : new NearCache(b.nearCacheTtl, b.nearCacheKeys);
     if (routing == Routing.CLIENT) {
       refreshMap();
       this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -111,6 +113,8 @@ public final class ShardwiseClient implements AutoCloseable {
     private Duration refreshInterval = Duration.ofSeconds(30);
     private Duration minRefreshInterval = Duration.ofMillis(50);
     private int maxMessageBytes = 32 * 1024 * 1024;
+    private Duration nearCacheTtl;
+    private long nearCacheKeys;
 
     /** Node addresses ({@code host:port}); for {@link Routing#ROUTER}, router addresses. */
     public Builder seeds(List<String> addresses) {
@@ -141,6 +145,21 @@ public final class ShardwiseClient implements AutoCloseable {
         throw new IllegalArgumentException("refresh interval must be positive, not " + interval);
       }
       this.refreshInterval = interval;
+      return this;
+    }
+
+    /**
+     * Keeps the values of up to {@code maxKeys} recently read keys for {@code ttl} (at most 10 s),
+     * so that {@link #get} and {@link #getAsync} of a read-hot key are answered here, not by its
+     * node. The price: such a read may miss another client's write for up to {@code ttl} (this
+     * client's own writes are always seen). Off by default; {@link #batchGet} and scans never use it.
+     *
+     * @throws IllegalArgumentException if {@code ttl} is not in (0, 10 s] or {@code maxKeys} is below 1
+     */
+    public Builder nearCache(Duration ttl, long maxKeys) {
+      new NearCache(ttl, maxKeys); // validates now, not at build()
+      this.nearCacheTtl = ttl;
+      this.nearCacheKeys = maxKeys;
       return this;
     }
 
@@ -325,6 +344,15 @@ public final class ShardwiseClient implements AutoCloseable {
   // ------------------------------------------------------------------ data
 
   public Optional<Versioned> get(String table, Key key) {
+    return nearCache == null ? getFromCluster(table, key) : nearCache.get(table, key, () -> getFromCluster(table, key));
+  }
+
+  /** What the near-cache has done, if this client has one ({@link Builder#nearCache}). */
+  public Optional<NearCacheStats> nearCacheStats() {
+    return nearCache == null ? Optional.empty() : Optional.of(nearCache.stats());
+  }
+
+  private Optional<Versioned> getFromCluster(String table, Key key) {
     GetResponse r = call(table, key, (target, stub, header) -> routing == Routing.CLIENT
         ? batcher(target, table).get(header, Protos.key(key))
         : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key)).build()));
@@ -342,10 +370,25 @@ public final class ShardwiseClient implements AutoCloseable {
    * {@code thenApply}/{@code thenAccept}, or every request of the client waits behind it.
    */
   public CompletableFuture<Optional<Versioned>> getAsync(String table, Key key) {
-    if (routing != Routing.CLIENT) {
-      return CompletableFuture.supplyAsync(() -> get(table, key), asyncRetries);
+    if (nearCache == null) {
+      return getAsyncFromCluster(table, key);
     }
-    return firstTryAsync(table, key, (target, header) -> batcher(target, table).getAsync(header, Protos.key(key)), () -> get(table, key), r -> {
+    NearCache.Lookup lookup = nearCache.lookup(table, key);
+    if (lookup.hit()) {
+      return CompletableFuture.completedFuture(lookup.value());
+    }
+    return getAsyncFromCluster(table, key).whenComplete((value, error) -> {
+      if (error == null) {
+        nearCache.store(lookup, value);
+      }
+    });
+  }
+
+  private CompletableFuture<Optional<Versioned>> getAsyncFromCluster(String table, Key key) {
+    if (routing != Routing.CLIENT) {
+      return CompletableFuture.supplyAsync(() -> getFromCluster(table, key), asyncRetries);
+    }
+    return firstTryAsync(table, key, (target, header) -> batcher(target, table).getAsync(header, Protos.key(key)), () -> getFromCluster(table, key), r -> {
       GetResponse g = (GetResponse) r;
       return g.getFound() ? Optional.of(new Versioned(g.getValue().toByteArray(), g.getVersion())) : Optional.<Versioned>empty();
     });
@@ -357,8 +400,11 @@ public final class ShardwiseClient implements AutoCloseable {
       return CompletableFuture.supplyAsync(() -> put(table, key, value), asyncRetries);
     }
     ByteString id = newRequestId();
-    return firstTryAsync(table, key, (target, header) -> batcher(target, table).putAsync(withId(header, id), Protos.key(key), ByteString.copyFrom(value)),
+    markWritten(table, key);
+    CompletableFuture<Long> out = firstTryAsync(table, key,
+        (target, header) -> batcher(target, table).putAsync(withId(header, id), Protos.key(key), ByteString.copyFrom(value)),
         () -> put(table, key, value, id), r -> (Long) r);
+    return nearCache == null ? out : out.whenComplete((v, error) -> markWritten(table, key));
   }
 
   private <T> CompletableFuture<T> firstTryAsync(
@@ -400,11 +446,23 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private long put(String table, Key key, byte[] value, ByteString id) {
-    if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
-      return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), Protos.key(key), ByteString.copyFrom(value)));
+    markWritten(table, key);
+    try {
+      if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
+        return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), Protos.key(key), ByteString.copyFrom(value)));
+      }
+      return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+          .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).build())).getVersion();
+    } finally {
+      markWritten(table, key); // also after a failure: a write whose outcome is unknown may have landed
     }
-    return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).build())).getVersion();
+  }
+
+  /** Tells the near-cache (if any) that this client writes {@code key}: before sending, and once answered. */
+  private void markWritten(String table, Key key) {
+    if (nearCache != null) {
+      nearCache.written(table, key);
+    }
   }
 
   /**
@@ -415,16 +473,26 @@ public final class ShardwiseClient implements AutoCloseable {
    */
   public long putIfVersion(String table, Key key, byte[] value, long expectedVersion) {
     ByteString id = newRequestId();
-    return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build()))
-        .getVersion();
+    markWritten(table, key);
+    try {
+      return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+          .setKey(Protos.key(key)).setValue(ByteString.copyFrom(value)).setConditional(true).setExpectedVersion(expectedVersion).build()))
+          .getVersion();
+    } finally {
+      markWritten(table, key);
+    }
   }
 
   /** Deletes {@code key}; true if it existed. */
   public boolean delete(String table, Key key) {
     ByteString id = newRequestId();
-    return write(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-        .setKey(Protos.key(key)).build())).getDeleted();
+    markWritten(table, key);
+    try {
+      return write(table, key, (target, stub, header) -> stub.delete(DeleteRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+          .setKey(Protos.key(key)).build())).getDeleted();
+    } finally {
+      markWritten(table, key);
+    }
   }
 
   /** A write id: 16 random bytes, made once per logical write and sent with each of its attempts. */
@@ -444,6 +512,15 @@ public final class ShardwiseClient implements AutoCloseable {
    * @return the new version of each entry, in order
    */
   public long[] batchPut(String table, List<Map.Entry<Key, byte[]>> entries) {
+    entries.forEach(e -> markWritten(table, e.getKey()));
+    try {
+      return batchPutToCluster(table, entries);
+    } finally {
+      entries.forEach(e -> markWritten(table, e.getKey()));
+    }
+  }
+
+  private long[] batchPutToCluster(String table, List<Map.Entry<Key, byte[]>> entries) {
     long[] versions = new long[entries.size()];
     Map<String, List<Integer>> groups = groupByTarget(table, entries.size(), i -> entries.get(i).getKey());
     List<ByteString> ids = new ArrayList<>(entries.size());
@@ -536,6 +613,9 @@ public final class ShardwiseClient implements AutoCloseable {
   public void dropTable(String name) {
     long epoch = onSeed(stub -> stub.dropTable(DropTableRequest.newBuilder().setName(name).build())).getMapEpoch();
     awaitEpoch(epoch);
+    if (nearCache != null) {
+      nearCache.forgetTable(name);
+    }
   }
 
   /**
@@ -545,6 +625,9 @@ public final class ShardwiseClient implements AutoCloseable {
   public Undropped undropTable(String name) {
     UndropTableResponse r = onSeed(stub -> stub.undropTable(UndropTableRequest.newBuilder().setName(name).build()));
     awaitEpoch(r.getTable().getMapEpoch());
+    if (nearCache != null) {
+      nearCache.forgetTable(name);
+    }
     return new Undropped(Protos.table(r.getTable()), r.getShardsFoundInTrash(), r.getOwnersNotAskedList());
   }
 

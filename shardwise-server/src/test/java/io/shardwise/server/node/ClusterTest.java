@@ -309,6 +309,49 @@ class ClusterTest {
   }
 
   @Test
+  void aNearCacheAnswersReadHotKeysInTheClientAndAlwaysSeesItsOwnWrites() {
+    ShardwiseClient writer = cluster.client(Routing.CLIENT);
+    writer.createTable("near", TableSpec.builder("hashrange").shards(4).build());
+    Key hot = Key.of("celebrity");
+    writer.put("near", hot, b("v1"));
+    List<String> seeds = new ArrayList<>();
+    cluster.nodes.forEach(n -> seeds.add(n.address()));
+    try (ShardwiseClient cached = ShardwiseClient.builder().seeds(seeds).nearCache(Duration.ofSeconds(10), 100).build()) {
+      long servedBefore = servedReads();
+      for (int i = 0; i < 200; i++) {
+        assertThat(new String(cached.get("near", hot).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v1");
+      }
+      assertThat(cached.getAsync("near", hot).join()).isPresent();
+      assertThat(cached.nearCacheStats().orElseThrow()).satisfies(s -> {
+        assertThat(s.misses()).isEqualTo(1);
+        assertThat(s.hits()).isEqualTo(200);
+      });
+      assertThat(servedReads() - servedBefore).as("reads the nodes served").isEqualTo(1);
+
+      writer.put("near", hot, b("v2")); // another client's write: missed for up to the TTL, the price of the cache
+      assertThat(new String(cached.get("near", hot).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v1");
+      cached.put("near", hot, b("v3")); // its own write: seen at once
+      assertThat(new String(cached.get("near", hot).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v3");
+      cached.delete("near", hot);
+      assertThat(cached.get("near", hot)).isEmpty();
+    }
+    assertThat(writer.nearCacheStats()).isEmpty();
+  }
+
+  /** Reads the nodes have served since they started, over every shard. */
+  private long servedReads() {
+    long reads = 0;
+    for (ShardwiseNode n : cluster.nodes) {
+      for (Table t : n.map().tables().values()) {
+        for (ShardAssignment s : t.shards()) {
+          reads += n.store().traffic().counts(new ShardRef(t.id(), s.id().number())).reads();
+        }
+      }
+    }
+    return reads;
+  }
+
+  @Test
   void aRestartedNodeServesItsDataAgain() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
     client.createTable("durable", TableSpec.builder("jump").build());
