@@ -44,8 +44,32 @@ public final class KeySpace {
       case LATEST:
         this.chooser = new SkewedLatestGenerator(inserts);
         break;
+      case HOTKEY:
+        this.chooser = new OneHotKey(new ScrambledZipfianGenerator(0, records + Math.max(0, expectedInserts) * 2 - 1));
+        break;
       default:
         this.chooser = new ScrambledZipfianGenerator(0, records + Math.max(0, expectedInserts) * 2 - 1);
+    }
+  }
+
+  /** Key number 0 for half of the choices, {@code others} for the rest: the "one key takes half the traffic". */
+  private static final class OneHotKey extends NumberGenerator {
+    private final NumberGenerator others;
+
+    OneHotKey(NumberGenerator others) {
+      this.others = others;
+    }
+
+    @Override
+    public Number nextValue() {
+      Number n = java.util.concurrent.ThreadLocalRandom.current().nextBoolean() ? Long.valueOf(0) : others.nextValue();
+      setLastValue(n);
+      return n;
+    }
+
+    @Override
+    public double mean() {
+      return others.mean() / 2;
     }
   }
 

@@ -32,7 +32,9 @@ public record Workload(String name, double read, double update, double insert, d
     ZIPFIAN,
     UNIFORM,
     /** Recently inserted keys are the most popular (YCSB's skewed latest). */
-    LATEST;
+    LATEST,
+    /** One celebrity key (key number 0) takes half of the operations; the other half is zipfian. */
+    HOTKEY;
 
     public static Distribution byName(String name) {
       for (Distribution d : values()) {
@@ -40,7 +42,7 @@ public record Workload(String name, double read, double update, double insert, d
           return d;
         }
       }
-      throw new IllegalArgumentException("unknown distribution '" + name + "'; valid: zipfian, uniform, latest");
+      throw new IllegalArgumentException("unknown distribution '" + name + "'; valid: zipfian, uniform, latest, hotkey");
     }
 
     public String id() {

@@ -12,6 +12,7 @@ import io.shardwise.bench.ShardwiseTarget;
 import io.shardwise.bench.Target;
 import io.shardwise.bench.Workload;
 import io.shardwise.client.Routing;
+import io.shardwise.client.NearCacheStats;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.PlanRecord;
@@ -72,7 +73,7 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--value-size", paramLabel = "BYTES", defaultValue = "100", description = "Bytes per value. Default: ${DEFAULT-VALUE}.")
   int valueSize;
 
-  @Option(names = "--distribution", paramLabel = "D", description = "zipfian (constant 0.99), uniform or latest. Default: the workload's (d: latest, others zipfian).")
+  @Option(names = "--distribution", paramLabel = "D", description = "zipfian (constant 0.99), uniform, latest, or hotkey (one key takes half the operations, the rest zipfian). Default: the workload's (d: latest, others zipfian).")
   String distribution;
 
   @Option(names = "--via", paramLabel = "MODE", defaultValue = "client", description = "Routing: client (shard-aware), router or node. Default: ${DEFAULT-VALUE}.")
@@ -109,6 +110,13 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--seed", paramLabel = "X", defaultValue = "1", description = "Seed for choices and values. Default: ${DEFAULT-VALUE}.")
   long seed;
 
+  @Option(names = "--near-cache", paramLabel = "TTL",
+      description = "Give the benchmark's client a near-cache of this TTL (at most 10s; up to " + NEAR_CACHE_KEYS + " keys): reads of hot keys"
+          + " are answered in the client, and may miss other writers' updates for up to the TTL. Off by default.")
+  String nearCache;
+
+  static final int NEAR_CACHE_KEYS = 100_000;
+
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
@@ -138,6 +146,11 @@ final class BenchCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
     }
     Routing routing = router != null ? Routing.ROUTER : ClusterOptions.routing(via);
+    Duration nearCacheTtl = nearCache == null ? null : Durations.parse("--near-cache", nearCache);
+    if (nearCacheTtl != null) {
+      ShardwiseClient.builder().nearCache(nearCacheTtl, NEAR_CACHE_KEYS); // its limits, named before anything starts
+    }
+    NearCacheStats nearCacheStats = null;
 
     PrintWriter out = spec.commandLine().getOut();
     Path work = Files.createTempDirectory("shardwise-bench");
@@ -163,8 +176,12 @@ final class BenchCommand implements Callable<Integer> {
           }
           int nodeCount = coordinator == null ? 3 : coordinator.liveNodesNow().size();
           Bench bench = new Bench(options);
-          try (Target target = new ShardwiseTarget(ShardwiseClient.builder().routing(routing).seeds(seeds).build(),
-              table, shards != null ? shards : 4 * Math.max(1, nodeCount))) {
+          ShardwiseClient.Builder clientBuilder = ShardwiseClient.builder().routing(routing).seeds(seeds);
+          if (nearCacheTtl != null) {
+            clientBuilder.nearCache(nearCacheTtl, NEAR_CACHE_KEYS);
+          }
+          ShardwiseClient benchClient = clientBuilder.build();
+          try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : 4 * Math.max(1, nodeCount))) {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();
@@ -194,6 +211,7 @@ final class BenchCommand implements Callable<Integer> {
             results.add(result);
             spread = before.get() == null ? null
                 : ClusterTraffic.between(before.get(), ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
+            nearCacheStats = benchClient.nearCacheStats().orElse(null);
           }
         }
       } finally {
@@ -214,6 +232,10 @@ final class BenchCommand implements Callable<Integer> {
     if (output == OutputFormat.json) {
       ObjectNode root = BenchReport.json(results.get(0), spread);
       root.put("via", routing.name().toLowerCase(Locale.ROOT));
+      if (nearCacheStats != null) {
+        root.putObject("nearCache").put("ttl", nearCache).put("hits", nearCacheStats.hits()).put("misses", nearCacheStats.misses())
+            .put("hitRate", BenchReport.round(nearCacheStats.hitRate()));
+      }
       if (rebalanceReport != null) {
         root.set("rebalance", rebalanceReport);
       }
@@ -230,6 +252,10 @@ final class BenchCommand implements Callable<Integer> {
       Output.json(out, root);
     } else {
       BenchReport.text(out, results, spread);
+      if (nearCacheStats != null) {
+        out.printf(Locale.ROOT, "near-cache (TTL %s): %.1f%% of reads answered in the client (%,d hits, %,d misses)%n", nearCache,
+            100 * nearCacheStats.hitRate(), nearCacheStats.hits(), nearCacheStats.misses());
+      }
       if (rebalanceReport != null) {
         ObjectNode r = rebalanceReport;
         out.println(r.has("plan")

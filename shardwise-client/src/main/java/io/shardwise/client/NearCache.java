@@ -55,7 +55,9 @@ final class NearCache {
     if (maxKeys < 1) {
       throw new IllegalArgumentException("a near-cache holds at least 1 key, not " + maxKeys);
     }
-    this.cache = Caffeine.newBuilder().expireAfterWrite(ttl).maximumSize(maxKeys).ticker(ticker).build();
+    // Maintenance (eviction, expiry) on the calling thread, not on the common pool: on a small
+    // machine that pool has one thread, shared with everything else in the process.
+    this.cache = Caffeine.newBuilder().expireAfterWrite(ttl).maximumSize(maxKeys).ticker(ticker).executor(Runnable::run).build();
   }
 
   /** A read's view of the cache: the value if it is cached, else the marker to store what it fetches against. */
