@@ -59,8 +59,9 @@ public final class LocalShards {
   }
 
   /**
-   * What applying a map changed here: the shards this node owns in it, those it lost to another
-   * node, and those whose table is gone (dropped, or recreated under a new id).
+   * What applying a map changed here, in the tables that changed: the shards this node owns in
+   * them, those it lost to another node, and those whose table is gone (dropped, or recreated under
+   * a new id).
    */
   public record MapChanges(List<ShardRef> owned, List<ShardRef> lost, List<ShardRef> droppedTables) {}
 
@@ -70,18 +71,31 @@ public final class LocalShards {
    * it serve at their new epochs, and shards it owned in {@code previous} and not in {@code next}
    * are handed off, each once its requests in flight are done. Call it before installing {@code
    * next}, so no request routed by the new map meets a shard in its old state.
+   *
+   * <p>Only tables that changed between the two maps are visited ({@link Table#changedAt}): a move
+   * in a map of 100,000 shards costs this node the moved shard's table, not the whole map.
    */
   public MapChanges apply(ShardMap previous, ShardMap next, NodeId self) {
     List<ShardRef> owned = new ArrayList<>();
-    for (ShardAssignment s : next.shardsOf(self)) {
-      ShardRef ref = new ShardRef(next.table(s.id().table()).orElseThrow().id(), s.id().number());
-      own(ref, s.epoch());
-      owned.add(ref);
+    for (Table t : next.tables().values()) {
+      if (unchanged(previous, t)) {
+        continue;
+      }
+      for (ShardAssignment s : t.shards()) {
+        if (s.owner().equals(self)) {
+          ShardRef ref = new ShardRef(t.id(), s.id().number());
+          own(ref, s.epoch());
+          owned.add(ref);
+        }
+      }
     }
     List<ShardRef> lost = new ArrayList<>();
     List<ShardRef> droppedTables = new ArrayList<>();
     for (Table old : previous.tables().values()) {
       Table now = next.table(old.name()).orElse(null);
+      if (now != null && unchanged(previous, now)) {
+        continue;
+      }
       boolean dropped = now == null || now.id() != old.id();
       for (ShardAssignment s : old.shards()) {
         if (!s.owner().equals(self)) {
@@ -91,13 +105,18 @@ public final class LocalShards {
         if (dropped) {
           handOff(ref);
           droppedTables.add(ref);
-        } else if (!next.owns(self, ref.tableId(), ref.shardNumber())) {
+        } else if (!now.shard(ref.shardNumber()).map(a -> a.owner().equals(self)).orElse(false)) {
           handOff(ref);
           lost.add(ref);
         }
       }
     }
     return new MapChanges(owned, lost, droppedTables);
+  }
+
+  /** True if {@code t} is exactly as {@code previous} has it: the same table, not changed since. */
+  private static boolean unchanged(ShardMap previous, Table t) {
+    return t.changedAt() <= previous.epoch() && previous.table(t.name()).map(p -> p.id() == t.id()).orElse(false);
   }
 
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */
