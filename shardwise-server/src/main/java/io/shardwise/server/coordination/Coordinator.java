@@ -366,6 +366,88 @@ public final class Coordinator implements MapStore, AutoCloseable {
     throw new CoordinationException(path + " changed under " + MAX_CAS_ATTEMPTS + " attempts in a row; try again");
   }
 
+  // ------------------------------------------------------------------ records of any size
+
+  /** A record this large or smaller is one znode; a larger one is split into parts of this size. */
+  static final int RECORD_PART_BYTES = 512 * 1024;
+  private static final byte[] PARTS_MAGIC = "SWPARTS1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  /**
+   * Stores {@code data} at {@code path}, however large (a dropped table of 100,000 shards is 2 MB;
+   * a znode holds 1 MiB). Up to {@link #RECORD_PART_BYTES} it is the znode's data, as {@link #update}
+   * would store it; above, it goes to sibling znodes {@code path.part-{nonce}-{i}} first and
+   * {@code path} then names them, so a reader sees the old record or the new one whole. Parts of
+   * the record it replaces are deleted.
+   */
+  public void writeRecord(String path, byte[] data) {
+    byte[] stored = data;
+    List<String> parts = new ArrayList<>();
+    if (data.length > RECORD_PART_BYTES) {
+      String nonce = Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+      for (int from = 0, i = 0; from < data.length; from += RECORD_PART_BYTES, i++) {
+        String part = path + ".part-" + nonce + "-" + i;
+        try {
+          client.create().creatingParentsIfNeeded().forPath(part, java.util.Arrays.copyOfRange(data, from, Math.min(data.length, from + RECORD_PART_BYTES)));
+        } catch (Exception e) {
+          parts.forEach(this::delete);
+          throw new CoordinationException("cannot write " + part + ": " + e.getMessage(), e);
+        }
+        parts.add(part);
+      }
+      java.nio.ByteBuffer header = java.nio.ByteBuffer.allocate(PARTS_MAGIC.length + 4 + nonce.length());
+      header.put(PARTS_MAGIC).putInt(parts.size()).put(nonce.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      stored = header.array();
+    }
+    byte[] headerNow = stored;
+    byte[][] replaced = new byte[1][];
+    update(path, old -> {
+      replaced[0] = old;
+      return headerNow;
+    });
+    partsOf(path, replaced[0]).forEach(this::delete);
+  }
+
+  /** The record at {@code path} ({@link #writeRecord}), or empty if there is none. */
+  public Optional<byte[]> readRecord(String path) {
+    Optional<Record> head = read(path);
+    if (head.isEmpty()) {
+      return Optional.empty();
+    }
+    List<String> parts = partsOf(path, head.get().data());
+    if (parts.isEmpty()) {
+      return Optional.of(head.get().data());
+    }
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    for (String part : parts) {
+      byte[] bytes = read(part).orElseThrow(() -> new CoordinationException("record " + path + " lost its part " + part)).data();
+      out.write(bytes, 0, bytes.length);
+    }
+    return Optional.of(out.toByteArray());
+  }
+
+  /** Deletes the record at {@code path} and its parts. */
+  public void deleteRecord(String path) {
+    Optional<Record> head = read(path);
+    delete(path);
+    head.ifPresent(h -> partsOf(path, h.data()).forEach(this::delete));
+  }
+
+  /** The part znodes a stored record's data names (none for a record stored whole). */
+  private static List<String> partsOf(String path, byte[] stored) {
+    if (stored == null || stored.length < PARTS_MAGIC.length + 4
+        || !java.util.Arrays.equals(stored, 0, PARTS_MAGIC.length, PARTS_MAGIC, 0, PARTS_MAGIC.length)) {
+      return List.of();
+    }
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(stored, PARTS_MAGIC.length, stored.length - PARTS_MAGIC.length);
+    int count = b.getInt();
+    String nonce = new String(stored, PARTS_MAGIC.length + 4, stored.length - PARTS_MAGIC.length - 4, java.nio.charset.StandardCharsets.US_ASCII);
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      out.add(path + ".part-" + nonce + "-" + i);
+    }
+    return out;
+  }
+
   /** Creates {@code prefix + sequence number} with {@code data}; returns the new znode's name. */
   public String createSequential(String prefix, byte[] data) {
     try {

@@ -109,7 +109,7 @@ public final class TableAdmin {
     ShardMap before = ctx.coordinator().readMap().map();
     Table table = before.table(name).orElseThrow(() -> Errors.noSuchTable(name, before.epoch()));
     byte[] record = MapCodec.toProto(ShardMap.restore(before.epoch(), List.of(table))).toByteArray();
-    ctx.coordinator().update(Coordinator.DROPPED_PATH + "/" + name, old -> record);
+    ctx.coordinator().writeRecord(Coordinator.DROPPED_PATH + "/" + name, record); // in parts if it is large
     ShardMap stored = ctx.coordinator().updateMap(map -> {
       Table now = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
       if (now.id() != table.id()) {
@@ -129,7 +129,7 @@ public final class TableAdmin {
    * copies the live owners still had.
    */
   UndropTableResponse undrop(String name) {
-    byte[] record = ctx.coordinator().read(Coordinator.DROPPED_PATH + "/" + name).map(Coordinator.Record::data)
+    byte[] record = ctx.coordinator().readRecord(Coordinator.DROPPED_PATH + "/" + name)
         .orElseThrow(() -> Status.NOT_FOUND.withDescription("no dropped table " + name + " is remembered (only the last drop of each "
             + "name is, until the name is dropped again)").asRuntimeException());
     Table table = MapCodec.fromBytes(record).table(name).orElseThrow();
@@ -148,7 +148,7 @@ public final class TableAdmin {
       }
       return Optional.of(ShardMapDelta.on(map).restoreTable(table).build());
     });
-    ctx.coordinator().delete(Coordinator.DROPPED_PATH + "/" + name);
+    ctx.coordinator().deleteRecord(Coordinator.DROPPED_PATH + "/" + name);
     ctx.map().await(stored.epoch(), APPLY_WAIT);
     Table back = stored.table(name).orElseThrow();
     UndropTableResponse.Builder out = UndropTableResponse.newBuilder().setTable(info(back, stored.epoch(), Map.of()))

@@ -141,6 +141,28 @@ class CoordinatorTest {
   }
 
   @Test
+  void aRecordLargerThanAZnodeIsStoredInPartsAndReplacedOrDeletedWhole() {
+    Coordinator c = connect();
+    String path = Coordinator.ROOT + "/records/big";
+    byte[] large = new byte[1_300_000]; // a znode holds 1 MiB
+    new java.util.Random(7).nextBytes(large);
+    c.writeRecord(path, large);
+    assertThat(c.readRecord(path)).hasValueSatisfying(v -> assertThat(v).isEqualTo(large));
+    assertThat(c.children(Coordinator.ROOT + "/records")).hasSize(4); // the record and its 3 parts
+
+    byte[] small = "small".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    c.writeRecord(path, small);
+    assertThat(c.readRecord(path)).hasValueSatisfying(v -> assertThat(v).isEqualTo(small));
+    assertThat(c.read(path).orElseThrow().data()).as("a small record is the znode's data, as before").isEqualTo(small);
+    assertThat(c.children(Coordinator.ROOT + "/records")).containsExactly("big");
+
+    c.writeRecord(path, large);
+    c.deleteRecord(path);
+    assertThat(c.readRecord(path)).isEmpty();
+    assertThat(c.children(Coordinator.ROOT + "/records")).isEmpty();
+  }
+
+  @Test
   void anUnreachableZooKeeperIsAClearError() {
     assertThatThrownBy(() -> Coordinator.connect("127.0.0.1:1", Duration.ofSeconds(2), Duration.ofSeconds(1)))
         .isInstanceOf(CoordinationException.class)
