@@ -29,10 +29,10 @@ final class NearCache {
   /** The longest TTL allowed: a near-cache trades staleness for load, and longer is rarely what anyone wants. */
   static final Duration MAX_TTL = Duration.ofSeconds(10);
 
-  private record CacheKey(String table, ByteBuffer key) {}
+  record CacheKey(String table, ByteBuffer key) {}
 
   /** What the cache holds for a key: a value read, or the mark of a write of this client. */
-  private sealed interface Entry permits Read, Written {}
+  sealed interface Entry permits Read, Written {}
 
   private record Read(Optional<Versioned> value) implements Entry {}
 
@@ -49,38 +49,44 @@ final class NearCache {
 
   /** With a clock of its own, for tests. */
   NearCache(Duration ttl, long maxKeys, Ticker ticker) {
+    validate(ttl, maxKeys);
+    // Maintenance (eviction, expiry) on the calling thread, not on the common pool: on a small
+    // machine that pool has one thread, shared with everything else in the process.
+    this.cache = Caffeine.newBuilder().expireAfterWrite(ttl).maximumSize(maxKeys).ticker(ticker).executor(Runnable::run).build();
+  }
+
+  /**
+   * @throws IllegalArgumentException unless {@code ttl} is in (0, {@link #MAX_TTL}] and {@code maxKeys} at least 1
+   */
+  static void validate(Duration ttl, long maxKeys) {
     if (ttl.isNegative() || ttl.isZero() || ttl.compareTo(MAX_TTL) > 0) {
       throw new IllegalArgumentException("a near-cache TTL must be above 0 and at most " + MAX_TTL.toSeconds() + " s, not " + ttl);
     }
     if (maxKeys < 1) {
       throw new IllegalArgumentException("a near-cache holds at least 1 key, not " + maxKeys);
     }
-    // Maintenance (eviction, expiry) on the calling thread, not on the common pool: on a small
-    // machine that pool has one thread, shared with everything else in the process.
-    this.cache = Caffeine.newBuilder().expireAfterWrite(ttl).maximumSize(maxKeys).ticker(ticker).executor(Runnable::run).build();
   }
 
-  /** A read's view of the cache: the value if it is cached, else the marker to store what it fetches against. */
-  record Lookup(Optional<Versioned> value, Object marker, Object cacheKey) {
-    boolean hit() {
-      return value != null;
-    }
-  }
+  /**
+   * A read's view of the cache: a hit with its value, or a miss with what the cache held for the key
+   * then ({@code seen}, null or a write's mark), against which {@link #store} compares.
+   */
+  record Lookup(boolean hit, Optional<Versioned> value, CacheKey key, Entry seen) {}
 
   Lookup lookup(String table, Key key) {
     CacheKey k = new CacheKey(table, ByteBuffer.wrap(key.encode()));
     Entry seen = cache.getIfPresent(k);
     if (seen instanceof Read read) {
       hits.increment();
-      return new Lookup(read.value(), seen, k);
+      return new Lookup(true, read.value(), k, seen);
     }
     misses.increment();
-    return new Lookup(null, seen, k);
+    return new Lookup(false, Optional.empty(), k, seen);
   }
 
   /** Stores what a read fetched after a {@link #lookup} missed, unless a write of the key was marked since. */
   void store(Lookup missed, Optional<Versioned> fetched) {
-    cache.asMap().compute((CacheKey) missed.cacheKey(), (k, now) -> now == missed.marker() ? new Read(fetched) : now);
+    cache.asMap().compute(missed.key(), (k, now) -> now == missed.seen() ? new Read(fetched) : now);
   }
 
   /** The cached value of {@code key}, or what {@code fetch} returns (then stored, see {@link #store}). */

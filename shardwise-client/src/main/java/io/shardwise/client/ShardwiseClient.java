@@ -157,7 +157,7 @@ public final class ShardwiseClient implements AutoCloseable {
      * @throws IllegalArgumentException if {@code ttl} is not in (0, 10 s] or {@code maxKeys} is below 1
      */
     public Builder nearCache(Duration ttl, long maxKeys) {
-      new NearCache(ttl, maxKeys); // validates now, not at build()
+      NearCache.validate(ttl, maxKeys); // now, not at build()
       this.nearCacheTtl = ttl;
       this.nearCacheKeys = maxKeys;
       return this;
@@ -268,7 +268,7 @@ public final class ShardwiseClient implements AutoCloseable {
       tables.add(kept.get());
     }
     for (io.shardwise.proto.v1.TableShardChanges c : r.getShardChangesList()) {
-      Optional<Table> changed = map.table(c.getName()).flatMap(mine -> MapCodec.applyShardChanges(mine, c));
+      Optional<Table> changed = map.table(c.getTable().getName()).flatMap(mine -> MapCodec.applyShardChanges(mine, c));
       if (changed.isEmpty()) {
         return Optional.empty();
       }

@@ -37,13 +37,7 @@ public final class MapCodec {
   }
 
   public static TableMapProto toProto(Table t) {
-    TableMapProto.Builder table =
-        TableMapProto.newBuilder()
-            .setName(t.name())
-            .setId(t.id())
-            .setSpec(toProto(t.spec()))
-            .setShardCount(t.layout().shardCount())
-            .setNextShardNumber(t.nextShardNumber());
+    TableMapProto.Builder table = header(t).toBuilder();
     t.layout().splitPoints().forEach(p -> table.addLayoutSplitPoints(ByteString.copyFrom(p)));
     for (long v : t.layout().hashValues()) {
       table.addLayoutHashValues(v);
@@ -60,7 +54,8 @@ public final class MapCodec {
    * @throws IllegalArgumentException if it is not a valid table
    */
   public static Table fromProto(TableMapProto t) {
-    return table(t, t.getShardsList(), layout(t, List.of(t)));
+    return ShardMap.table(t.getName(), t.getId(), fromProto(t.getSpec()), layout(t, List.of(t)), shards(t.getName(), t.getShardsList()),
+        t.getNextShardNumber());
   }
 
   /**
@@ -84,16 +79,19 @@ public final class MapCodec {
   public static final int PART_BYTES = 256 * 1024;
 
   /**
-   * One table's map in parts of bounded size, as ZooKeeper keeps it ({@code MapRootProto}): the
-   * header (name, id, spec, shard count), runs of the layout (split points or hash values) and runs
-   * of the shards, each in position order. The layout changes only when the shards themselves
-   * change (a split, a merge, a new table); a move changes one shard part.
+   * The header of a table's map: name, id, spec, shard count and next shard number, without its
+   * layout and shards. ZooKeeper keeps a table as this header, runs of its layout ({@link
+   * #layoutParts}) and runs of its shards ({@link #shardPart}), each a {@code TableMapProto} of
+   * bounded size, in position order ({@code MapRootProto}). The layout changes only when the shards
+   * themselves do (a split, a merge, a new table); a move changes one shard part.
    */
-  public record TableParts(TableMapProto header, List<TableMapProto> layout, List<TableMapProto> shards) {}
-
-  public static TableParts toParts(Table t) {
-    TableMapProto header = TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
+  public static TableMapProto header(Table t) {
+    return TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
         .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).build();
+  }
+
+  /** {@code t}'s split points or hash values in runs of at most {@link #PART_ENTRIES} (and about {@link #PART_BYTES}). */
+  public static List<TableMapProto> layoutParts(Table t) {
     List<TableMapProto> layout = new ArrayList<>();
     TableMapProto.Builder part = TableMapProto.newBuilder();
     int entries = 0;
@@ -121,11 +119,12 @@ public final class MapCodec {
     if (entries > 0) {
       layout.add(part.build());
     }
-    List<TableMapProto> shards = new ArrayList<>();
-    for (int run = 0; run * PART_ENTRIES < t.shards().size(); run++) {
-      shards.add(shardPart(t, run));
-    }
-    return new TableParts(header, List.copyOf(layout), List.copyOf(shards));
+    return layout;
+  }
+
+  /** How many shard parts {@code t} has. */
+  public static int shardParts(Table t) {
+    return (t.shards().size() + PART_ENTRIES - 1) / PART_ENTRIES;
   }
 
   /** Shard part {@code part} of {@code t}: the shards at positions {@code part * PART_ENTRIES} on, at most {@code PART_ENTRIES}. */
@@ -140,14 +139,16 @@ public final class MapCodec {
 
   /** The shards of {@code t} whose epoch is above {@code knownEpoch}: what changed since a map at that epoch. */
   public static TableShardChanges shardChanges(Table t, long knownEpoch) {
-    TableShardChanges.Builder out = TableShardChanges.newBuilder().setName(t.name()).setId(t.id()).setShardCount(t.shards().size());
+    TableMapProto.Builder changed = TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setShardCount(t.shards().size());
+    TableShardChanges.Builder out = TableShardChanges.newBuilder();
     List<ShardAssignment> shards = t.shards();
     for (int i = 0; i < shards.size(); i++) {
       if (shards.get(i).epoch() > knownEpoch) {
-        out.addPositions(i).addShards(toProto(shards.get(i)));
+        out.addPositions(i);
+        changed.addShards(toProto(shards.get(i)));
       }
     }
-    return out.build();
+    return out.setTable(changed).build();
   }
 
   /**
@@ -156,12 +157,12 @@ public final class MapCodec {
    * new shard ids).
    */
   public static java.util.Optional<Table> applyShardChanges(Table mine, TableShardChanges changes) {
-    if (mine.id() != changes.getId() || mine.shards().size() != changes.getShardCount()
-        || changes.getPositionsCount() != changes.getShardsCount()) {
+    TableMapProto table = changes.getTable();
+    if (mine.id() != table.getId() || mine.shards().size() != table.getShardCount() || changes.getPositionsCount() != table.getShardsCount()) {
       return java.util.Optional.empty();
     }
     List<ShardAssignment> shards = new ArrayList<>(mine.shards());
-    List<ShardAssignment> changed = shards(mine.name(), TableMapProto.newBuilder().addAllShards(changes.getShardsList()).build());
+    List<ShardAssignment> changed = shards(mine.name(), table.getShardsList());
     for (int i = 0; i < changed.size(); i++) {
       int position = changes.getPositions(i);
       if (position >= shards.size() || !shards.get(position).id().equals(changed.get(i).id())) {
@@ -172,11 +173,11 @@ public final class MapCodec {
     return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber()));
   }
 
-  /** The shards of one part of table {@code tableName}. */
-  public static List<ShardAssignment> shards(String tableName, TableMapProto part) {
-    List<ShardAssignment> out = new ArrayList<>(part.getShardsCount());
+  /** Shard assignments of table {@code tableName}. */
+  public static List<ShardAssignment> shards(String tableName, List<ShardAssignmentProto> shards) {
+    List<ShardAssignment> out = new ArrayList<>(shards.size());
     java.util.Map<String, NodeId> owners = new java.util.HashMap<>(); // a few nodes own many shards: check each id once
-    for (ShardAssignmentProto s : part.getShardsList()) {
+    for (ShardAssignmentProto s : shards) {
       NodeId owner = owners.computeIfAbsent(s.getOwner(), NodeId::of);
       out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch()));
     }
@@ -204,22 +205,6 @@ public final class MapCodec {
       }
     }
     return ShardLayout.of(spec.strategy(), spec.hash(), header.getShardCount(), splits, hashValues);
-  }
-
-  /**
-   * The table a header, its layout and its shard parts describe.
-   *
-   * @throws IllegalArgumentException if the shards do not fit the layout
-   */
-  public static Table table(TableMapProto header, ShardLayout layout, List<TableMapProto> shardParts) {
-    List<ShardAssignmentProto> shards = new ArrayList<>();
-    shardParts.forEach(p -> shards.addAll(p.getShardsList()));
-    return table(header, shards, layout);
-  }
-
-  private static Table table(TableMapProto header, List<ShardAssignmentProto> shards, ShardLayout layout) {
-    return ShardMap.table(header.getName(), header.getId(), fromProto(header.getSpec()), layout,
-        shards(header.getName(), TableMapProto.newBuilder().addAllShards(shards).build()), header.getNextShardNumber());
   }
 
   private static ShardAssignmentProto toProto(ShardAssignment s) {

@@ -63,6 +63,15 @@ public final class Table {
     this.nextShardNumber = nextShardNumber == 0 ? highest + 1 : nextShardNumber;
   }
 
+  /**
+   * True if {@code earlier}, a map at an epoch not above the one that holds this table, holds this
+   * very table: the same name and id, and nothing of it changed since ({@link #changedAt}). What a
+   * node, a client or a store catching up from {@code earlier} can skip.
+   */
+  public boolean unchangedSince(ShardMap earlier) {
+    return changedAt <= earlier.epoch() && earlier.table(name).map(t -> t.id() == id).orElse(false);
+  }
+
   /** The number the next new shard of this table gets: above every shard number it ever had. */
   public long nextShardNumber() {
     return nextShardNumber;

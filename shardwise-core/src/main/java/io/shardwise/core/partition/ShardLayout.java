@@ -1,6 +1,7 @@
 package io.shardwise.core.partition;
 
 import io.shardwise.core.hash.HashFunction;
+import io.shardwise.core.key.ByteStrings;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -204,9 +205,9 @@ public final class ShardLayout {
     byte[] start = position == 0 ? new byte[0] : splitPoints.get(position - 1);
     byte[] end = position + 1 < shards ? splitPoints.get(position) : null;
     if (Arrays.compareUnsigned(partitionKey, start) <= 0 || (end != null && Arrays.compareUnsigned(partitionKey, end) >= 0)) {
-      throw new IllegalArgumentException("cannot split shard " + position + " at '" + io.shardwise.core.key.ByteStrings.toDisplay(partitionKey)
-          + "': the key must lie inside the shard, above its start '" + io.shardwise.core.key.ByteStrings.toDisplay(start) + "'"
-          + (end == null ? "" : " and below its end '" + io.shardwise.core.key.ByteStrings.toDisplay(end) + "'"));
+      throw new IllegalArgumentException("cannot split shard " + position + " at '" + ByteStrings.toDisplay(partitionKey)
+          + "': the key must lie inside the shard, above its start '" + ByteStrings.toDisplay(start) + "'"
+          + (end == null ? "" : " and below its end '" + ByteStrings.toDisplay(end) + "'"));
     }
     List<byte[]> points = new ArrayList<>(splitPoints);
     points.add(position, partitionKey.clone());

@@ -41,6 +41,18 @@ class SplitMergePropertyTest {
       starts = new TreeMap<>(order);
     }
 
+    /** The model of table {@code t} as created, the shard at position i starting at {@code start.apply(i)}. */
+    static <B> Model<B> of(Table t, java.util.Comparator<B> order, java.util.function.IntFunction<B> start) {
+      Model<B> model = new Model<>(order);
+      for (int i = 0; i < t.shards().size(); i++) {
+        long number = t.shards().get(i).id().number();
+        model.starts.put(start.apply(i), number);
+        model.owners.put(number, t.shards().get(i).owner());
+        model.everIssued.add(number);
+      }
+      return model;
+    }
+
     List<Long> numbersInOrder() {
       return new ArrayList<>(starts.values());
     }
@@ -51,13 +63,8 @@ class SplitMergePropertyTest {
     Random random = new Random(seed);
     ShardMap map = create(Strategy.RANGE, 1 + random.nextInt(3), random);
     Table t = map.table("t").orElseThrow();
-    Model<byte[]> model = new Model<>(Arrays::compareUnsigned);
     List<byte[]> points = t.layout().splitPoints();
-    for (int i = 0; i < t.shards().size(); i++) {
-      model.starts.put(i == 0 ? new byte[0] : points.get(i - 1), t.shards().get(i).id().number());
-      model.owners.put(t.shards().get(i).id().number(), t.shards().get(i).owner());
-      model.everIssued.add(t.shards().get(i).id().number());
-    }
+    Model<byte[]> model = Model.of(t, Arrays::compareUnsigned, i -> i == 0 ? new byte[0] : points.get(i - 1));
     for (int step = 0; step < steps; step++) {
       ShardMap before = map;
       map = step(map, model, random, true);
@@ -71,13 +78,8 @@ class SplitMergePropertyTest {
     Random random = new Random(seed);
     ShardMap map = create(Strategy.HASHRANGE, 1 + random.nextInt(4), random);
     Table t = map.table("t").orElseThrow();
-    Model<Long> model = new Model<>(Long::compareUnsigned);
     long[] starts = t.layout().hashValues();
-    for (int i = 0; i < t.shards().size(); i++) {
-      model.starts.put(starts[i], t.shards().get(i).id().number());
-      model.owners.put(t.shards().get(i).id().number(), t.shards().get(i).owner());
-      model.everIssued.add(t.shards().get(i).id().number());
-    }
+    Model<Long> model = Model.of(t, Long::compareUnsigned, i -> starts[i]);
     for (int step = 0; step < steps; step++) {
       ShardMap before = map;
       map = step(map, model, random, false);

@@ -526,6 +526,7 @@ public final class Coordinator implements MapStore, AutoCloseable {
     if (mapCache != null) {
       mapCache.close();
     }
+    map.close();
     nodesCache.close();
     routersCache.close();
     client.close();

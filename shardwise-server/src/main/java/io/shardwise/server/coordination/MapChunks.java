@@ -19,6 +19,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.CreateMode;
@@ -44,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * only thing a change overwrites, so the CAS alone makes the change atomic however many chunks it
  * wrote, and no request nears ZooKeeper's 1 MiB limit (a transaction would: it is one packet).
  * After the CAS the chunks the old root named and the new one does not are deleted; a writer that
- * loses the race deletes what it wrote and plans again.
+ * loses the race deletes what it wrote and plans again. Deleting happens on a thread of its own,
+ * never in the caller's wait.
  *
  * <p><b>A read</b> reads the root, then the chunks it names that this process has not read before
  * (chunks never change, so they are cached by name), and rebuilds only the tables whose chunks
@@ -73,7 +76,7 @@ final class MapChunks {
   private static final int MAX_ATTEMPTS = 50;
   private static final int SWEEP_EVERY = 64;
 
-  /** A chunk as stored and as parsed; a shard chunk also as the shards it holds, decoded once. */
+  /** A chunk as stored and as parsed; a shard chunk also as the shards it holds, decoded once (a chunk belongs to one table). */
   private static final class Chunk {
     final byte[] bytes;
     final TableMapProto proto;
@@ -86,8 +89,8 @@ final class MapChunks {
 
     List<ShardAssignment> shards(String table) {
       List<ShardAssignment> out = shards;
-      if (out == null || (!out.isEmpty() && !out.get(0).id().table().equals(table))) {
-        out = MapCodec.shards(table, proto);
+      if (out == null) {
+        out = MapCodec.shards(table, proto.getShardsList());
         shards = out;
       }
       return out;
@@ -107,6 +110,8 @@ final class MapChunks {
   }
 
   private final CuratorFramework client;
+  /** Deletes superseded and lost chunks, and sweeps, off the callers' path. */
+  private final ExecutorService background;
   private final Map<String, Chunk> chunks = new ConcurrentHashMap<>();
   private MapRootProto lastRoot;
   private ShardMap lastMap;
@@ -115,6 +120,16 @@ final class MapChunks {
 
   MapChunks(CuratorFramework client) {
     this.client = client;
+    this.background = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "shardwise-map-cleanup");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Stops the clean-up thread (chunks it had not deleted yet are left to a later sweep). */
+  void close() {
+    background.shutdownNow();
   }
 
   /** The stored map and the root's znode version ({@code -1}: no map stored yet). */
@@ -184,16 +199,25 @@ final class MapChunks {
           client.setData().withVersion(stat.getVersion()).forPath(ROOT_PATH, nextRoot.toByteArray());
         }
       } catch (KeeperException.BadVersionException | KeeperException.NodeExistsException lostTheRace) {
-        deleteChunks(written);
+        background.execute(() -> deleteChunks(written));
         continue;
       } catch (Exception e) {
         // The outcome is unknown: the chunks stay (the root may name them); a sweep removes them if not.
         throw new CoordinationException("cannot store the shard map: " + e.getMessage(), e);
       }
-      deleteChunks(superseded(root, nextRoot));
-      if (countUpdate() % SWEEP_EVERY == 0) {
-        sweep();
-      }
+      // Clean-up is not the caller's wait: a cutover calls this with its shard's writes paused.
+      List<String> superseded = superseded(root, nextRoot);
+      boolean sweep = countUpdate() % SWEEP_EVERY == 1; // the first update of this process, then every SWEEP_EVERY
+      background.execute(() -> {
+        deleteChunks(superseded);
+        if (sweep) {
+          try {
+            sweep();
+          } catch (RuntimeException e) {
+            log.warn("could not sweep shard map chunks (a later sweep will): {}", e.getMessage());
+          }
+        }
+      });
       return next;
     }
     throw new CoordinationException("the shard map changed under " + MAX_ATTEMPTS + " attempts in a row; try again", null);
@@ -210,8 +234,7 @@ final class MapChunks {
    * @return how many it deleted
    */
   int sweep() {
-    Stat stat = new Stat();
-    byte[] data = getData(ROOT_PATH, stat);
+    byte[] data = getData(ROOT_PATH, new Stat());
     if (data == null) {
       return 0;
     }
@@ -309,7 +332,13 @@ final class MapChunks {
 
   // ------------------------------------------------------------------ writing
 
-  /** Writes the chunks of {@code next} that {@code current} (stored as {@code root}) lacks; returns the root naming them. */
+  /**
+   * Writes the chunks of {@code next} that {@code current} (stored as {@code root}) lacks; returns
+   * the root naming them. A table that is the same object as before keeps its chunks; otherwise its
+   * header and layout chunks are kept if its spec and layout are the same objects (a move), and a
+   * shard chunk is kept if it holds the very same shard objects, or the same bytes; the rest are
+   * written.
+   */
   private MapRootProto writeChunks(MapRootProto root, ShardMap current, ShardMap next, List<String> written) {
     Map<String, TableRootProto> refs = new HashMap<>();
     root.getTablesList().forEach(r -> refs.put(r.getName(), r));
@@ -323,25 +352,20 @@ final class MapChunks {
       }
       boolean sameTable = ref != null && before != null && ref.getId() == table.id() && before.id() == table.id();
       TableRootProto.Builder r = TableRootProto.newBuilder().setName(table.name()).setId(table.id());
-      if (sameTable && before.spec() == table.spec() && before.layout() == table.layout()) {
-        // The shards changed and nothing else (a move): the same header and layout chunks, and a
-        // new chunk only where a shard is not the very object it was.
+      if (sameTable && before.spec() == table.spec() && before.layout() == table.layout() && before.nextShardNumber() == table.nextShardNumber()) {
         r.setHeaderChunk(ref.getHeaderChunk()).addAllLayoutChunks(ref.getLayoutChunksList());
-        for (int part = 0; part * MapCodec.PART_ENTRIES < table.shards().size(); part++) {
-          r.addShardChunks(samePart(before, table, part) && part < ref.getShardChunksCount()
-              ? ref.getShardChunks(part)
-              : reuseOrWrite(ref.getShardChunksList(), part, MapCodec.shardPart(table, part), table, next, written));
+      } else {
+        r.setHeaderChunk(reuseOrWrite(sameTable ? List.of(ref.getHeaderChunk()) : List.of(), 0, MapCodec.header(table), table, next, written));
+        List<TableMapProto> layout = MapCodec.layoutParts(table);
+        for (int i = 0; i < layout.size(); i++) {
+          r.addLayoutChunks(reuseOrWrite(sameTable ? ref.getLayoutChunksList() : List.of(), i, layout.get(i), table, next, written));
         }
-        out.addTables(r);
-        continue;
       }
-      MapCodec.TableParts parts = MapCodec.toParts(table);
-      r.setHeaderChunk(reuseOrWrite(sameTable ? List.of(ref.getHeaderChunk()) : List.of(), 0, parts.header(), table, next, written));
-      for (int i = 0; i < parts.layout().size(); i++) {
-        r.addLayoutChunks(reuseOrWrite(sameTable ? ref.getLayoutChunksList() : List.of(), i, parts.layout().get(i), table, next, written));
-      }
-      for (int i = 0; i < parts.shards().size(); i++) {
-        r.addShardChunks(reuseOrWrite(sameTable ? ref.getShardChunksList() : List.of(), i, parts.shards().get(i), table, next, written));
+      List<String> oldShards = sameTable ? ref.getShardChunksList() : List.of();
+      for (int part = 0; part < MapCodec.shardParts(table); part++) {
+        r.addShardChunks(sameTable && part < oldShards.size() && samePart(before, table, part)
+            ? oldShards.get(part)
+            : reuseOrWrite(oldShards, part, MapCodec.shardPart(table, part), table, next, written));
       }
       out.addTables(r);
     }
@@ -436,7 +460,8 @@ final class MapChunks {
 
   // ------------------------------------------------------------------ helpers
 
-  private static Set<String> names(MapRootProto root) {
+  /** Every chunk {@code root} names. */
+  static Set<String> names(MapRootProto root) {
     Set<String> out = new HashSet<>();
     for (TableRootProto t : root.getTablesList()) {
       out.add(t.getHeaderChunk());

@@ -227,7 +227,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private void registerShardMeters(ShardMap previous, ShardMap next) {
     ShardTraffic traffic = store.traffic();
     for (Table t : next.tables().values()) {
-      if (t.changedAt() <= previous.epoch()) {
+      if (t.unchangedSince(previous)) {
         continue;
       }
       for (var a : t.shards()) {

@@ -72,13 +72,13 @@ public final class LocalShards {
    * are handed off, each once its requests in flight are done. Call it before installing {@code
    * next}, so no request routed by the new map meets a shard in its old state.
    *
-   * <p>Only tables that changed between the two maps are visited ({@link Table#changedAt}): a move
+   * <p>Only tables that changed between the two maps are visited ({@link Table#unchangedSince}): a move
    * in a map of 100,000 shards costs this node the moved shard's table, not the whole map.
    */
   public MapChanges apply(ShardMap previous, ShardMap next, NodeId self) {
     List<ShardRef> owned = new ArrayList<>();
     for (Table t : next.tables().values()) {
-      if (unchanged(previous, t)) {
+      if (t.unchangedSince(previous)) {
         continue;
       }
       for (ShardAssignment s : t.shards()) {
@@ -93,7 +93,7 @@ public final class LocalShards {
     List<ShardRef> droppedTables = new ArrayList<>();
     for (Table old : previous.tables().values()) {
       Table now = next.table(old.name()).orElse(null);
-      if (now != null && unchanged(previous, now)) {
+      if (now != null && now.unchangedSince(previous)) {
         continue;
       }
       boolean dropped = now == null || now.id() != old.id();
@@ -112,11 +112,6 @@ public final class LocalShards {
       }
     }
     return new MapChanges(owned, lost, droppedTables);
-  }
-
-  /** True if {@code t} is exactly as {@code previous} has it: the same table, not changed since. */
-  private static boolean unchanged(ShardMap previous, Table t) {
-    return t.changedAt() <= previous.epoch() && previous.table(t.name()).map(p -> p.id() == t.id()).orElse(false);
   }
 
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */

@@ -272,14 +272,14 @@ class ClusterTest {
       assertThat(changes.getBaseEpoch()).isEqualTo(base.epoch());
       assertThat(changes.getMap().getTablesList()).as("no table is sent whole").isEmpty();
       assertThat(changes.getShardChangesList()).singleElement().satisfies(c -> {
-        assertThat(c.getName()).isEqualTo("inc_moved");
+        assertThat(c.getTable().getName()).isEqualTo("inc_moved");
         assertThat(c.getPositionsList()).containsExactly(1);
       });
       assertThat(changes.getUnchangedTablesList()).contains("inc_still").doesNotContain("inc_moved");
       List<Table> rebuilt = new ArrayList<>();
       changes.getUnchangedTablesList().forEach(name -> rebuilt.add(base.table(name).orElseThrow()));
       changes.getShardChangesList().forEach(c -> rebuilt.add(
-          io.shardwise.proto.MapCodec.applyShardChanges(base.table(c.getName()).orElseThrow(), c).orElseThrow()));
+          io.shardwise.proto.MapCodec.applyShardChanges(base.table(c.getTable().getName()).orElseThrow(), c).orElseThrow()));
       assertThat(io.shardwise.proto.MapCodec.toProto(ShardMap.restore(changes.getMap().getEpoch(), rebuilt)))
           .as("the base map's unchanged tables plus the changed ones are the node's map")
           .isEqualTo(io.shardwise.proto.MapCodec.toProto(n1.map()));
