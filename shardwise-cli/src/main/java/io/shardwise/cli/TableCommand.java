@@ -23,10 +23,10 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code shardwise table create|list|describe|drop}. */
-@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe and drop tables.",
+/** {@code shardwise table create|list|describe|drop|undrop|split|merge}. */
+@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, split and merge tables.",
     subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class,
-        TableCommand.Undrop.class})
+        TableCommand.Undrop.class, TableCommand.Split.class, TableCommand.Merge.class})
 final class TableCommand {
 
   static final class Common {
@@ -206,6 +206,72 @@ final class TableCommand {
       out.println("undropped " + name + " (id " + r.table().id() + ", " + Output.count(r.table().shards().size(), "shard") + "): "
           + r.shardsFoundInTrash() + " shards' data found in the owners' trash (empty shards have none)"
           + (r.ownersNotAsked().isEmpty() ? "" : "; owners not live, restoring when they start: " + String.join(", ", r.ownersNotAsked())));
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "split", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Split one shard of a range or hashrange table in two new shards on the same node.",
+          "Only the map changes: the keys already lie in placement order. A range shard splits at a partition key (--at),",
+          "a hashrange shard at a hash (--at-hash) or, by default, at the middle of its hash range."})
+  static final class Split implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Option(names = "--shard", required = true, paramLabel = "N", description = "The shard's number (table describe --list-shards).")
+    long shard;
+
+    @Option(names = "--at", paramLabel = "KEY", description = "Range tables: the partition key (UTF-8) that starts the upper half.")
+    String at;
+
+    @Option(names = "--at-hash", paramLabel = "H", description = "Hashrange tables: the first hash (unsigned decimal) of the upper half.")
+    String atHash;
+
+    @Override
+    public Integer call() {
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription t;
+      if (at != null) {
+        t = client.splitShard(name, shard, at.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      } else {
+        java.util.OptionalLong hash;
+        try {
+          hash = atHash == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(Long.parseUnsignedLong(atHash));
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException("--at-hash takes an unsigned 64-bit decimal number, not '" + atHash + "'");
+        }
+        t = client.splitShardAtHash(name, shard, hash);
+      }
+      spec.commandLine().getOut().println("split " + name + "/" + shard + ": the table has " + Output.count(t.shards().size(), "shard")
+          + " at map epoch " + t.mapEpoch());
+      print(spec.commandLine().getOut(), common.output, t, true, false);
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "merge", mixinStandardHelpOptions = true,
+      description = {"Merge one shard of a range or hashrange table with the next one in order into one new shard.",
+          "Both must be on one node; only the map changes."})
+  static final class Merge implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Option(names = "--shard", required = true, paramLabel = "N", description = "The first of the two shards, by number.")
+    long shard;
+
+    @Override
+    public Integer call() {
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription t = client.mergeShards(name, shard);
+      spec.commandLine().getOut().println("merged " + name + "/" + shard + " with the next shard: the table has "
+          + Output.count(t.shards().size(), "shard") + " at map epoch " + t.mapEpoch());
+      print(spec.commandLine().getOut(), common.output, t, true, false);
       return Main.EXIT_OK;
     }
   }

@@ -619,6 +619,43 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /**
+   * Splits shard {@code shard} of a {@code range} table at {@code partitionKey}, which becomes the
+   * first key of the upper half: two new shards on the same owner, and only the map changes.
+   *
+   * @return the table after the split
+   */
+  public TableDescription splitShard(String table, long shard, byte[] partitionKey) {
+    return splitShard(io.shardwise.proto.v1.SplitShardRequest.newBuilder().setTable(table).setShard(shard)
+        .setAtPartitionKey(com.google.protobuf.ByteString.copyFrom(partitionKey)).build());
+  }
+
+  /**
+   * Splits shard {@code shard} of a {@code hashrange} table at hash {@code at} (empty: its
+   * midpoint): two new shards on the same owner, and only the map changes.
+   */
+  public TableDescription splitShardAtHash(String table, long shard, java.util.OptionalLong at) {
+    var request = io.shardwise.proto.v1.SplitShardRequest.newBuilder().setTable(table).setShard(shard);
+    at.ifPresent(h -> request.setHasAtHash(true).setAtHash(h));
+    return splitShard(request.build());
+  }
+
+  private TableDescription splitShard(io.shardwise.proto.v1.SplitShardRequest request) {
+    TableInfo info = onSeed(stub -> stub.splitShard(request));
+    awaitEpoch(info.getMapEpoch());
+    return Protos.table(info);
+  }
+
+  /**
+   * Merges shard {@code shard} of a {@code range} or {@code hashrange} table with the next one in
+   * order into one new shard. Both must be on one node.
+   */
+  public TableDescription mergeShards(String table, long shard) {
+    TableInfo info = onSeed(stub -> stub.mergeShards(io.shardwise.proto.v1.MergeShardsRequest.newBuilder().setTable(table).setShard(shard).build()));
+    awaitEpoch(info.getMapEpoch());
+    return Protos.table(info);
+  }
+
+  /**
    * Brings back the last table dropped under {@code name} with the data its owners still keep in
    * their trash; fails with ALREADY_EXISTS while a table has the name.
    */

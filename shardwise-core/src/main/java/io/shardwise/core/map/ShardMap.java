@@ -98,6 +98,16 @@ public final class ShardMap {
     return Optional.ofNullable(tables.get(name));
   }
 
+  /** The table whose id is {@code tableId}, if this map has it. */
+  public Optional<Table> tableById(long tableId) {
+    for (Table t : tables.values()) {
+      if (t.id() == tableId) {
+        return Optional.of(t);
+      }
+    }
+    return Optional.empty();
+  }
+
   /**
    * The shard at {@code number} of the table whose id is {@code tableId}: how a node names a shard
    * in storage and moves, where a re-created table of the same name never matches.

@@ -236,6 +236,20 @@ public final class ShardLayout {
     return of(strategy, hash, shards + 1, splitPoints, values);
   }
 
+  /** The first hash of the {@code hashrange} shard at {@code position}. */
+  public long hashRangeFirst(int position) {
+    requireStrategy(Strategy.HASHRANGE, "take a hash range");
+    checkPosition(position);
+    return hashValues[position];
+  }
+
+  /** The last hash (inclusive) of the {@code hashrange} shard at {@code position}: the function's maximum for the last shard. */
+  public long hashRangeLast(int position) {
+    requireStrategy(Strategy.HASHRANGE, "take a hash range");
+    checkPosition(position);
+    return position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
+  }
+
   /** The hash in the middle of the {@code hashrange} shard at {@code position}, or empty if it holds one hash. */
   public java.util.OptionalLong hashMidpoint(int position) {
     requireStrategy(Strategy.HASHRANGE, "take a hash midpoint");

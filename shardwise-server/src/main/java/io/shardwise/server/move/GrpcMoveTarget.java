@@ -17,6 +17,7 @@ import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.rpc.ClusterContext;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -100,7 +101,8 @@ final class GrpcMoveTarget implements MoveTarget {
     };
     ClientCallStreamObserver<ShardChunk> stream = (ClientCallStreamObserver<ShardChunk>) MoveServiceGrpc.newStub(channel)
         .withDeadlineAfter(Math.max(CALL_DEADLINE.toSeconds(), 3600), TimeUnit.SECONDS).receiveShard(responses);
-    ShardChunk.Builder first = ShardChunk.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId()).setNumber(shard.shardNumber());
+    ShardChunk.Builder first = ShardChunk.newBuilder().setMoveId(request.getMoveId()).setTableId(shard.tableId()).setNumber(shard.shardNumber())
+        .setStoreLayout(ShardStore.LAYOUT_VERSION);
     try {
       if (file == null) {
         stream.onNext(first.setEmptyShard(true).build());

@@ -28,6 +28,11 @@ final class MoveDestination {
     this.node = node;
   }
 
+  /** The shard move {@code moveId} is receiving, if it is. */
+  java.util.Optional<ShardRef> incoming(String moveId) {
+    return java.util.Optional.ofNullable(incoming.get(moveId));
+  }
+
   /** True while a move into this node is receiving {@code shard}: its data must not be dropped. */
   boolean receiving(ShardRef shard) {
     return incoming.containsValue(shard);

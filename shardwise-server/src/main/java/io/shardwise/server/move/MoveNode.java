@@ -2,6 +2,7 @@ package io.shardwise.server.move;
 
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
+import io.shardwise.proto.Errors;
 import io.shardwise.server.coordination.MapStore;
 import io.shardwise.server.rpc.AppliedMap;
 import io.shardwise.server.rpc.ClusterContext;
@@ -29,6 +30,23 @@ import java.util.function.LongConsumer;
 record MoveNode(
     NodeId self, AppliedMap map, LocalShards shards, ShardEngine store, MapStore maps, Consumer<ShardMap> applyMap,
     BooleanSupplier writable, RequestHooks hooks, LongConsumer sleep, Path workDir) {
+
+  /**
+   * Shard {@code number} of table {@code tableId} as the store lays it out, by this node's map, or
+   * by the stored map if this node has not seen the shard yet (a shard's span never changes, so
+   * any map that has it gives the same one).
+   *
+   * @throws io.grpc.StatusRuntimeException INVALID_ARGUMENT if no map has the shard
+   */
+  io.shardwise.server.storage.ShardRef shardRef(long tableId, long number) {
+    java.util.Optional<io.shardwise.core.map.Table> table = map.current().tableById(tableId).filter(t -> t.positionOf(number) >= 0);
+    if (table.isEmpty()) {
+      ShardMap stored = maps.syncedMap();
+      table = stored.tableById(tableId).filter(t -> t.positionOf(number) >= 0);
+    }
+    return table.map(t -> io.shardwise.server.storage.ShardRef.of(t, number))
+        .orElseThrow(() -> Errors.invalid("no shard " + number + " of table id " + tableId + " in the map"));
+  }
 
   static MoveNode of(ClusterContext ctx, Consumer<ShardMap> applyMap, Path workDir) {
     return new MoveNode(ctx.self(), ctx.map(), ctx.shards(), ctx.store(), ctx.coordinator(), applyMap, ctx.writable(), ctx.hooks(),

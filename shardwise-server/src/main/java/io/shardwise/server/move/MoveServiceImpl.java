@@ -22,6 +22,7 @@ import io.shardwise.server.rpc.ClusterContext;
 import io.shardwise.server.shard.ShardFencedException;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -75,6 +76,16 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     }
   }
 
+  /** The shard a request names ({@link MoveNode#shardRef}), or {@code null} once {@code out} has been told why there is none. */
+  private ShardRef shardOrAnswer(long tableId, long number, StreamObserver<?> out) {
+    try {
+      return node.shardRef(tableId, number);
+    } catch (StatusRuntimeException e) {
+      out.onError(e);
+      return null;
+    }
+  }
+
   /** True while a move into this node is receiving {@code shard}: its data must not be dropped. */
   public boolean receiving(ShardRef shard) {
     return destination.receiving(shard);
@@ -90,7 +101,10 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   @Override
   public void moveShard(MoveShardRequest request, StreamObserver<MoveProgress> out) {
     ServerCallStreamObserver<MoveProgress> call = (ServerCallStreamObserver<MoveProgress>) out;
-    ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
+    ShardRef shard = shardOrAnswer(request.getTableId(), request.getNumber(), out);
+    if (shard == null) {
+      return;
+    }
     if (outgoing.putIfAbsent(shard, request.getMoveId()) != null) {
       out.onError(Status.ALREADY_EXISTS.withDescription("shard " + request.getTable() + "/" + request.getNumber()
           + " is already being moved (move " + outgoing.get(shard) + ")").asRuntimeException());
@@ -133,7 +147,12 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       public void onNext(ShardChunk chunk) {
         try {
           if (shard == null) {
-            ShardRef first = new ShardRef(chunk.getTableId(), chunk.getNumber());
+            ShardRef first = node.shardRef(chunk.getTableId(), chunk.getNumber());
+            if (chunk.getStoreLayout() != ShardStore.LAYOUT_VERSION && first.layout() != ShardRef.Layout.BUCKET) {
+              throw Errors.invalid("move " + chunk.getMoveId() + ": the source sends layout version " + chunk.getStoreLayout()
+                  + " and this node stores shard " + first + " in layout " + ShardStore.LAYOUT_VERSION
+                  + "; upgrade every node before moving range and hashrange shards");
+            }
             destination.begin(chunk.getMoveId(), first);
             shard = first;
             moveId = chunk.getMoveId();
@@ -206,7 +225,8 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       values.add(new ShardEngine.StoredValue(v.getStoreKey().toByteArray(), v.getAbsent() ? null : v.getStored().toByteArray()));
     }
     try {
-      destination.applyChanges(request.getMoveId(), new ShardRef(request.getTableId(), request.getNumber()), values);
+      destination.applyChanges(request.getMoveId(), destination.incoming(request.getMoveId())
+          .orElseGet(() -> node.shardRef(request.getTableId(), request.getNumber())), values);
     } catch (StatusRuntimeException e) {
       out.onError(e);
       return;
@@ -218,7 +238,8 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   @Override
   public void dropCopy(DropCopyRequest request, StreamObserver<DropCopyResponse> out) {
     try {
-      destination.dropCopy(request.getMoveId(), new ShardRef(request.getTableId(), request.getNumber()));
+      destination.dropCopy(request.getMoveId(), destination.incoming(request.getMoveId())
+          .orElseGet(() -> node.shardRef(request.getTableId(), request.getNumber())));
     } catch (StatusRuntimeException e) {
       out.onError(e);
       return;
@@ -230,7 +251,10 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   /** Merges a trash entry's stored values into a shard this node serves (newer versions win). */
   @Override
   public void mergeStored(MergeStoredRequest request, StreamObserver<MergeStoredResponse> out) {
-    ShardRef shard = new ShardRef(request.getTableId(), request.getNumber());
+    ShardRef shard = shardOrAnswer(request.getTableId(), request.getNumber(), out);
+    if (shard == null) {
+      return;
+    }
     List<ShardEngine.StoredValue> values = new ArrayList<>(request.getValuesCount());
     for (StoredValue v : request.getValuesList()) {
       values.add(new ShardEngine.StoredValue(v.getStoreKey().toByteArray(), v.getStored().toByteArray()));

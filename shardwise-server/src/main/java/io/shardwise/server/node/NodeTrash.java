@@ -91,11 +91,13 @@ final class NodeTrash implements TrashAdmin {
         if (entries == null) {
           entries = store.trash().entries();
         }
-        ShardRef ref = new ShardRef(t.id(), s.id().number());
+        ShardRef ref = ShardRef.of(t, s.id().number());
         for (ShardTrash.Entry e : entries) {
-          if (e.kind() == ShardTrash.Kind.TABLE_DROPPED && e.shard().equals(ref)) {
+          if (e.kind() == ShardTrash.Kind.TABLE_DROPPED && e.shard().tableId() == ref.tableId()
+              && e.shard().shardNumber() == ref.shardNumber()) {
             long[] merged = {0};
-            store.trash().forEachBatch(e.id(), MERGE_BATCH_KEYS, values -> merged[0] += store.mergeStored(ref, values).size());
+            store.trash().forEachBatch(e.id(), MERGE_BATCH_KEYS,
+                values -> merged[0] += store.mergeStored(ref, rekeyed(e.shard(), ref, values)).size());
             store.trash().purge(e.id());
             LOG.info("node {}: table {} undropped: shard {} got back {} stored keys from trash entry {}", self, t.name(), name(ref), merged[0],
                 e.id());
@@ -136,11 +138,14 @@ final class NodeTrash implements TrashAdmin {
             .asRuntimeException());
     long[] written = {0};
     long[] offered = {0};
+    Table table = current.tableById(e.shard().tableId()).orElseThrow();
+    ShardRef target = ShardRef.of(table, e.shard().shardNumber());
     if (owner.owner().equals(self)) {
-      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, values -> {
-        offered[0] += userKeys(values);
+      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
+        List<ShardEngine.StoredValue> values = rekeyed(e.shard(), target, batch);
+        offered[0] += userKeys(target, values);
         try {
-          written[0] += shards.merge(e.shard(), values);
+          written[0] += shards.merge(target, values);
         } catch (RuntimeException fenced) {
           throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " cannot take the entry now: " + fenced.getMessage())
               .asRuntimeException();
@@ -153,8 +158,9 @@ final class NodeTrash implements TrashAdmin {
             .asRuntimeException();
       }
       MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(peers.channel(info.getAddress()));
-      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, values -> {
-        offered[0] += userKeys(values);
+      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
+        List<ShardEngine.StoredValue> values = rekeyed(e.shard(), target, batch);
+        offered[0] += userKeys(target, values);
         MergeStoredRequest.Builder request = MergeStoredRequest.newBuilder().setTableId(e.shard().tableId())
             .setNumber(e.shard().shardNumber());
         for (ShardEngine.StoredValue v : values) {
@@ -175,8 +181,27 @@ final class NodeTrash implements TrashAdmin {
     return map.get().shardName(shard.tableId(), shard.shardNumber());
   }
 
-  private static long userKeys(List<ShardEngine.StoredValue> values) {
-    return values.stream().filter(v -> !ShardStore.isReserved(v.storeKey())).count();
+  private static long userKeys(ShardRef shard, List<ShardEngine.StoredValue> values) {
+    return values.stream().filter(v -> !shard.isReserved(v.storeKey())).count();
+  }
+
+  /**
+   * A trash entry's stored values as {@code to} stores them: an entry written in another layout
+   * (before placement order, format 1) is re-keyed ({@link ShardRef#rekey}); write-id records that
+   * cannot be placed are left out.
+   */
+  private static List<ShardEngine.StoredValue> rekeyed(ShardRef from, ShardRef to, List<ShardEngine.StoredValue> values) {
+    if (from.equals(to)) {
+      return values;
+    }
+    List<ShardEngine.StoredValue> out = new ArrayList<>(values.size());
+    for (ShardEngine.StoredValue v : values) {
+      byte[] key = to.rekey(from, v.storeKey());
+      if (key != null) {
+        out.add(new ShardEngine.StoredValue(key, v.stored()));
+      }
+    }
+    return out;
   }
 
   @Override

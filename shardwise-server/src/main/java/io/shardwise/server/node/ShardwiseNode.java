@@ -109,7 +109,7 @@ public final class ShardwiseNode implements AutoCloseable {
       throw e;
     }
     try {
-      if (known.isEmpty() && (!store.storedShards().isEmpty() || !store.trash().entries().isEmpty())) {
+      if (known.isEmpty() && (!store.isEmpty() || !store.trash().entries().isEmpty())) {
         // Claiming a name would make the directory look like a member that joined before (rule 6).
         throw new IllegalStateException("data directory " + config.dataDir() + " holds data but no node id; start it with --id and the id"
             + " it had (and --adopt-cluster if it must join a cluster it was never part of)");
@@ -132,8 +132,9 @@ public final class ShardwiseNode implements AutoCloseable {
 
   private void run(NodeConfig config) {
     LOG.info("node starting: {}", config);
-    clusterId = ClusterIdentity.establish(coordinator, config.zk(), config.dataDir(), id, !store.storedShards().isEmpty()
+    clusterId = ClusterIdentity.establish(coordinator, config.zk(), config.dataDir(), id, !store.isEmpty()
         || !store.trash().entries().isEmpty(), config.adoptCluster());
+    migrateLayout();
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks(), heat);
     TableAdmin tables = new TableAdmin(ctx);
@@ -169,6 +170,23 @@ public final class ShardwiseNode implements AutoCloseable {
       LOG.info("node {}: Prometheus metrics on {}", id, metricsEndpoint.url());
     }
     LOG.info("node {} serving on {} (map epoch {})", id, address, map.current().epoch());
+  }
+
+  /**
+   * Brings a data directory written by an older build to the current layout before anything is
+   * served: range and hashrange shards in placement order ({@link ShardStore#migrate}), by the
+   * tables of the stored map.
+   */
+  private void migrateLayout() {
+    if (store.layoutVersion() == ShardStore.LAYOUT_VERSION) {
+      return;
+    }
+    ShardMap stored = coordinator.readMap().map();
+    long started = System.nanoTime();
+    ShardStore.Migration m = store.migrate(tableId -> stored.tableById(tableId).orElse(null));
+    LOG.info("node {}: data directory migrated from layout version {} to {}: {} shards of range and hashrange tables ({} stored keys)"
+        + " rewritten in placement order in {} ms", id, m.fromVersion(), ShardStore.LAYOUT_VERSION, m.shards(), m.keys(),
+        (System.nanoTime() - started) / 1_000_000);
   }
 
   /** Fences writes while the session is in doubt; lifts the fence only after re-reading the map. */
@@ -234,7 +252,7 @@ public final class ShardwiseNode implements AutoCloseable {
         if (!a.owner().equals(id) || a.epoch() <= previous.epoch()) {
           continue;
         }
-        ShardRef ref = new ShardRef(t.id(), a.id().number());
+        ShardRef ref = ShardRef.of(t, a.id().number());
         io.micrometer.core.instrument.Tags tags = io.micrometer.core.instrument.Tags.of("table", t.name(), "table_id",
             Long.toString(t.id()), "shard", Long.toString(a.id().number()));
         io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.reads", traffic, x -> x.counts(ref).reads())
@@ -258,9 +276,27 @@ public final class ShardwiseNode implements AutoCloseable {
     }
   }
 
-  /** Moves a shard's old copy to the trash unless this node owns the shard (again) or is receiving it. */
+  /**
+   * Moves a shard's old copy to the trash unless this node owns the shard (again) or is receiving it.
+   * A shard that a split or a merge replaced is not a copy of its own: its keys are those of the
+   * shards that now cover its span, and only the ones this node neither owns nor is receiving go.
+   */
   private void dropIfForeign(ShardRef shard) {
-    trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + map.current().epoch() + ")",
+    ShardMap now = map.current();
+    Table table = now.tableById(shard.tableId()).orElse(null);
+    if (table != null && table.positionOf(shard.shardNumber()) < 0 && shard.layout() != ShardRef.Layout.BUCKET) {
+      for (var s : table.shards()) {
+        ShardRef covering = ShardRef.of(table, s.id().number());
+        if (covering.overlaps(shard)) {
+          trash.put(covering, ShardTrash.Kind.MOVED_AWAY, "moved to another node after shard " + shard.shardNumber()
+              + " was split or merged (map epoch " + now.epoch() + ")",
+              () -> !map.current().owns(id, covering.tableId(), covering.shardNumber()) && !moves.receiving(covering));
+        }
+      }
+      shards.forget(shard);
+      return;
+    }
+    trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + now.epoch() + ")",
         () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
   }
 
@@ -270,7 +306,8 @@ public final class ShardwiseNode implements AutoCloseable {
    * the cluster identity has been checked but the map may still be wrong about what they hold.
    */
   private void trashForeignShards() {
-    for (ShardRef shard : store.storedShards()) {
+    ShardMap current = map.current();
+    for (ShardRef shard : store.storedShards(tableId -> current.tableById(tableId).orElse(null))) {
       if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
         trash.put(shard, ShardTrash.Kind.FOREIGN_AT_START, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
             () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));

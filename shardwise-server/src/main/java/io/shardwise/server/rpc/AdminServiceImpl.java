@@ -131,7 +131,7 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         for (int position = 0; position < t.shards().size(); position++) {
           ShardAssignment s = t.shards().get(position);
           if (s.owner().equals(ctx.self())) {
-            ShardRef ref = new ShardRef(t.id(), s.id().number());
+            ShardRef ref = ShardRef.of(t, s.id().number());
             ShardTraffic.Counts served = ctx.store().traffic().counts(ref);
             ShardInfo.Builder shard = ShardInfo.newBuilder().setTable(t.name()).setNumber(s.id().number()).setPosition(position)
                 .setOwner(s.owner().value()).setEpoch(s.epoch()).setReads(served.reads()).setWrites(served.writes());

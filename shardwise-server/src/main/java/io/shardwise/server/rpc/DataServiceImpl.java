@@ -110,6 +110,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(out, () -> tables.undrop(request.getName()));
   }
 
+  @Override
+  public void splitShard(io.shardwise.proto.v1.SplitShardRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.split(request));
+  }
+
+  @Override
+  public void mergeShards(io.shardwise.proto.v1.MergeShardsRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.merge(request));
+  }
+
   // ------------------------------------------------------------------ single keys
 
   @Override
@@ -615,7 +625,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   private static ShardRef ref(Table table, ShardAssignment shard) {
-    return new ShardRef(table.id(), shard.id().number());
+    return ShardRef.of(table, shard.id().number());
   }
 
   /** The client's write id ({@code null} if it sent none), within the limit. */

@@ -102,6 +102,81 @@ public final class TableAdmin {
   }
 
   /**
+   * Splits a shard of a range or hashrange table in two new shards with the same owner: one
+   * compare-and-set of the map and nothing else, since the keys of both halves already lie where
+   * they will stay. The owner gives each half the shard's version floor before it serves them, and
+   * keeps the keys where they are (the old shard's span is the halves').
+   */
+  TableInfo split(io.shardwise.proto.v1.SplitShardRequest request) {
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
+      if (!t.layout().splittable()) {
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+      }
+      if (t.shards().size() >= MAX_SHARDS) {
+        throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
+      }
+      ShardMapDelta.SplitShard split;
+      if (t.layout().strategy() == Strategy.RANGE) {
+        if (request.getAtPartitionKey().isEmpty() || request.getHasAtHash()) {
+          throw Errors.invalid("a range shard splits at a partition key (--at KEY), which becomes the first key of the upper half");
+        }
+        split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
+      } else {
+        if (!request.getAtPartitionKey().isEmpty()) {
+          throw Errors.invalid("a hashrange shard splits at a hash (--at-hash H), or at its midpoint; not at a key");
+        }
+        int position = t.positionOf(s.id());
+        long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
+            .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
+        split = ShardMapDelta.SplitShard.atHash(s.id(), at);
+      }
+      return Optional.of(ShardMapDelta.on(map).splitShard(split).build());
+    });
+    return applied(request.getTable(), stored);
+  }
+
+  /**
+   * Merges a shard of a range or hashrange table with the next one in order into a new shard: one
+   * compare-and-set of the map. Both must have one owner (the keys are then already together);
+   * shards of two owners are refused with what to move.
+   */
+  TableInfo merge(io.shardwise.proto.v1.MergeShardsRequest request) {
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      ShardAssignment left = shardOf(t, request.getShard(), map.epoch());
+      if (!t.layout().splittable()) {
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+      }
+      int position = t.positionOf(left.id());
+      if (position + 1 >= t.shards().size()) {
+        throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
+      }
+      ShardAssignment right = t.shards().get(position + 1);
+      if (!left.owner().equals(right.owner())) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is on " + left.owner() + " and the next one, " + right.id()
+            + ", on " + right.owner() + "; only shards on one node merge: move one to the other's node first").asRuntimeException();
+      }
+      return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
+    });
+    return applied(request.getTable(), stored);
+  }
+
+  private static ShardAssignment shardOf(Table t, long number, long epoch) {
+    return t.shard(number).orElseThrow(() -> Status.NOT_FOUND.withDescription("table " + t.name() + " has no shard " + number
+        + " at map epoch " + epoch + " (a split or a merge replaces a shard with new ones)").asRuntimeException());
+  }
+
+  /** The table as {@code stored} has it, once this process has applied that map (or 10 s passed). */
+  private TableInfo applied(String name, ShardMap stored) {
+    ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
+    ShardMap newest = applied.epoch() >= stored.epoch() ? applied : stored;
+    Table table = newest.table(name).orElseThrow(() -> Errors.noSuchTable(name, newest.epoch()));
+    return info(table, newest.epoch(), Map.of());
+  }
+
+  /**
    * Drops a table. Its definition is kept first (in ZooKeeper, the last one per name), so that
    * {@link #undrop} can bring it back while its data is in the owners' trash.
    */

@@ -81,9 +81,13 @@ public final class LocalShards {
       if (t.unchangedSince(previous)) {
         continue;
       }
+      Table before = previous.table(t.name()).filter(old -> old.id() == t.id()).orElse(null);
       for (ShardAssignment s : t.shards()) {
         if (s.owner().equals(self)) {
-          ShardRef ref = new ShardRef(t.id(), s.id().number());
+          ShardRef ref = ShardRef.of(t, s.id().number());
+          if (before != null && before.positionOf(s.id().number()) < 0 && !held.containsKey(ref)) {
+            inheritFloor(ref, before, self);
+          }
           own(ref, s.epoch());
           owned.add(ref);
         }
@@ -101,7 +105,7 @@ public final class LocalShards {
         if (!s.owner().equals(self)) {
           continue;
         }
-        ShardRef ref = new ShardRef(old.id(), s.id().number());
+        ShardRef ref = ShardRef.of(old, s.id().number());
         if (dropped) {
           handOff(ref);
           droppedTables.add(ref);
@@ -112,6 +116,26 @@ public final class LocalShards {
       }
     }
     return new MapChanges(owned, lost, droppedTables);
+  }
+
+  /**
+   * A shard new in its table (made by a split or a merge) that this node serves from the keys it
+   * held of the shards it came from: it takes their version floor before it serves ({@link
+   * ShardEngine#inheritFloor}), so no key purged there gets a version it had.
+   */
+  private void inheritFloor(ShardRef made, Table before, NodeId self) {
+    List<ShardRef> sources = new ArrayList<>();
+    for (ShardAssignment old : before.shards()) {
+      if (old.owner().equals(self)) {
+        ShardRef source = ShardRef.of(before, old.id().number());
+        if (source.overlaps(made)) {
+          sources.add(source);
+        }
+      }
+    }
+    if (!sources.isEmpty()) {
+      store.inheritFloor(made, sources);
+    }
   }
 
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */
@@ -185,7 +209,7 @@ public final class LocalShards {
         if (s.tracked()) { // a move is copying the shard: its change log gets the key, and the write id's record
           s.written(m.key());
           if (m.requestId() != null) {
-            s.written(ShardStore.requestRecordKey(m.requestId()));
+            s.writtenStored(m.shard().recordKey(m.key(), m.requestId()));
           }
         }
       }
@@ -206,7 +230,7 @@ public final class LocalShards {
     try {
       List<byte[]> written = store.mergeStored(ref, values);
       written.forEach(s::writtenStored);
-      return (int) written.stream().filter(k -> !ShardStore.isReserved(k)).count();
+      return (int) written.stream().filter(k -> !ref.isReserved(k)).count();
     } finally {
       s.exit();
     }

@@ -74,6 +74,12 @@ public interface ShardEngine {
    */
   List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values);
 
+  /**
+   * Raises {@code shard}'s version floor to the highest of {@code sources}' (the shards a split or
+   * merge made it from), before it serves.
+   */
+  void inheritFloor(ShardRef shard, List<ShardRef> sources);
+
   /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
   void drop(ShardRef shard);
 

@@ -1,66 +1,396 @@
 package io.shardwise.server.storage;
 
+import io.shardwise.core.hash.HashFunction;
+import io.shardwise.core.hash.HashFunctions;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.key.KeyRange;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.ShardLayout;
+import java.util.Arrays;
+import java.util.Objects;
+
 /**
- * A shard as the store knows it: the table's never-reused id and the shard's number. Every stored
- * key starts with these 16 bytes, big-endian, so a shard is one contiguous key range.
+ * A shard as the store knows it: the table's never-reused id, the shard's never-reused number, and
+ * where the shard's keys lie in the stored keyspace — always one contiguous range, its {@linkplain
+ * #start() span}.
+ *
+ * <p><b>Keys in placement order.</b> A stored key is {@code [table id: 8 bytes][placement][key]},
+ * big-endian, where the placement is what the table's strategy places by:
+ *
+ * <pre>
+ *   range       [table id][0x01][encoded key]             the key itself
+ *   hashrange   [table id][0x01][hash: 8 bytes][encoded key]  the partition key's hash
+ *   other       [table id][shard number: 8 bytes][encoded key]
+ * </pre>
+ *
+ * So a {@code range} or {@code hashrange} shard is the stretch of the keyspace between its bounds
+ * whatever its number, and splitting or merging such shards changes only the map: no key is
+ * rewritten. The strategies that cannot split ({@code mod}, {@code slots}, {@code ring}, {@code
+ * tokens}, {@code jump}, {@code rendezvous}) keep a shard-number prefix ({@link Layout#BUCKET}),
+ * exactly the layout every table had before (format 1), so their data needs no migration. The tag
+ * byte 0x01 keeps the two layouts of one table id apart: a shard number's first byte is 0x00.
+ *
+ * <p><b>Keys the store keeps for itself</b> lie inside the span and are told from user keys by the
+ * byte after the escaped partition key ({@link Key#encode}: a user key has 0x00 0x01 there): a
+ * write id's record ({@link #recordKey}) and the version floor ({@link #floorKey}).
+ *
+ * <p>Two refs are equal when their table id, number and layout are: a shard's span never changes,
+ * since a split or a merge makes new shards with new numbers. Immutable.
  */
-public record ShardRef(long tableId, long shardNumber) {
+public final class ShardRef {
 
-  static final int PREFIX_BYTES = 16;
+  /** How a shard's keys are placed in the stored keyspace. */
+  public enum Layout {
+    /** {@code [table id][shard number][key]}: a shard is a key prefix. */
+    BUCKET,
+    /** {@code [table id][0x01][key]}: a {@code range} table's shard is a range of keys. */
+    KEY,
+    /** {@code [table id][0x01][hash][key]}: a {@code hashrange} table's shard is a range of hashes. */
+    HASH,
+    /** Everything stored under a table id that the map does not have: only ever moved to the trash. */
+    TABLE
+  }
 
-  /** The shard a stored key belongs to. */
-  static ShardRef ofStoreKey(byte[] storeKey) {
-    if (storeKey.length < PREFIX_BYTES) {
-      throw new IllegalArgumentException("a stored key has at least " + PREFIX_BYTES + " bytes");
+  static final int BUCKET_PREFIX = 16;
+  static final byte ORDERED = 0x01;
+  private static final byte ESCAPE = 0x00;
+  private static final byte ESCAPED_ZERO = (byte) 0xff;
+  private static final byte TERMINATOR = 0x01;
+  private static final byte RECORD = 0x02;
+  private static final byte FLOOR = 0x04;
+
+  private final long tableId;
+  private final long shardNumber;
+  private final Layout layout;
+  private final HashFunction hash;
+  private final byte[] start;
+  private final byte[] end;
+
+  private ShardRef(long tableId, long shardNumber, Layout layout, HashFunction hash, byte[] start, byte[] end) {
+    this.tableId = tableId;
+    this.shardNumber = shardNumber;
+    this.layout = layout;
+    this.hash = hash;
+    this.start = start;
+    this.end = end;
+  }
+
+  /** A shard whose keys are prefixed with its number ({@link Layout#BUCKET}). */
+  public ShardRef(long tableId, long shardNumber) {
+    this(tableId, shardNumber, Layout.BUCKET, null, bucketPrefix(tableId, shardNumber), successor(bucketPrefix(tableId, shardNumber)));
+  }
+
+  /**
+   * The shard numbered {@code number} of {@code table}, laid out as the table's strategy places.
+   *
+   * @throws IllegalArgumentException if the table has no such shard
+   */
+  public static ShardRef of(Table table, long number) {
+    ShardLayout layout = table.layout();
+    switch (layout.strategy()) {
+      case RANGE: {
+        KeyRange r = layout.keyRangeOf(position(table, number));
+        return ofKeyRange(table.id(), number, r.start(), r.end());
+      }
+      case HASHRANGE: {
+        int position = position(table, number);
+        return ofHashRange(table.id(), number, layout.hashFunction(), layout.hashRangeFirst(position), layout.hashRangeLast(position));
+      }
+      default:
+        return new ShardRef(table.id(), number);
     }
-    return new ShardRef(getLong(storeKey, 0), getLong(storeKey, 8));
   }
 
-  private static long getLong(byte[] in, int at) {
-    long v = 0;
-    for (int i = 0; i < 8; i++) {
-      v = (v << 8) | (in[at + i] & 0xff);
+  private static int position(Table table, long number) {
+    int position = table.positionOf(number);
+    if (position < 0) {
+      throw new IllegalArgumentException("table " + table.name() + " has no shard " + number);
     }
-    return v;
+    return position;
   }
 
-  /** The 16-byte prefix of every key of this shard. */
-  byte[] prefix() {
-    byte[] out = new byte[PREFIX_BYTES];
-    putLong(out, 0, tableId);
-    putLong(out, 8, shardNumber);
-    return out;
+  /** A {@code range} shard holding the partition keys in {@code [from, to)} ({@code to == null}: to the end). */
+  public static ShardRef ofKeyRange(long tableId, long number, byte[] from, byte[] to) {
+    byte[] start = concat(orderedPrefix(tableId), escaped(from));
+    byte[] end = to == null ? orderedEnd(tableId) : concat(orderedPrefix(tableId), escaped(to));
+    return new ShardRef(tableId, number, Layout.KEY, null, start, end);
   }
 
-  /** The smallest key above every key of this shard. */
-  byte[] prefixEnd() {
-    byte[] out = prefix();
-    for (int i = out.length - 1; i >= 0; i--) {
-      if (++out[i] != 0) {
-        return out;
+  /** A {@code hashrange} shard holding the partition keys whose {@code hash} lies in {@code [first, last]}. */
+  public static ShardRef ofHashRange(long tableId, long number, HashFunction hash, long first, long last) {
+    byte[] start = withLong(orderedPrefix(tableId), first);
+    byte[] end = last == hash.maxValue() ? orderedEnd(tableId) : withLong(orderedPrefix(tableId), last + 1);
+    return new ShardRef(tableId, number, Layout.HASH, hash, start, end);
+  }
+
+  /**
+   * Everything stored under {@code tableId} outside the shard-number prefixes (which the store
+   * lists shard by shard): the ordered data of a table the map does not have.
+   */
+  public static ShardRef wholeTable(long tableId) {
+    return new ShardRef(tableId, -1, Layout.TABLE, null, orderedPrefix(tableId), successor(withLong(new byte[0], tableId)));
+  }
+
+  /** A ref as {@link #encode} wrote it. */
+  static ShardRef decode(long tableId, long number, Layout layout, String hashName, byte[] start, byte[] end) {
+    return new ShardRef(tableId, number, layout, hashName.isEmpty() ? null : HashFunctions.byName(hashName), start, end);
+  }
+
+  public long tableId() {
+    return tableId;
+  }
+
+  public long shardNumber() {
+    return shardNumber;
+  }
+
+  public Layout layout() {
+    return layout;
+  }
+
+  /** The hash function a {@link Layout#HASH} shard places by, or {@code null}. */
+  HashFunction hash() {
+    return hash;
+  }
+
+  /** The smallest stored key of the shard (a copy). */
+  public byte[] start() {
+    return start.clone();
+  }
+
+  /** The smallest stored key above the shard (a copy). */
+  public byte[] end() {
+    return end.clone();
+  }
+
+  byte[] startKey() {
+    return start;
+  }
+
+  byte[] endKey() {
+    return end;
+  }
+
+  /** True if this shard's span and {@code other}'s have a stored key in common. */
+  public boolean overlaps(ShardRef other) {
+    return Arrays.compareUnsigned(start, other.end) < 0 && Arrays.compareUnsigned(other.start, end) < 0;
+  }
+
+  /** True if {@code storeKey} lies in this shard's span. */
+  public boolean contains(byte[] storeKey) {
+    return Arrays.compareUnsigned(storeKey, start) >= 0 && Arrays.compareUnsigned(storeKey, end) < 0;
+  }
+
+  /** The key as the store keeps it: behind the table id and the placement. */
+  public byte[] storeKey(byte[] key) {
+    switch (layout) {
+      case BUCKET:
+        return concat(start, key);
+      case KEY:
+        return concat(orderedPrefix(tableId), key);
+      case HASH:
+        return concat(withLong(orderedPrefix(tableId), hash.hash(partitionKeyOf(key))), key);
+      default:
+        throw new IllegalStateException("shard " + this + " is a whole table's leftover: it has no keys of its own");
+    }
+  }
+
+  /** How many bytes precede the key in a stored key of this shard. */
+  int prefixLength() {
+    switch (layout) {
+      case BUCKET:
+        return BUCKET_PREFIX;
+      case KEY:
+        return 9;
+      case HASH:
+        return 17;
+      default:
+        return 8;
+    }
+  }
+
+  /** The key of a stored key of this shard, without the table id and placement. */
+  public byte[] userKey(byte[] storeKey) {
+    return Arrays.copyOfRange(storeKey, prefixLength(), storeKey.length);
+  }
+
+  /**
+   * Where the shard keeps the record of write id {@code requestId} sent with a write of {@code key}.
+   * In a {@link Layout#BUCKET} shard: {@code 0x00 0x02 + id} at its start. In an ordered layout:
+   * {@code escaped partition key, 0x00 0x02, id} beside the key's partition (above its keys, below
+   * the next partition's), so the record stays with the key through every split and merge.
+   */
+  public byte[] recordKey(byte[] key, byte[] requestId) {
+    byte[] local;
+    if (layout == Layout.BUCKET) {
+      local = concat(new byte[] {ESCAPE, RECORD}, requestId);
+    } else {
+      int end = terminatorAt(key, 0);
+      if (end < 0) {
+        throw new IllegalArgumentException("a write id needs an encoded key; this one has no partition-key terminator");
+      }
+      local = new byte[end + 2 + requestId.length];
+      System.arraycopy(key, 0, local, 0, end);
+      local[end] = ESCAPE;
+      local[end + 1] = RECORD;
+      System.arraycopy(requestId, 0, local, end + 2, requestId.length);
+    }
+    return layout == Layout.BUCKET ? concat(start, local) : storeKey(local);
+  }
+
+  /** Where the shard keeps its version floor: {@code 0x00 0x04} right at its start. */
+  byte[] floorKey() {
+    return concat(start, new byte[] {ESCAPE, FLOOR});
+  }
+
+  /**
+   * True for a stored key the store keeps for itself (a write id's record, a version floor): the
+   * byte after its escaped partition key is not the terminator 0x01. A key that is not an encoded
+   * key at all counts as a user key.
+   */
+  public boolean isReserved(byte[] storeKey) {
+    int tag = tagOf(storeKey, prefixLength());
+    return tag >= 0 && tag != TERMINATOR;
+  }
+
+  /** True if {@code storeKey} (of this shard) is a write id's record. */
+  boolean isRecord(byte[] storeKey) {
+    return tagOf(storeKey, prefixLength()) == RECORD;
+  }
+
+  /**
+   * {@code storeKey}, a stored key of shard {@code from} (a trashed copy, or data of format 1), as
+   * this shard stores it; {@code null} for a write id's record of a bucket layout, which names no
+   * key to place it beside. A version floor becomes this shard's floor.
+   */
+  public byte[] rekey(ShardRef from, byte[] storeKey) {
+    if (from.equals(this)) {
+      return storeKey;
+    }
+    byte[] user = from.userKey(storeKey);
+    int tag = tagOf(user, 0);
+    if (tag == FLOOR) {
+      return floorKey();
+    }
+    if (tag == RECORD && from.layout == Layout.BUCKET) {
+      return null;
+    }
+    return storeKey(user);
+  }
+
+  /** The byte after the escaped partition key that starts at {@code from} (0x01 for a user key), or -1 if it has none. */
+  private static int tagOf(byte[] bytes, int from) {
+    int at = terminatorAt(bytes, from);
+    return at < 0 ? -1 : bytes[at + 1];
+  }
+
+  /** The partition key of an encoded key (or of a bound that ends with 0x00 and any byte but 0xFF). */
+  static byte[] partitionKeyOf(byte[] encoded) {
+    byte[] out = new byte[encoded.length];
+    int n = 0;
+    for (int i = 0; i < encoded.length; i++) {
+      byte b = encoded[i];
+      if (b != ESCAPE) {
+        out[n++] = b;
+      } else if (i + 1 < encoded.length && encoded[i + 1] == ESCAPED_ZERO) {
+        out[n++] = ESCAPE;
+        i++;
+      } else if (i + 1 < encoded.length) {
+        return Arrays.copyOf(out, n);
+      } else {
+        break;
       }
     }
-    throw new IllegalStateException("shard " + this + " has no key above it");
+    throw new IllegalArgumentException("not an encoded key: no partition-key terminator");
   }
 
-  /** {@code prefix + key}: the key as the store keeps it. */
-  public byte[] storeKey(byte[] key) {
-    byte[] out = new byte[PREFIX_BYTES + key.length];
-    putLong(out, 0, tableId);
-    putLong(out, 8, shardNumber);
-    System.arraycopy(key, 0, out, PREFIX_BYTES, key.length);
+  /** Where the escaped partition key starting at {@code from} ends (the 0x00 of its terminator), or -1. */
+  private static int terminatorAt(byte[] encoded, int from) {
+    for (int i = from; i + 1 < encoded.length; i++) {
+      if (encoded[i] == ESCAPE) {
+        if (encoded[i + 1] != ESCAPED_ZERO) {
+          return i;
+        }
+        i++;
+      }
+    }
+    return -1;
+  }
+
+  private static byte[] escaped(byte[] partitionKey) {
+    return partitionKey.length == 0 ? new byte[0] : Key.encodedLowerBound(partitionKey);
+  }
+
+  private static byte[] bucketPrefix(long tableId, long number) {
+    return withLong(withLong(new byte[0], tableId), number);
+  }
+
+  private static byte[] orderedPrefix(long tableId) {
+    byte[] out = withLong(new byte[0], tableId);
+    out = Arrays.copyOf(out, 9);
+    out[8] = ORDERED;
     return out;
   }
 
-  private static void putLong(byte[] out, int at, long value) {
+  private static byte[] orderedEnd(long tableId) {
+    byte[] out = orderedPrefix(tableId);
+    out[8] = ORDERED + 1;
+    return out;
+  }
+
+  private static byte[] withLong(byte[] prefix, long value) {
+    byte[] out = Arrays.copyOf(prefix, prefix.length + 8);
     for (int i = 7; i >= 0; i--) {
-      out[at + i] = (byte) value;
+      out[prefix.length + i] = (byte) value;
       value >>>= 8;
     }
+    return out;
+  }
+
+  /** The smallest key above every key that starts with {@code prefix}. */
+  private static byte[] successor(byte[] prefix) {
+    byte[] out = prefix.clone();
+    for (int i = out.length - 1; i >= 0; i--) {
+      if (++out[i] != 0) {
+        return Arrays.copyOf(out, i + 1);
+      }
+    }
+    throw new IllegalStateException("no key above " + Arrays.toString(prefix));
+  }
+
+  static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  /** The bucket-layout shard a stored key of format 1 belongs to. */
+  static ShardRef ofBucketKey(byte[] storeKey) {
+    if (storeKey.length < BUCKET_PREFIX) {
+      throw new IllegalArgumentException("a stored key has at least " + BUCKET_PREFIX + " bytes");
+    }
+    long table = 0;
+    long number = 0;
+    for (int i = 0; i < 8; i++) {
+      table = (table << 8) | (storeKey[i] & 0xff);
+      number = (number << 8) | (storeKey[8 + i] & 0xff);
+    }
+    return new ShardRef(table, number);
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof ShardRef && ((ShardRef) o).tableId == tableId && ((ShardRef) o).shardNumber == shardNumber
+        && ((ShardRef) o).layout == layout;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(tableId, shardNumber, layout);
   }
 
   @Override
   public String toString() {
-    return tableId + "/" + shardNumber;
+    return tableId + "/" + (shardNumber < 0 ? "*" : Long.toString(shardNumber));
   }
 }

@@ -35,12 +35,15 @@ import org.rocksdb.WriteOptions;
 /**
  * All shards of one node in one RocksDB instance, write-ahead log on.
  *
- * <p><b>A shard is a key prefix, not a column family.</b> Every stored key is {@code [table id: 8
- * bytes][shard number: 8 bytes][key]}, big-endian, so a shard is one contiguous key range: it is
- * scanned with one iterator, can be exported to an SST file and ingested on another node as a
- * unit, and is dropped with one {@code deleteRange}. Column families would give each shard its own
- * memtable and files, which does not scale to tables of 1024 slots or rings of hundreds of arcs
- * per node; the fixed 16-byte prefix also gives RocksDB prefix bloom filters per shard.
+ * <p><b>A shard is a key range, not a column family.</b> Every stored key starts with its table's
+ * id and its placement ({@link ShardRef}): the key itself for range tables, the partition key's hash
+ * for hashrange tables, the shard number for the strategies that cannot split. So a shard is always
+ * one contiguous range of keys: it is scanned with one iterator, exported to an SST file and
+ * ingested on another node as a unit, and dropped with one {@code deleteRange}; and a range or
+ * hashrange shard splits or merges without a key being rewritten. Column families would give each
+ * shard its own memtable and files, which does not scale to tables of 1024 slots or to tables that
+ * split into thousands of shards. The data directory records its layout version ({@link
+ * StoreFormat}); an older one is migrated by {@link #migrate} before it serves.
  *
  * <p><b>Values are versioned.</b> A stored value is {@code [flags: 1 byte][version: 8 bytes][bytes]}.
  * A key's version starts at 1 and rises by one with every write, deletes included: a delete leaves
@@ -64,6 +67,9 @@ import org.rocksdb.WriteOptions;
  */
 public final class ShardStore implements ShardEngine, AutoCloseable {
 
+  /** The data directory layout this build writes ({@link StoreFormat}). */
+  public static final int LAYOUT_VERSION = StoreFormat.CURRENT;
+
   private static final byte LIVE = 0;
   private static final byte TOMBSTONE = 1;
   private static final int HEADER = 9;
@@ -83,10 +89,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private final RocksDB db;
   private final List<ColumnFamilyHandle> handles;
   private final ShardTrash trash;
+  private final StoreFormat format;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
   private final LongAdder inUse = new LongAdder();
   private final ShardTraffic traffic = new ShardTraffic();
   private volatile boolean closed;
+  private volatile int version;
 
   private ShardStore(Path directory, DBOptions dbOptions, ColumnFamilyOptions dataOptions, ColumnFamilyOptions trashOptions,
       WriteOptions writeOptions, RocksDB db, List<ColumnFamilyHandle> handles) {
@@ -102,6 +110,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       stripes[i] = new ReentrantLock();
     }
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
+    this.format = new StoreFormat(db, handles.get(2));
   }
 
   /**
@@ -123,15 +132,23 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       dbOptions = new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true);
       dataOptions = new ColumnFamilyOptions()
           .setCompressionType(CompressionType.LZ4_COMPRESSION)
-          .useFixedLengthPrefixExtractor(ShardRef.PREFIX_BYTES)
+          .useFixedLengthPrefixExtractor(ShardRef.BUCKET_PREFIX)
           .setTableFormatConfig(new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false)));
       trashOptions = new ColumnFamilyOptions().setCompressionType(CompressionType.LZ4_COMPRESSION);
       WriteOptions writeOptions = new WriteOptions().setSync(syncWrites);
       List<ColumnFamilyHandle> handles = new ArrayList<>();
       RocksDB db = RocksDB.open(dbOptions, directory.toString(), List.of(
           new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
-          new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY, trashOptions)), handles);
-      return new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
+          new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY, trashOptions),
+          new ColumnFamilyDescriptor(StoreFormat.COLUMN_FAMILY, trashOptions)), handles);
+      ShardStore store = new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
+      try {
+        store.version = store.format.version(store.isEmpty());
+      } catch (RuntimeException e) {
+        store.close();
+        throw e;
+      }
+      return store;
     } catch (RocksDBException | IOException e) {
       for (AutoCloseable c : new AutoCloseable[] {trashOptions, dataOptions, dbOptions}) {
         if (c != null) {
@@ -143,6 +160,36 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         }
       }
       throw new StorageException("cannot open the shard store in " + directory + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The layout version of the data directory ({@link StoreFormat}): {@link StoreFormat#CURRENT}, or
+   * 1 until {@link #migrate} has run.
+   */
+  public int layoutVersion() {
+    return version;
+  }
+
+  /** What {@link #migrate} did: the version it found, and the shards and keys it rewrote. */
+  public record Migration(int fromVersion, int shards, long keys) {}
+
+  /**
+   * Brings a directory of an older layout version to the current one, rewriting the shards of the
+   * ordered tables that {@code tables} (the map's, by id) names; a no-op when it is current. Call
+   * it before the store serves anything.
+   */
+  public synchronized Migration migrate(java.util.function.LongFunction<io.shardwise.core.map.Table> tables) {
+    if (version == StoreFormat.CURRENT) {
+      return new Migration(version, 0, 0);
+    }
+    enter();
+    try {
+      Migration m = format.migrate(this, tables);
+      version = StoreFormat.CURRENT;
+      return m;
+    } finally {
+      exit();
     }
   }
 
@@ -213,7 +260,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * <p>A mutation with a write id that this shard has already applied is not applied again: its
    * result is the first one, read from the shard's request record. A record is written in the same
    * RocksDB batch as the write it answers for, under a key of the shard's own range that no user key
-   * can take ({@link #requestRecordKey}), so it is exactly as durable as the write, and it moves,
+   * can take ({@link ShardRef#recordKey}), so it is exactly as durable as the write, and it moves,
    * exports and is trashed with the shard.
    *
    * @return per mutation: the new version of a put; for a delete, the tombstone's version if the
@@ -239,19 +286,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         }
         stripeSet.add(stripeOf(storeKeys[i]));
         if (m.requestId() != null) {
-          recordKeys[i] = m.shard().storeKey(requestRecordKey(m.requestId()));
+          recordKeys[i] = m.shard().recordKey(m.key(), m.requestId());
           if (!seen.add(recordKeys[i])) {
             throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
           }
           stripeSet.add(stripeOf(recordKeys[i]));
         }
       }
-      List<ReentrantLock> held = new ArrayList<>();
+      List<ReentrantLock> held = lock(stripeSet);
       try {
-        for (int stripe : stripeSet) { // ascending: no two batches wait on each other
-          stripes[stripe].lock();
-          held.add(stripes[stripe]);
-        }
         long[] versions = new long[n];
         long now = System.currentTimeMillis();
         boolean anyWrite = false;
@@ -304,33 +347,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
 
   // ------------------------------------------------------------------ request records
 
-  /**
-   * Where a shard keeps the record of a write id: {@code 0x00 0x02 + id} inside the shard's range.
-   * An encoded user key never starts so ({@code Key} encodes a 0x00 byte of the partition key as
-   * {@code 0x00 0xFF} and ends it with {@code 0x00 0x01}, and a partition key is never empty), so
-   * records never meet user keys; scans and sizes skip them.
-   */
-  public static byte[] requestRecordKey(byte[] requestId) {
-    byte[] out = new byte[RECORD_PREFIX.length + requestId.length];
-    System.arraycopy(RECORD_PREFIX, 0, out, 0, RECORD_PREFIX.length);
-    System.arraycopy(requestId, 0, out, RECORD_PREFIX.length, requestId.length);
-    return out;
-  }
-
-  private static final byte[] RECORD_PREFIX = {0x00, 0x02};
-  private static final byte[] RECORD_END = {0x00, 0x03};
-  /** Where a shard keeps its version floor ({@link #purgeTombstones}): a stored value whose version is the floor. */
-  private static final byte[] FLOOR_KEY = {0x00, 0x04};
-
-  /**
-   * True for a key the store keeps for itself inside a shard's range (a write id's record, the
-   * version floor), false for a user key: an encoded user key that starts with 0x00 continues with
-   * 0xFF. Reserved keys move, export and are trashed with their shard; scans and counts skip them.
-   */
-  public static boolean isReserved(byte[] storeKey) {
-    return storeKey.length >= ShardRef.PREFIX_BYTES + 2 && storeKey[ShardRef.PREFIX_BYTES] == 0x00
-        && storeKey[ShardRef.PREFIX_BYTES + 1] != (byte) 0xFF;
-  }
+  private static final byte[] BUCKET_RECORDS = {0x00, 0x02};
+  private static final byte[] BUCKET_RECORDS_END = {0x00, 0x03};
 
   private static byte[] requestRecord(long result, long atMillis) {
     return java.nio.ByteBuffer.allocate(16).putLong(result).putLong(atMillis).array();
@@ -340,15 +358,22 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return java.nio.ByteBuffer.wrap(raw, HEADER, 8).getLong();
   }
 
-  /** Removes the shard's request records written before {@code cutoffMillis}; returns how many. */
+  /**
+   * Removes the request records of a {@link ShardRef.Layout#BUCKET bucket} shard written before
+   * {@code cutoffMillis} (they lie together at its start); returns how many. The records of an
+   * ordered shard lie beside their keys, and {@link #purgeTombstones} removes them as it passes.
+   */
   public int purgeRequestRecords(ShardRef shard, long cutoffMillis) {
+    if (shard.layout() != ShardRef.Layout.BUCKET) {
+      return 0;
+    }
     enter();
-    try (Slice bound = new Slice(shard.storeKey(RECORD_END));
+    try (Slice bound = new Slice(shard.storeKey(BUCKET_RECORDS_END));
         ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true).setFillCache(false);
         RocksIterator it = db.newIterator(read);
         WriteBatch deletes = new WriteBatch()) {
       int purged = 0;
-      for (it.seek(shard.storeKey(RECORD_PREFIX)); it.isValid(); it.next()) {
+      for (it.seek(shard.storeKey(BUCKET_RECORDS)); it.isValid(); it.next()) {
         byte[] raw = it.value();
         if (java.nio.ByteBuffer.wrap(raw, HEADER + 8, 8).getLong() < cutoffMillis) {
           deletes.delete(it.key());
@@ -375,6 +400,11 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   /** What one {@link #purgeTombstones} call removed, and the key to go on from ({@code null}: the shard's end). */
   public record TombstonePurge(int purged, byte[] next) {}
 
+  /** {@link #purgeTombstones(ShardRef, long, long, byte[])} removing no request records. */
+  public TombstonePurge purgeTombstones(ShardRef shard, long cutoffMillis, byte[] from) {
+    return purgeTombstones(shard, cutoffMillis, Long.MIN_VALUE, from);
+  }
+
   /**
    * Removes up to {@link #TOMBSTONE_PURGE_BATCH} of {@code shard}'s tombstones written before
    * {@code cutoffMillis}, from {@code from} (a key, not prefixed; empty: the shard's start) on, and
@@ -385,39 +415,48 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * <p>Run it only where no move is copying the shard: a move's change log does not see the
    * removals (a copy that keeps a tombstone is still correct, only larger).
    */
-  public TombstonePurge purgeTombstones(ShardRef shard, long cutoffMillis, byte[] from) {
+  public TombstonePurge purgeTombstones(ShardRef shard, long cutoffMillis, long recordCutoffMillis, byte[] from) {
     enter();
     try {
       List<byte[]> candidates = new ArrayList<>();
       byte[] next = null;
-      try (Slice bound = new Slice(shard.prefixEnd());
-          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true).setFillCache(false);
-          RocksIterator it = db.newIterator(read)) {
-        for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
+      int records = 0;
+      try (Slice bound = new Slice(shard.endKey());
+          ReadOptions read = spanRead(shard, bound).setFillCache(false);
+          RocksIterator it = db.newIterator(read);
+          WriteBatch recordDeletes = new WriteBatch()) {
+        for (it.seek(from.length == 0 ? shard.startKey() : shard.storeKey(from)); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] == TOMBSTONE && deletedAtMillis(raw) < cutoffMillis && !isReserved(it.key())) {
+          if (shard.isReserved(it.key())) {
+            if (shard.layout() != ShardRef.Layout.BUCKET && shard.isRecord(it.key())
+                && java.nio.ByteBuffer.wrap(raw, HEADER + 8, 8).getLong() < recordCutoffMillis) {
+              recordDeletes.delete(it.key()); // a record answers retries of its write: nothing to lock against
+              records++;
+            }
+          } else if (raw[0] == TOMBSTONE && deletedAtMillis(raw) < cutoffMillis) {
             if (candidates.size() == TOMBSTONE_PURGE_BATCH) {
-              next = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
+              next = shard.userKey(it.key());
               break;
             }
             candidates.add(it.key());
           }
         }
         checkIterator(it, shard);
+        if (records > 0) {
+          db.write(writeOptions, recordDeletes);
+        }
+      } catch (RocksDBException e) {
+        throw new StorageException("purging request records of shard " + shard + " failed: " + e.getMessage(), e);
       }
       if (candidates.isEmpty()) {
         return new TombstonePurge(0, null);
       }
-      byte[] floorKey = shard.storeKey(FLOOR_KEY);
+      byte[] floorKey = shard.floorKey();
       TreeSet<Integer> stripeSet = new TreeSet<>();
       stripeSet.add(stripeOf(floorKey));
       candidates.forEach(k -> stripeSet.add(stripeOf(k)));
-      List<ReentrantLock> held = new ArrayList<>();
+      List<ReentrantLock> held = lock(stripeSet);
       try (WriteBatch writes = new WriteBatch()) {
-        for (int stripe : stripeSet) { // ascending, as writes take them
-          stripes[stripe].lock();
-          held.add(stripes[stripe]);
-        }
         long floor = versionFloor(shard);
         long raised = floor;
         int purged = 0;
@@ -451,8 +490,42 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * written where nothing is stored gets the next version above it. Read under the key's stripe.
    */
   long versionFloor(ShardRef shard) {
-    byte[] raw = read(shard.storeKey(FLOOR_KEY));
+    byte[] raw = read(shard.floorKey());
     return raw == null ? 0 : version(raw);
+  }
+
+  /**
+   * Raises {@code shard}'s version floor to the highest floor of {@code sources}, the shards its
+   * keys were in before a split or a merge made it: a floor lives at its shard's start, and the upper
+   * half of a split (or a merged shard, for its right part) starts where no floor was kept. Call it
+   * before the shard serves.
+   */
+  @Override
+  public void inheritFloor(ShardRef shard, List<ShardRef> sources) {
+    enter();
+    try {
+      byte[] floorKey = shard.floorKey();
+      TreeSet<Integer> stripeSet = new TreeSet<>();
+      stripeSet.add(stripeOf(floorKey));
+      sources.forEach(s -> stripeSet.add(stripeOf(s.floorKey())));
+      List<ReentrantLock> held = lock(stripeSet);
+      try {
+        long floor = versionFloor(shard);
+        long inherited = floor;
+        for (ShardRef s : sources) {
+          inherited = Math.max(inherited, versionFloor(s));
+        }
+        if (inherited > floor) {
+          db.put(writeOptions, floorKey, encode(new byte[0], inherited));
+        }
+      } catch (RocksDBException e) {
+        throw new StorageException("raising the version floor of shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
+      }
+    } finally {
+      exit();
+    }
   }
 
   /** When a tombstone was written; 0 for one written before tombstones recorded it. */
@@ -488,13 +561,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       long entries = 0;
       long live = 0;
       long bytes = 0;
-      try (Slice bound = new Slice(shard.prefixEnd());
-          ReadOptions read = new ReadOptions().setSnapshot(snapshot).setIterateUpperBound(bound).setPrefixSameAsStart(true)
-              .setFillCache(false);
+      try (Slice bound = new Slice(shard.endKey());
+          ReadOptions read = spanRead(shard, bound).setSnapshot(snapshot).setFillCache(false);
           RocksIterator it = db.newIterator(read);
           EnvOptions env = new EnvOptions();
           SstFileWriter writer = new SstFileWriter(env, writerOptions)) {
-        it.seek(shard.prefix());
+        it.seek(shard.startKey());
         if (it.isValid()) {
           writer.open(file.toString());
           for (; it.isValid(); it.next()) {
@@ -503,7 +575,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
             writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
             entries++;
             bytes += key.length + raw.length;
-            if (raw[0] != TOMBSTONE && !isReserved(key)) {
+            if (raw[0] != TOMBSTONE && !shard.isReserved(key)) {
               live++;
             }
           }
@@ -523,9 +595,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   }
 
   static byte[] concat(byte[] a, byte[] b) {
-    byte[] out = Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
+    return ShardRef.concat(a, b);
+  }
+
+  private static byte[] max(byte[] a, byte[] b) {
+    return Arrays.compareUnsigned(a, b) >= 0 ? a : b;
+  }
+
+  private static byte[] min(byte[] a, byte[] b) {
+    return Arrays.compareUnsigned(a, b) <= 0 ? a : b;
   }
 
 
@@ -589,10 +667,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public void writeStored(ShardRef shard, List<StoredValue> values) {
     enter();
     try {
-      byte[] prefix = shard.prefix();
       try (WriteBatch writes = new WriteBatch()) {
         for (StoredValue v : values) {
-          if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+          if (!shard.contains(v.storeKey())) {
             throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
           }
           if (v.stored() == null) {
@@ -614,25 +691,19 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values) {
     enter();
     try {
-      byte[] prefix = shard.prefix();
       TreeSet<Integer> stripeSet = new TreeSet<>();
       for (StoredValue v : values) {
-        if (v.stored() == null || v.storeKey().length < prefix.length
-            || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+        if (v.stored() == null || !shard.contains(v.storeKey())) {
           throw new IllegalArgumentException("a merged value is absent or its key does not belong to shard " + shard);
         }
         stripeSet.add(stripeOf(v.storeKey()));
       }
-      List<ReentrantLock> held = new ArrayList<>();
+      List<ReentrantLock> held = lock(stripeSet);
       try (WriteBatch writes = new WriteBatch()) {
-        for (int stripe : stripeSet) { // ascending, as writes take them: no two wait on each other
-          stripes[stripe].lock();
-          held.add(stripes[stripe]);
-        }
         List<byte[]> written = new ArrayList<>();
         for (StoredValue v : values) {
           byte[] raw = read(v.storeKey());
-          if (raw == null && !isReserved(v.storeKey())) {
+          if (raw == null && !shard.isReserved(v.storeKey())) {
             // Nothing stored: the merged value comes back, above the version floor so that no
             // version repeats. (If the key's tombstone was purged, a delete older than the
             // tombstone grace is undone: a restore is an operator's explicit choice.)
@@ -658,8 +729,27 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
   }
 
-  /** Every shard this store holds any key of (tombstones count), in key order. */
-  public List<ShardRef> storedShards() {
+  /** True if the store holds no key of any shard (tombstones and the store's own keys count). */
+  public boolean isEmpty() {
+    enter();
+    try (ReadOptions read = new ReadOptions().setTotalOrderSeek(true).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      it.seekToFirst();
+      boolean empty = !it.isValid();
+      checkIterator(it, null);
+      return empty;
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Every shard this store holds any key of (tombstones count), in key order. {@code tables} names
+   * the tables the caller knows by id (the map's): an ordered table's shards are found by their
+   * spans in it, and whatever is stored under an id it does not name comes back as one {@link
+   * ShardRef#wholeTable} ref.
+   */
+  public List<ShardRef> storedShards(java.util.function.LongFunction<io.shardwise.core.map.Table> tables) {
     enter();
     try {
       List<ShardRef> out = new ArrayList<>();
@@ -667,9 +757,27 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         it.seekToFirst();
         while (it.isValid()) {
-          ShardRef shard = ShardRef.ofStoreKey(it.key());
-          out.add(shard);
-          it.seek(shard.prefixEnd());
+          byte[] key = it.key();
+          long tableId = tableIdOf(key);
+          if (key.length >= ShardRef.BUCKET_PREFIX && key[8] == 0) {
+            ShardRef bucket = ShardRef.ofBucketKey(key); // a shard-number prefix
+            out.add(bucket);
+            it.seek(bucket.endKey());
+            continue;
+          }
+          io.shardwise.core.map.Table table = tables.apply(tableId);
+          ShardRef rest = ShardRef.wholeTable(tableId);
+          if (table != null && ShardRef.of(table, table.shards().get(0).id().number()).layout() != ShardRef.Layout.BUCKET) {
+            for (var s : table.shards()) {
+              ShardRef ref = ShardRef.of(table, s.id().number());
+              if (holdsAny(ref)) {
+                out.add(ref);
+              }
+            }
+          } else {
+            out.add(rest); // stored under a table id the caller does not know in this layout
+          }
+          it.seek(rest.endKey());
         }
         checkIterator(it, null);
       }
@@ -677,6 +785,36 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     } finally {
       exit();
     }
+  }
+
+  private static long tableIdOf(byte[] storeKey) {
+    long v = 0;
+    for (int i = 0; i < 8; i++) {
+      v = (v << 8) | (i < storeKey.length ? storeKey[i] & 0xff : 0);
+    }
+    return v;
+  }
+
+  /** True if any key lies in the shard's span. */
+  private boolean holdsAny(ShardRef shard) {
+    try (Slice bound = new Slice(shard.endKey());
+        ReadOptions read = spanRead(shard, bound).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      it.seek(shard.startKey());
+      boolean any = it.isValid();
+      checkIterator(it, shard);
+      return any;
+    }
+  }
+
+  /**
+   * Options to iterate within one shard's span up to {@code bound} (its end, or lower): a bucket
+   * shard is one fixed-length prefix, so prefix seeks (and bloom filters) serve it; an ordered
+   * shard's span crosses prefixes, so it is read in total order.
+   */
+  private static ReadOptions spanRead(ShardRef shard, Slice bound) {
+    ReadOptions read = new ReadOptions().setIterateUpperBound(bound);
+    return shard.layout() == ShardRef.Layout.BUCKET ? read.setPrefixSameAsStart(true) : read.setTotalOrderSeek(true);
   }
 
   /**
@@ -692,16 +830,21 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
       traffic.read(shard);
       List<StoredEntry> out = new ArrayList<>();
-      byte[] upper = to == null ? shard.prefixEnd() : shard.storeKey(to);
+      // The bounds, clamped to the span: an ordered shard's neighbours lie right beside it.
+      byte[] lower = from.length == 0 ? shard.startKey() : max(shard.storeKey(from), shard.startKey());
+      byte[] upper = to == null ? shard.endKey() : min(shard.storeKey(to), shard.endKey());
+      if (Arrays.compareUnsigned(lower, upper) >= 0) {
+        return new ScanPage(out, null);
+      }
       try (Slice bound = new Slice(upper);
-          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+          ReadOptions read = spanRead(shard, bound);
           RocksIterator it = db.newIterator(read)) {
-        for (it.seek(shard.storeKey(from)); it.isValid(); it.next()) {
+        for (it.seek(lower); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] == TOMBSTONE || isReserved(it.key())) {
+          if (raw[0] == TOMBSTONE || shard.isReserved(it.key())) {
             continue;
           }
-          byte[] key = Arrays.copyOfRange(it.key(), ShardRef.PREFIX_BYTES, it.key().length);
+          byte[] key = shard.userKey(it.key());
           if (out.size() == limit) {
             return new ScanPage(out, key);
           }
@@ -721,14 +864,14 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     try {
       long keys = 0;
       long bytes = 0;
-      try (Slice bound = new Slice(shard.prefixEnd());
-          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true);
+      try (Slice bound = new Slice(shard.endKey());
+          ReadOptions read = spanRead(shard, bound);
           RocksIterator it = db.newIterator(read)) {
-        for (it.seek(shard.prefix()); it.isValid(); it.next()) {
+        for (it.seek(shard.startKey()); it.isValid(); it.next()) {
           byte[] raw = it.value();
-          if (raw[0] != TOMBSTONE && !isReserved(it.key())) {
+          if (raw[0] != TOMBSTONE && !shard.isReserved(it.key())) {
             keys++;
-            bytes += it.key().length - ShardRef.PREFIX_BYTES + raw.length - HEADER;
+            bytes += it.key().length - shard.prefixLength() + raw.length - HEADER;
           }
         }
         checkIterator(it, shard);
@@ -748,7 +891,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     enter();
     try {
       try {
-        db.deleteRange(writeOptions, shard.prefix(), shard.prefixEnd());
+        db.deleteRange(writeOptions, shard.startKey(), shard.endKey());
       } catch (RocksDBException e) {
         throw new StorageException("dropping shard " + shard + " failed: " + e.getMessage(), e);
       }
@@ -803,6 +946,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
     handles.forEach(ColumnFamilyHandle::close);
     db.close();
+    format.close();
     trash.closeOptions();
     sstOptions.close();
     writeOptions.close();
@@ -825,6 +969,19 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     } catch (RocksDBException e) {
       throw new StorageException("reading shard " + shard + " failed: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * Locks the stripes in ascending order, as every write takes them, so no two writers wait on each
+   * other; returns them for unlocking.
+   */
+  private List<ReentrantLock> lock(TreeSet<Integer> stripeSet) {
+    List<ReentrantLock> held = new ArrayList<>(stripeSet.size());
+    for (int stripe : stripeSet) {
+      stripes[stripe].lock();
+      held.add(stripes[stripe]);
+    }
+    return held;
   }
 
   private static int stripeOf(byte[] storeKey) {

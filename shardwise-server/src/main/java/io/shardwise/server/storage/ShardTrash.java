@@ -226,32 +226,58 @@ public final class ShardTrash {
   }
 
   /**
-   * Six longs, then {@code 0x00}, the kind's ordinal and the reason in UTF-8. Entries written before
-   * kinds were recorded have the reason right after the longs; a reason never starts with 0x00.
+   * Six longs (table id, shard number, when, entries, live keys, bytes), then {@code 0x02}, the
+   * kind's ordinal, the shard's layout ({@link ShardRef#encode}: layout ordinal, hash name, span
+   * start and end, each behind its length) and the reason in UTF-8. Entries written before layouts
+   * were recorded have {@code 0x00} and the kind (their shard is a bucket), and those written before
+   * kinds the reason right after the longs; a reason never starts with 0x00 or 0x02.
    */
   private static byte[] encode(Entry e) {
     byte[] reason = e.reason().getBytes(StandardCharsets.UTF_8);
-    return ByteBuffer.allocate(6 * Long.BYTES + 2 + reason.length).putLong(e.shard().tableId()).putLong(e.shard().shardNumber())
+    ShardRef shard = e.shard();
+    byte[] hash = shard.hash() == null ? new byte[0] : shard.hash().name().getBytes(StandardCharsets.UTF_8);
+    byte[] start = shard.startKey();
+    byte[] end = shard.endKey();
+    return ByteBuffer.allocate(6 * Long.BYTES + 3 + 3 * Integer.BYTES + hash.length + start.length + end.length + reason.length)
+        .putLong(shard.tableId()).putLong(shard.shardNumber())
         .putLong(e.trashedAtMillis()).putLong(e.entries()).putLong(e.liveKeys()).putLong(e.bytes())
-        .put((byte) 0).put((byte) e.kind().ordinal()).put(reason).array();
+        .put(WITH_LAYOUT).put((byte) e.kind().ordinal()).put((byte) shard.layout().ordinal())
+        .putInt(hash.length).put(hash).putInt(start.length).put(start).putInt(end.length).put(end)
+        .put(reason).array();
   }
+
+  private static final byte WITH_KIND = 0x00;
+  private static final byte WITH_LAYOUT = 0x02;
 
   private static Entry decode(byte[] key, byte[] value) {
     long id = ByteBuffer.wrap(key, ID_BYTES, ID_BYTES).getLong();
     ByteBuffer b = ByteBuffer.wrap(value);
-    ShardRef shard = new ShardRef(b.getLong(), b.getLong());
+    long tableId = b.getLong();
+    long number = b.getLong();
+    ShardRef shard = new ShardRef(tableId, number);
     long at = b.getLong();
     long entries = b.getLong();
     long live = b.getLong();
     long bytes = b.getLong();
     Kind kind = Kind.UNKNOWN;
-    if (b.remaining() >= 2 && value[b.position()] == 0) {
-      int ordinal = value[b.position() + 1];
+    if (b.remaining() >= 2 && (value[b.position()] == WITH_KIND || value[b.position()] == WITH_LAYOUT)) {
+      boolean withLayout = b.get() == WITH_LAYOUT;
+      int ordinal = b.get();
       kind = ordinal >= 0 && ordinal < Kind.values().length ? Kind.values()[ordinal] : Kind.UNKNOWN;
-      b.position(b.position() + 2);
+      if (withLayout) {
+        ShardRef.Layout layout = ShardRef.Layout.values()[b.get()];
+        String hash = new String(bytes(b), StandardCharsets.UTF_8);
+        shard = ShardRef.decode(tableId, number, layout, hash, bytes(b), bytes(b));
+      }
     }
     String reason = new String(value, b.position(), b.remaining(), StandardCharsets.UTF_8);
     return new Entry(id, shard, kind, at, entries, live, bytes, reason);
+  }
+
+  private static byte[] bytes(ByteBuffer b) {
+    byte[] out = new byte[b.getInt()];
+    b.get(out);
+    return out;
   }
 
   private static byte[] longBytes(long v) {

@@ -61,7 +61,7 @@ final class MemoryEngine implements ShardEngine {
         throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
       }
       if (m.requestId() != null) {
-        records[i] = m.shard().storeKey(ShardStore.requestRecordKey(m.requestId()));
+        records[i] = m.shard().recordKey(m.key(), m.requestId());
         if (!seen.add(records[i])) {
           throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
         }
@@ -110,7 +110,7 @@ final class MemoryEngine implements ShardEngine {
         write(out, e.getKey());
         write(out, e.getValue());
         bytes += e.getKey().length + e.getValue().length;
-        if (e.getValue()[0] != TOMBSTONE && !ShardStore.isReserved(e.getKey())) {
+        if (e.getValue()[0] != TOMBSTONE && !shard.isReserved(e.getKey())) {
           live++;
         }
       }
@@ -149,9 +149,8 @@ final class MemoryEngine implements ShardEngine {
 
   @Override
   public void writeStored(ShardRef shard, List<StoredValue> values) {
-    byte[] prefix = shard.storeKey(new byte[0]);
     for (StoredValue v : values) {
-      if (v.storeKey().length < prefix.length || Arrays.compare(v.storeKey(), 0, prefix.length, prefix, 0, prefix.length) != 0) {
+      if (!shard.contains(v.storeKey())) {
         throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
       }
     }
@@ -170,6 +169,11 @@ final class MemoryEngine implements ShardEngine {
   }
 
   @Override
+  public void inheritFloor(ShardRef shard, List<ShardRef> sources) {
+    // no floors here: the move simulation never purges a tombstone, and its table does not split
+  }
+
+  @Override
   public void drop(ShardRef shard) {
     range(data, shard).clear();
   }
@@ -180,9 +184,7 @@ final class MemoryEngine implements ShardEngine {
   }
 
   private static NavigableMap<byte[], byte[]> range(TreeMap<byte[], byte[]> map, ShardRef shard) {
-    byte[] from = shard.storeKey(new byte[0]);
-    byte[] to = new ShardRef(shard.tableId(), shard.shardNumber() + 1).storeKey(new byte[0]);
-    return map.subMap(from, true, to, false);
+    return map.subMap(shard.start(), true, shard.end(), false);
   }
 
   private static byte[] encode(byte[] value, long version) {

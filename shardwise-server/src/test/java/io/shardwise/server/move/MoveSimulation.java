@@ -370,7 +370,7 @@ final class MoveSimulation {
     if (!source.up || to == source) {
       return;
     }
-    ShardRef ref = new ShardRef(tableId, s.id().number());
+    ShardRef ref = ShardRef.of(planned.table(table).orElseThrow(), s.id().number());
     if (!source.outgoing.add(ref)) {
       return; // MoveServiceImpl refuses a second move of a shard already moving from this node
     }
@@ -560,7 +560,8 @@ final class MoveSimulation {
   }
 
   private ShardRef refOf(ShardMap map, String key) {
-    return new ShardRef(tableId, map.table(table).orElseThrow().shardFor(Key.of(key).partitionKey()).id().number());
+    var t = map.table(table).orElseThrow();
+    return ShardRef.of(t, t.shardFor(Key.of(key).partitionKey()).id().number());
   }
 
   private void refresh(SimClient c) {

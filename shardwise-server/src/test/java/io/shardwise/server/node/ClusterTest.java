@@ -128,7 +128,7 @@ class ClusterTest {
     Table table = map.table("owners").orElseThrow();
     for (String k : keys) {
       ShardAssignment shard = table.shardFor(b(k));
-      ShardRef ref = new ShardRef(table.id(), shard.id().number());
+      ShardRef ref = ShardRef.of(table, shard.id().number());
       for (ShardwiseNode node : cluster.nodes) {
         boolean stored = node.store().get(ref, Key.of(k).encode()) != null;
         assertThat(stored).as("%s on %s (owner %s)", k, node.id(), shard.owner()).isEqualTo(node.id().equals(shard.owner()));
@@ -241,7 +241,7 @@ class ClusterTest {
     client.put("stale", Key.of(pk), b("landed"));
     assertThat(client.mapEpoch()).isGreaterThan(staleEpoch);
     Table table = cluster.node(newOwner.value()).map().table("stale").orElseThrow();
-    ShardRef ref = new ShardRef(table.id(), before.id().number());
+    ShardRef ref = ShardRef.of(table, before.id().number());
     assertThat(cluster.node(newOwner.value()).store().get(ref, Key.of(pk).encode())).isNotNull();
     assertThat(cluster.node(before.owner().value()).store().get(ref, Key.of(pk).encode())).isNull();
   }
@@ -344,7 +344,7 @@ class ClusterTest {
     for (ShardwiseNode n : cluster.nodes) {
       for (Table t : n.map().tables().values()) {
         for (ShardAssignment s : t.shards()) {
-          reads += n.store().traffic().counts(new ShardRef(t.id(), s.id().number())).reads();
+          reads += n.store().traffic().counts(ShardRef.of(t, s.id().number())).reads();
         }
       }
     }

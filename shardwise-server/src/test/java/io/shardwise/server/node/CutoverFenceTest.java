@@ -77,7 +77,7 @@ class CutoverFenceTest {
         }
       }
       client.put("race", key, "before".getBytes(StandardCharsets.UTF_8));
-      hook.target.set(new ShardRef(table.id(), shard.id().number()));
+      hook.target.set(ShardRef.of(table, shard.id().number()));
 
       Key parkedKey = key;
       CompletableFuture<Long> parkedWrite = CompletableFuture.supplyAsync(
@@ -101,7 +101,7 @@ class CutoverFenceTest {
       if (version != null) {
         assertThat(client.get("race", key).map(v -> new String(v.value(), StandardCharsets.UTF_8)))
             .as("the acknowledged write (version %d) is on the new owner", version).contains("parked");
-        assertThat(cluster.node("n2").store().get(new ShardRef(table.id(), shard.id().number()), key.encode()))
+        assertThat(cluster.node("n2").store().get(ShardRef.of(table, shard.id().number()), key.encode()))
             .as("stored on n2").isNotNull();
       }
     }

@@ -69,7 +69,7 @@ class CutoverOutcomeTest {
       assertThat(last.getPhase()).as("the source read the map and knows the move happened").isEqualTo(MoveProgress.Phase.DONE);
       assertThat(n1.map().shard(table.id(), shard.id().number()).orElseThrow().owner().value()).isEqualTo("n2");
 
-      ShardRef ref = new ShardRef(table.id(), shard.id().number());
+      ShardRef ref = ShardRef.of(table, shard.id().number());
       ShardwiseNode n2 = cluster.node("n2");
       for (Key k : keys) {
         assertThat(n2.store().get(ref, k.encode())).as("key %s on the new owner", new String(k.partitionKey(), StandardCharsets.UTF_8))

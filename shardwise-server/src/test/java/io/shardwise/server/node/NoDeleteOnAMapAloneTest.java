@@ -114,7 +114,7 @@ class NoDeleteOnAMapAloneTest {
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("moving").orElseThrow();
       ShardAssignment shard = table.shards().stream().filter(s -> s.owner().equals(n1.id())).findFirst().orElseThrow();
-      ShardRef ref = new ShardRef(table.id(), shard.id().number());
+      ShardRef ref = ShardRef.of(table, shard.id().number());
       long held = n1.store().stats(ref).keys();
       assertThat(held).isPositive();
 
@@ -148,7 +148,7 @@ class NoDeleteOnAMapAloneTest {
       // Each owner's shards of the table go to its trash.
       await().atMost(Duration.ofSeconds(20)).until(() -> cluster.nodes.stream().mapToLong(n -> n.store().trash().entries().stream()
           .filter(e -> e.kind() == ShardTrash.Kind.TABLE_DROPPED).count()).sum() == 6);
-      assertThat(cluster.nodes).allMatch(n -> n.store().storedShards().isEmpty());
+      assertThat(cluster.nodes).allMatch(n -> n.store().isEmpty());
 
       var back = client.undropTable("cart");
       assertThat(back.shardsFoundInTrash()).isEqualTo(6);

@@ -99,7 +99,7 @@ class RebalanceTest {
       for (Map.Entry<Integer, Long> e : expected.entrySet()) {
         Key k = key(e.getKey());
         ShardAssignment s = table.shardFor(k.partitionKey());
-        ShardRef ref = new ShardRef(table.id(), s.id().number());
+        ShardRef ref = ShardRef.of(table, s.id().number());
         for (ShardwiseNode n : cluster.nodes) {
           var stored = n.store().get(ref, k.encode());
           if (n.id().equals(s.owner())) {
@@ -328,7 +328,7 @@ class RebalanceTest {
       stale.put("suggest", key(moved), value(1_000_000));
       ShardAssignment now = newT.shardFor(key(moved).partitionKey());
       assertThat(now.owner().value()).isEqualTo("n4");
-      var stored = cluster.node("n4").store().get(new ShardRef(newT.id(), now.id().number()), key(moved).encode());
+      var stored = cluster.node("n4").store().get(ShardRef.of(newT, now.id().number()), key(moved).encode());
       assertThat(seqOf(new Versioned(stored.value(), stored.version()))).isEqualTo(1_000_000);
       Map<Integer, Long> expected = new java.util.TreeMap<>();
       for (int i = 0; i < 300; i++) {
@@ -375,7 +375,7 @@ class RebalanceTest {
         }
         Key probeKey = Key.of(("probe-" + probe).getBytes(StandardCharsets.UTF_8));
         client.put("crash", probeKey, value(7));
-        assertThat(cluster.node(back.getFrom()).store().get(new ShardRef(t.id(), back.getNumber()), probeKey.encode())).isNotNull();
+        assertThat(cluster.node(back.getFrom()).store().get(ShardRef.of(t, back.getNumber()), probeKey.encode())).isNotNull();
 
         // Back with the same data directory: its partial copy is dropped, and a new plan runs.
         records.updateSettings(s -> s.toBuilder().setBandwidthBytesPerSecond(0).build());

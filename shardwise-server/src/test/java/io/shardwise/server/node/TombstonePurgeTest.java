@@ -36,7 +36,7 @@ class TombstonePurgeTest {
       assertThat(client.delete("t", key)).isTrue();
 
       Table table = node.map().table("t").orElseThrow();
-      ShardRef ref = new ShardRef(table.id(), table.shardFor(key.partitionKey()).id().number());
+      ShardRef ref = ShardRef.of(table, table.shardFor(key.partitionKey()).id().number());
       byte[] storeKey = ref.storeKey(key.encode());
       await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
           .until(() -> node.store().readStored(List.of(storeKey)).get(0).stored() == null);

@@ -1,0 +1,117 @@
+package io.shardwise.server.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.ShardwiseException;
+import io.shardwise.client.TableDescription;
+import io.shardwise.client.TableSpec;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.server.rpc.Limits;
+import io.shardwise.server.storage.ShardTrash;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Splits and merges on a real cluster while a client writes: only the map changes, every
+ * acknowledged write reads back through every split, merge and move of a half, and once the drop
+ * grace has passed the owner still serves the halves it kept (the replaced shard's span is theirs,
+ * and is not trashed) while the half that moved away is in its trash.
+ */
+@org.junit.jupiter.api.Tag("integration")
+class SplitMergeTest {
+
+  @TempDir Path dir;
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"range", "hashrange"})
+  void splitsMergesAndAMovedHalfLoseNoAcknowledgedWrite(String strategy) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", TableSpec.builder(strategy).shards(1).build());
+      Map<String, String> acknowledged = new ConcurrentHashMap<>();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Thread writer = new Thread(() -> {
+        try {
+          for (int i = 0; !stop.get() || i < 600; i++) {
+            String key = String.format("k%04d", (i * 7919L) % 2000); // all over the key range from the start
+            String value = "v" + i;
+            client.put("t", Key.of(key), b(value));
+            acknowledged.put(key, value);
+          }
+        } catch (Throwable t) {
+          failed.set(t);
+        }
+      }, "split-test-writer");
+      writer.start();
+
+      await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.size() >= 200);
+      Table t = cluster.nodes.get(0).map().table("t").orElseThrow();
+      long first = t.shards().get(0).id().number();
+      TableDescription two = strategy.equals("range")
+          ? client.splitShard("t", first, b("k1000"))
+          : client.splitShardAtHash("t", first, OptionalLong.empty());
+      assertThat(two.shards()).hasSize(2);
+      assertThat(two.shards()).allMatch(s -> s.number() != first);
+      long lower = two.shards().get(0).number();
+      TableDescription three = strategy.equals("range")
+          ? client.splitShard("t", lower, b("k0500"))
+          : client.splitShardAtHash("t", lower, OptionalLong.empty());
+      assertThat(three.shards()).hasSize(3);
+      TableDescription merged = client.mergeShards("t", three.shards().get(0).number());
+      assertThat(merged.shards()).hasSize(2);
+      assertThatThrownBy(() -> client.splitShard("t", first, b("k0001"))).as("a replaced shard is gone")
+          .isInstanceOf(ShardwiseException.class).hasMessageContaining("no shard " + first);
+
+      // The upper half moves to the other node, writes going on.
+      Table now = cluster.nodes.get(0).map().table("t").orElseThrow();
+      ShardAssignment upper = now.shards().get(1);
+      ShardwiseNode owner = cluster.node(upper.owner().value());
+      ShardwiseNode other = cluster.nodes.stream().filter(n -> n != owner).findFirst().orElseThrow();
+      MoveProgress last = TestCluster.moveShard(owner, now, upper, other.id().value(), "split-move-" + strategy);
+      assertThat(last.getPhase()).isEqualTo(MoveProgress.Phase.DONE);
+
+      stop.set(true);
+      writer.join(60_000);
+      assertThat(failed.get()).as("the writer's first failure").isNull();
+      checkReadBack(client, acknowledged);
+
+      // After the drop grace: the moved half is in the old owner's trash, the kept half still served.
+      await().atMost(Duration.ofSeconds(20)).until(() -> owner.store().trash().entries().stream()
+          .anyMatch(e -> e.kind() == ShardTrash.Kind.MOVED_AWAY && e.shard().shardNumber() == upper.id().number()));
+      assertThat(owner.store().trash().entries()).as("nothing of the shards it kept went to the trash")
+          .allMatch(e -> e.shard().shardNumber() == upper.id().number());
+      checkReadBack(client, acknowledged);
+      long stored = client.describeTable("t", true).shards().stream().mapToLong(s -> s.keys()).sum();
+      assertThat(stored).isEqualTo(acknowledged.size());
+    }
+  }
+
+  private static void checkReadBack(ShardwiseClient client, Map<String, String> acknowledged) {
+    for (var e : acknowledged.entrySet()) {
+      var got = client.get("t", Key.of(e.getKey()));
+      assertThat(got).as("key %s", e.getKey()).isPresent();
+      assertThat(new String(got.get().value(), StandardCharsets.UTF_8)).as("key %s", e.getKey()).isEqualTo(e.getValue());
+    }
+  }
+}
