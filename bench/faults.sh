@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fault campaigns on real processes: runs KillNineIT (kill -9 of an owner; SIGSTOP of an owner for
 # 1-7 s; an owner restarted against an empty and a foreign ZooKeeper; mid-move, kill -9 of the
-# source, of the destination and of the balancer's leader, and SIGSTOP of ZooKeeper for 1-8 s; each
+# source, of the destination and of the balancer's leader, and SIGSTOP of ZooKeeper for 1-8 s; kill -9 of an owner right
+# after splits and a merge of its shard; each
 # run checked for linearizability by io.shardwise.bench.history) once per seed, and prints one line
 # per run plus a summary per scenario.
 #
@@ -9,7 +10,7 @@
 #   bench/faults.sh --seeds 7,8,9
 #   bench/faults.sh --runs 25 --only 'zooKeeper*'   # the test methods matching a pattern (+ separates patterns)
 #
-# Each seed takes about 5 minutes on 2 cores (the seven scenarios, about 40 s each). The output's FAULT-RUN lines are what docs/reliability.md records.
+# Each seed takes about 5 minutes on 2 cores (the eight scenarios, about 40 s each). The output's FAULT-RUN lines are what docs/reliability.md records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="1"

@@ -212,8 +212,9 @@ final class TableCommand {
 
   @Command(name = "split", mixinStandardHelpOptions = true, sortOptions = false,
       description = {"Split one shard of a range or hashrange table in two new shards on the same node.",
-          "Only the map changes: the keys already lie in placement order. A range shard splits at a partition key (--at),",
-          "a hashrange shard at a hash (--at-hash) or, by default, at the middle of its hash range."})
+          "Only the map changes: the keys already lie in placement order. By default the owner splits it by size: at the",
+          "partition key (hash) with half the shard's bytes below it, never inside one partition key. Or give the point:",
+          "--at KEY for a range shard, --at-hash H for a hashrange shard."})
   static final class Split implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -234,16 +235,20 @@ final class TableCommand {
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
       TableDescription t;
-      if (at != null) {
+      if (at != null && atHash != null) {
+        throw new IllegalArgumentException("give --at or --at-hash, not both");
+      } else if (at != null) {
         t = client.splitShard(name, shard, at.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      } else {
-        java.util.OptionalLong hash;
+      } else if (atHash != null) {
+        long hash;
         try {
-          hash = atHash == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(Long.parseUnsignedLong(atHash));
+          hash = Long.parseUnsignedLong(atHash);
         } catch (NumberFormatException e) {
           throw new IllegalArgumentException("--at-hash takes an unsigned 64-bit decimal number, not '" + atHash + "'");
         }
         t = client.splitShardAtHash(name, shard, hash);
+      } else {
+        t = client.splitShard(name, shard);
       }
       spec.commandLine().getOut().println("split " + name + "/" + shard + ": the table has " + Output.count(t.shards().size(), "shard")
           + " at map epoch " + t.mapEpoch());

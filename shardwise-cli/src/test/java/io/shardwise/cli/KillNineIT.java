@@ -224,6 +224,40 @@ class KillNineIT {
   }
 
   /**
+   * Splits and a merge of one owner's shard while the clients write, then {@code kill -9} of that
+   * owner and a restart: the halves are new shards over the same keys, so the restarted node must
+   * serve them (nothing of theirs trashed as a foreign copy) and every acknowledged write must read
+   * back through them.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void anOwnerKilledRightAfterSplitsAndAMergeLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
+    List<String> nodes = startThreeNodesWithTables("hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("split-then-kill", seed, Duration.ofSeconds(18), () -> {
+      Thread.sleep(1_000 + random.nextInt(2_000));
+      String victim;
+      try (ShardwiseClient admin = client(nodes)) {
+        io.shardwise.client.TableDescription t = admin.describeTable("hist", false);
+        int position = random.nextInt(t.shards().size());
+        io.shardwise.client.ShardDescription s = t.shards().get(position);
+        victim = s.owner();
+        t = admin.splitShardAtHash("hist", s.number(), middle(s));
+        io.shardwise.client.ShardDescription upper = t.shards().get(position + 1);
+        t = admin.splitShardAtHash("hist", upper.number(), middle(upper));
+        t = admin.mergeShards("hist", t.shards().get(position).number()); // the lower half and the upper's lower half
+      }
+      Thread.sleep(random.nextInt(500));
+      return killAndRestart(victim);
+    });
+  }
+
+  /** The first hash of the upper half of a hashrange shard split in the middle. */
+  private static long middle(io.shardwise.client.ShardDescription s) {
+    return s.hashFirst() + Long.divideUnsigned(s.hashLast() - s.hashFirst(), 2) + 1;
+  }
+
+  /**
    * A node stopped with SIGSTOP for 1 to 7 s, then resumed: shorter than its ZooKeeper session (4 s)
    * it simply goes on; longer, its session expires while it stands still, it wakes up fenced, and it
    * must re-read the map and register again before it serves.

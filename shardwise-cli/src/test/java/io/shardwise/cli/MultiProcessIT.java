@@ -239,6 +239,26 @@ class MultiProcessIT {
     for (int i = 0; i < 9; i++) {
       assertThat(scanned).contains("amount=" + i);
     }
+
+    // A range table that starts with one shard is split and merged by the map alone.
+    assertThat(cli("table", "create", "log", "--strategy", "range", "--shards", "1").exit()).isZero();
+    for (String k : List.of("apple", "mango", "zebra")) {
+      assertThat(cli("kv", "put", "log", k, "fruit-" + k).exit()).isZero();
+    }
+    ServerProcesses.Result byHash = cli("table", "split", "log", "--shard", "0", "--at-hash", "5");
+    assertThat(byHash.exit()).isEqualTo(2);
+    assertThat(byHash.err()).contains("splits at a partition key");
+    ServerProcesses.Result split = cli("table", "split", "log", "--shard", "0"); // by size: the owner finds the key
+    assertThat(split.exit()).as(split.err()).isZero();
+    assertThat(split.out()).contains("2 shards");
+    ServerProcesses.Result upper = cli("kv", "scan", "log", "--from", "m");
+    assertThat(upper.out()).contains("mango").contains("zebra").doesNotContain("apple");
+    ServerProcesses.Result merged = cli("table", "merge", "log", "--shard", "1");
+    assertThat(merged.exit()).as(merged.err()).isZero();
+    assertThat(merged.out()).contains("1 shard ");
+    for (String k : List.of("apple", "mango", "zebra")) {
+      assertThat(cli("kv", "get", "log", k).out()).contains("fruit-" + k);
+    }
   }
 
   /** Live keys in the trash entries of one kind. */

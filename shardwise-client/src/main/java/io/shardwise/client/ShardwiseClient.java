@@ -630,13 +630,23 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /**
-   * Splits shard {@code shard} of a {@code hashrange} table at hash {@code at} (empty: its
-   * midpoint): two new shards on the same owner, and only the map changes.
+   * Splits shard {@code shard} of a {@code hashrange} table at hash {@code at}, the first hash of
+   * the upper half: two new shards on the same owner, and only the map changes.
    */
-  public TableDescription splitShardAtHash(String table, long shard, java.util.OptionalLong at) {
-    var request = io.shardwise.proto.v1.SplitShardRequest.newBuilder().setTable(table).setShard(shard);
-    at.ifPresent(h -> request.setHasAtHash(true).setAtHash(h));
-    return splitShard(request.build());
+  public TableDescription splitShardAtHash(String table, long shard, long at) {
+    return splitShard(io.shardwise.proto.v1.SplitShardRequest.newBuilder().setTable(table).setShard(shard).setHasAtHash(true).setAtHash(at)
+        .build());
+  }
+
+  /**
+   * Splits shard {@code shard} of a {@code range} or {@code hashrange} table by size: its owner
+   * finds the partition key (hash) with half the shard's live bytes below it, never splitting one
+   * partition key; an empty hashrange shard splits at the middle of its hashes.
+   *
+   * @throws ShardwiseException FAILED_PRECONDITION if the shard is empty (range) or one partition key
+   */
+  public TableDescription splitShard(String table, long shard) {
+    return splitShard(io.shardwise.proto.v1.SplitShardRequest.newBuilder().setTable(table).setShard(shard).build());
   }
 
   private TableDescription splitShard(io.shardwise.proto.v1.SplitShardRequest request) {

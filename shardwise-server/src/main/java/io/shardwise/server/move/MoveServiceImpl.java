@@ -17,6 +17,8 @@ import io.shardwise.proto.v1.ReceiveShardResponse;
 import io.shardwise.proto.v1.ShardChanges;
 import io.shardwise.proto.v1.ShardChangesResponse;
 import io.shardwise.proto.v1.ShardChunk;
+import io.shardwise.proto.v1.SizeSplitPointRequest;
+import io.shardwise.proto.v1.SizeSplitPointResponse;
 import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.rpc.ClusterContext;
 import io.shardwise.server.shard.ShardFencedException;
@@ -270,6 +272,34 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       return;
     }
     out.onNext(MergeStoredResponse.newBuilder().setWritten(written).build());
+    out.onCompleted();
+  }
+
+  /** Where this node, the shard's owner, would split it by size ({@link ShardStore#sizeSplitPoint}). */
+  @Override
+  public void sizeSplitPoint(SizeSplitPointRequest request, StreamObserver<SizeSplitPointResponse> out) {
+    ShardRef shard = shardOrAnswer(request.getTableId(), request.getNumber(), out);
+    if (shard == null) {
+      return;
+    }
+    if (!(node.store() instanceof ShardStore store)) {
+      out.onError(Status.UNIMPLEMENTED.withDescription("this engine finds no split points").asRuntimeException());
+      return;
+    }
+    var point = node.shards().maintain(shard, () -> store.sizeSplitPoint(shard)); // only while this node serves it
+    if (point.isEmpty()) {
+      out.onError(Status.FAILED_PRECONDITION.withDescription("shard " + shard + " is not served here now (moving, or not this node's)")
+          .asRuntimeException());
+      return;
+    }
+    SizeSplitPointResponse.Builder b = SizeSplitPointResponse.newBuilder();
+    point.get().ifPresent(p -> {
+      b.setFound(true).setHash(p.hash()).setBytesBelow(p.bytesBelow()).setBytes(p.bytes()).setKeys(p.keys());
+      if (p.partitionKey() != null) {
+        b.setPartitionKey(com.google.protobuf.ByteString.copyFrom(p.partitionKey()));
+      }
+    });
+    out.onNext(b.build());
     out.onCompleted();
   }
 

@@ -885,6 +885,74 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   /** Live keys and bytes of a shard. */
   public record ShardStats(long keys, long bytes) {}
 
+  /**
+   * Where a size split puts the upper half's start: a partition key (range) or a hash (hashrange),
+   * with the live bytes below it and in the whole shard.
+   */
+  public record SplitPoint(byte[] partitionKey, long hash, long bytesBelow, long bytes, long keys) {}
+
+  /**
+   * The point that splits a range or hashrange shard in two halves of about equal live bytes: the
+   * first partition key (hash) at which the bytes below it reach half, or the last one before if the
+   * half falls in the shard's last partition. Never inside one partition key, which always stays
+   * whole. Empty when the shard is empty or holds a single partition key (hash): that is a hot or
+   * large key, not a split. Reads the shard twice (its size, then up to the half), as CockroachDB's
+   * split-key search does.
+   *
+   * @throws IllegalArgumentException for a shard of a strategy that does not split
+   */
+  public java.util.Optional<SplitPoint> sizeSplitPoint(ShardRef shard) {
+    if (shard.layout() != ShardRef.Layout.KEY && shard.layout() != ShardRef.Layout.HASH) {
+      throw new IllegalArgumentException("only range and hashrange shards split; shard " + shard + " is laid out as " + shard.layout());
+    }
+    ShardStats stats = stats(shard);
+    enter();
+    try (Slice bound = new Slice(shard.endKey());
+        ReadOptions read = spanRead(shard, bound).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      long half = stats.bytes() / 2;
+      long below = 0;
+      byte[] previous = null;
+      byte[] lastBoundary = null;
+      long lastBoundaryBelow = 0;
+      for (it.seek(shard.startKey()); it.isValid(); it.next()) {
+        byte[] raw = it.value();
+        if (raw[0] == TOMBSTONE || shard.isReserved(it.key())) {
+          continue;
+        }
+        byte[] unit = placementUnit(shard, it.key());
+        if (previous != null && !Arrays.equals(unit, previous)) {
+          if (below >= half) {
+            return java.util.Optional.of(splitPoint(shard, unit, below, stats));
+          }
+          lastBoundary = unit;
+          lastBoundaryBelow = below;
+        }
+        previous = unit;
+        below += it.key().length - shard.prefixLength() + raw.length - HEADER;
+      }
+      checkIterator(it, shard);
+      return lastBoundary == null ? java.util.Optional.empty()
+          : java.util.Optional.of(splitPoint(shard, lastBoundary, lastBoundaryBelow, stats));
+    } finally {
+      exit();
+    }
+  }
+
+  /** What a key is placed by: its partition key (range) or the 8 bytes of its hash (hashrange). */
+  private static byte[] placementUnit(ShardRef shard, byte[] storeKey) {
+    if (shard.layout() == ShardRef.Layout.HASH) {
+      return Arrays.copyOfRange(storeKey, 9, 17);
+    }
+    return ShardRef.partitionKeyOf(shard.userKey(storeKey));
+  }
+
+  private static SplitPoint splitPoint(ShardRef shard, byte[] unit, long below, ShardStats stats) {
+    return shard.layout() == ShardRef.Layout.HASH
+        ? new SplitPoint(null, java.nio.ByteBuffer.wrap(unit).getLong(), below, stats.bytes(), stats.keys())
+        : new SplitPoint(unit, 0, below, stats.bytes(), stats.keys());
+  }
+
   /** Removes every key of {@code shard}, tombstones included, with one range deletion. */
   @Override
   public void drop(ShardRef shard) {

@@ -19,7 +19,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -68,15 +67,13 @@ class SplitMergeTest {
       await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.size() >= 200);
       Table t = cluster.nodes.get(0).map().table("t").orElseThrow();
       long first = t.shards().get(0).id().number();
-      TableDescription two = strategy.equals("range")
-          ? client.splitShard("t", first, b("k1000"))
-          : client.splitShardAtHash("t", first, OptionalLong.empty());
+      TableDescription two = client.splitShard("t", first); // by size: the owner finds the point
       assertThat(two.shards()).hasSize(2);
       assertThat(two.shards()).allMatch(s -> s.number() != first);
       long lower = two.shards().get(0).number();
       TableDescription three = strategy.equals("range")
-          ? client.splitShard("t", lower, b("k0500"))
-          : client.splitShardAtHash("t", lower, OptionalLong.empty());
+          ? client.splitShard("t", lower, b("k0100"))
+          : client.splitShardAtHash("t", lower, two.shards().get(0).hashFirst() + Long.divideUnsigned(two.shards().get(0).hashLast() - two.shards().get(0).hashFirst(), 3));
       assertThat(three.shards()).hasSize(3);
       TableDescription merged = client.mergeShards("t", three.shards().get(0).number());
       assertThat(merged.shards()).hasSize(2);

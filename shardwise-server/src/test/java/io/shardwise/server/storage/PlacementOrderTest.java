@@ -234,6 +234,42 @@ class PlacementOrderTest {
     assertThat(store.layoutVersion()).as("recorded").isEqualTo(ShardStore.LAYOUT_VERSION);
   }
 
+  @ParameterizedTest(name = "{0}")
+  @CsvSource({"range", "hashrange"})
+  void aSizeSplitHalvesTheBytesAndNeverSplitsAPartition(String strategy) {
+    ShardMap map = create(Strategy.byId(strategy));
+    Table t = map.table("t").orElseThrow();
+    ShardRef whole = ShardRef.of(t, t.shards().get(0).id().number());
+    assertThat(store.sizeSplitPoint(whole)).as("empty").isEmpty();
+    for (int s = 0; s < 50; s++) { // one partition of 50 rows: whole on one side
+      store.put(whole, Key.of("big", "row" + s).encode(), new byte[100]);
+    }
+    assertThat(store.sizeSplitPoint(whole)).as("a single partition key").isEmpty();
+    for (int p = 0; p < 200; p++) {
+      store.put(whole, Key.of(String.format("p%03d", p)).encode(), new byte[10 + p % 7]);
+    }
+    ShardStore.SplitPoint point = store.sizeSplitPoint(whole).orElseThrow();
+    map = map.apply(ShardMapDelta.on(map).splitShard(t.layout().strategy() == Strategy.RANGE
+        ? ShardMapDelta.SplitShard.atKey(t.shards().get(0).id(), point.partitionKey())
+        : ShardMapDelta.SplitShard.atHash(t.shards().get(0).id(), point.hash())).build());
+    Table after = map.table("t").orElseThrow();
+    ShardStore.ShardStats low = store.stats(ShardRef.of(after, after.shards().get(0).id().number()));
+    ShardStore.ShardStats high = store.stats(ShardRef.of(after, after.shards().get(1).id().number()));
+    assertThat(low.bytes() + high.bytes()).isEqualTo(point.bytes());
+    assertThat(low.bytes()).as("the lower half holds the bytes below the point").isEqualTo(point.bytesBelow());
+    assertThat(Math.abs(low.bytes() - high.bytes())).as("halves within one partition of each other")
+        .isLessThanOrEqualTo(50L * 120);
+    int bigRows = 0;
+    for (ShardAssignment s : after.shards()) {
+      ShardRef ref = ShardRef.of(after, s.id().number());
+      int rows = store.scan(ref, Key.of("big").encode(), Key.encodedPartitionEnd("big".getBytes(StandardCharsets.UTF_8)), 100)
+          .entries().size();
+      assertThat(rows).as("the partition 'big' is whole in one half").isIn(0, 50);
+      bigRows += rows;
+    }
+    assertThat(bigRows).isEqualTo(50);
+  }
+
   /** Makes a directory look as a build before layout versions left it: no version recorded. */
   private static void forgetLayoutVersion(Path db) throws Exception {
     List<ColumnFamilyHandle> handles = new ArrayList<>();
