@@ -42,7 +42,7 @@ import picocli.CommandLine.Model.CommandSpec;
         "Modes: manual (plans only on request), suggest (default: the balancer proposes, you approve), auto (it applies plans within limits)."},
     subcommands = {RebalanceCommand.PlanCommand.class, RebalanceCommand.Approve.class, RebalanceCommand.Apply.class,
         RebalanceCommand.Reject.class, RebalanceCommand.Cancel.class, RebalanceCommand.Status.class, RebalanceCommand.Pause.class,
-        RebalanceCommand.Resume.class, RebalanceCommand.Mode.class})
+        RebalanceCommand.Resume.class, RebalanceCommand.Mode.class, RebalanceCommand.SplitSize.class})
 final class RebalanceCommand {
 
   /** {@code --zk}, shared by every subcommand. */
@@ -377,6 +377,46 @@ final class RebalanceCommand {
     }
   }
 
+  @Command(name = "split-size", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Show or set the size past which the balancer's leader splits a range or hashrange shard by size.",
+          "Every few seconds it reads each owner's estimate of its shards' stored bytes, and splits the shard furthest past",
+          "its table's size at the partition key with half the bytes below it (only the map changes). Initially 512MiB."})
+  static final class SplitSize implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "SIZE", description = "A size (512MiB, 64KiB, 2GiB, bytes), off, or default.")
+    String size;
+
+    @Option(names = "--table", paramLabel = "TABLE", description = "Set SIZE for this table only (default: back to the cluster's size).")
+    String table;
+
+    @Override
+    public Integer call() {
+      if (table != null && size == null) {
+        throw new IllegalArgumentException("--table needs a SIZE, off or default");
+      }
+      Long bytes = size == null || size.equals("default") ? null : size.equals("off") ? -1L : Sizes.parse("SIZE", size);
+      if (bytes != null && bytes == 0) {
+        throw new IllegalArgumentException("SIZE must be more than 0 bytes (off turns splitting by size off)");
+      }
+      RebalanceRecords records = new RebalanceRecords(ClusterOptions.coordinator(zk.zk));
+      BalancerSettings after = size == null ? records.settings() : records.updateSettings(s -> {
+        BalancerSettings.Builder b = s.toBuilder();
+        if (table != null && bytes == null) {
+          b.removeTableSplitBytes(table);
+        } else if (table != null) {
+          b.putTableSplitBytes(table, bytes);
+        } else {
+          b.setSplitBytes(bytes == null ? 0 : bytes);
+        }
+        return b.build();
+      });
+      spec.commandLine().getOut().println(PlanOutput.settingsLine(after));
+      return Main.EXIT_OK;
+    }
+  }
+
   /** How plans and settings are printed. */
   static final class PlanOutput {
     private PlanOutput() {}
@@ -387,7 +427,21 @@ final class RebalanceCommand {
           s.getMode().name().toLowerCase(Locale.ROOT), s.getPaused() ? " (paused)" : "", s.getMaxMovesPerNode(),
           s.getBandwidthBytesPerSecond() == 0 ? "unlimited" : String.format(Locale.ROOT, "%.1f MB/s", s.getBandwidthBytesPerSecond() / 1e6),
           100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())), s.getMaxMoveAttempts())
-          + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s));
+          + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s)) + "; " + splitSizes(s);
+    }
+
+    private static String splitSizes(BalancerSettings s) {
+      StringBuilder b = new StringBuilder("split size ").append(splitSize(s.getSplitBytes()));
+      if (s.getTableSplitBytesCount() > 0) {
+        List<String> out = new ArrayList<>();
+        new java.util.TreeMap<>(s.getTableSplitBytesMap()).forEach((t, v) -> out.add(t + " " + splitSize(v)));
+        b.append(" (").append(String.join(", ", out)).append(")");
+      }
+      return b.toString();
+    }
+
+    private static String splitSize(long bytes) {
+      return bytes < 0 ? "off" : bytes == 0 ? Sizes.format(RebalanceRecords.DEFAULT_SPLIT_BYTES) : Sizes.format(bytes);
     }
 
     private static String tableModes(BalancerSettings s) {

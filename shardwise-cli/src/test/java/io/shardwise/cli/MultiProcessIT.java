@@ -259,6 +259,12 @@ class MultiProcessIT {
     for (String k : List.of("apple", "mango", "zebra")) {
       assertThat(cli("kv", "get", "log", k).out()).contains("fruit-" + k);
     }
+    ServerProcesses.Result sized = cli("rebalance", "split-size", "64MiB", "--table", "log");
+    assertThat(sized.exit()).as(sized.err()).isZero();
+    assertThat(sized.out()).contains("split size 512 MiB (log 64 MiB)");
+    ServerProcesses.Result badSize = cli("rebalance", "split-size", "64 parsecs");
+    assertThat(badSize.exit()).isEqualTo(2);
+    assertThat(badSize.err()).contains("SIZE takes a size such as 512MiB");
   }
 
   /** Live keys in the trash entries of one kind. */

@@ -44,6 +44,8 @@ import org.slf4j.LoggerFactory;
  *   <li>drives the approved or running plan: starts waiting moves (at most {@code
  *       max_moves_per_node} per node, none while paused), records their progress in the plan,
  *       retries a failed move twice, cancels on request, and finishes the plan;
+ *   <li>otherwise, every few ticks, splits a range or hashrange shard past its table's split
+ *       size ({@link SizeSplitter});
  *   <li>otherwise, when the cluster changed (map epoch, live nodes, drains, absences), computes a
  *       new plan: in {@code suggest} mode it waits for approval; in {@code auto} mode it is
  *       approved at once unless it moves more than {@code auto_max_fraction} of the bytes or moves
@@ -86,6 +88,7 @@ public final class Balancer implements AutoCloseable {
   private final Map<NodeId, Long> absentSince = new HashMap<>();
   private final AtomicLong ticks = new AtomicLong();
   private volatile String lastFingerprint;
+  private SizeSplitter sizeSplitter;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
     this.self = self;
@@ -115,6 +118,7 @@ public final class Balancer implements AutoCloseable {
 
   public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     Balancer b = new Balancer(self, coordinator, peers);
+    b.sizeSplitter = new SizeSplitter(coordinator, peers, tick.multipliedBy(5), metrics);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
@@ -186,6 +190,9 @@ public final class Balancer implements AutoCloseable {
     if (active.isPresent()) {
       drive(active.get(), settings, map, live);
       return;
+    }
+    if (sizeSplitter.maybeSplit(settings, map, live, now)) {
+      return; // the map changed: plan against the new one at the next tick
     }
     List<PlanRecord> pending = plans.stream().filter(p -> p.getState() == PlanRecord.State.PENDING).toList();
     for (PlanRecord p : pending) {

@@ -83,6 +83,15 @@ public final class RebalanceRecords {
     return settings.getTableModesOrDefault(table, settings.getMode());
   }
 
+  /** The split size when the settings name none: 512 MiB, as HBase's and MongoDB's defaults are of that order. */
+  public static final long DEFAULT_SPLIT_BYTES = 512L << 20;
+
+  /** The stored size past which a range or hashrange shard of {@code table} is split by size, or -1: never. */
+  public static long splitBytesOf(BalancerSettings settings, String table) {
+    long bytes = settings.getTableSplitBytesOrDefault(table, settings.getSplitBytes());
+    return bytes == 0 ? DEFAULT_SPLIT_BYTES : bytes < 0 ? -1 : bytes;
+  }
+
   /** Every plan, oldest first. */
   public List<PlanRecord> plans() {
     List<PlanRecord> out = new ArrayList<>();

@@ -134,7 +134,8 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
             ShardRef ref = ShardRef.of(t, s.id().number());
             ShardTraffic.Counts served = ctx.store().traffic().counts(ref);
             ShardInfo.Builder shard = ShardInfo.newBuilder().setTable(t.name()).setNumber(s.id().number()).setPosition(position)
-                .setOwner(s.owner().value()).setEpoch(s.epoch()).setReads(served.reads()).setWrites(served.writes());
+                .setOwner(s.owner().value()).setEpoch(s.epoch()).setReads(served.reads()).setWrites(served.writes())
+                .setApproximateBytes(ctx.store().approximateBytes(ref));
             if (!request.getSkipSizes()) {
               ShardStore.ShardStats stats = ctx.store().stats(ref);
               shard.setKeys(stats.keys()).setBytes(stats.bytes());

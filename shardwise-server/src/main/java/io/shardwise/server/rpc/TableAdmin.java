@@ -103,76 +103,10 @@ public final class TableAdmin {
 
   /**
    * Splits a shard of a range or hashrange table in two new shards with the same owner, at the
-   * request's key or hash or, without one, by size ({@link #bySize}): one compare-and-set of the
-   * map and nothing else, since the keys of both halves already lie where
-   * they will stay. The owner gives each half the shard's version floor before it serves them, and
-   * keeps the keys where they are (the old shard's span is the halves').
+   * request's key or hash or, without one, by size ({@link ShardSplits}).
    */
-  TableInfo split(io.shardwise.proto.v1.SplitShardRequest asked) {
-    io.shardwise.proto.v1.SplitShardRequest request = asked.getAtPartitionKey().isEmpty() && !asked.getHasAtHash() ? bySize(asked) : asked;
-    ShardMap stored = ctx.coordinator().updateMap(map -> {
-      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
-      if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
-      }
-      if (t.shards().size() >= MAX_SHARDS) {
-        throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
-      }
-      ShardMapDelta.SplitShard split;
-      if (t.layout().strategy() == Strategy.RANGE) {
-        if (request.getAtPartitionKey().isEmpty() || request.getHasAtHash()) {
-          throw Errors.invalid("a range shard splits at a partition key (--at KEY, which becomes the first key of the upper half),"
-              + " or by size when it holds keys");
-        }
-        split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
-      } else {
-        if (!request.getAtPartitionKey().isEmpty()) {
-          throw Errors.invalid("a hashrange shard splits at a hash (--at-hash H), or at its midpoint; not at a key");
-        }
-        int position = t.positionOf(s.id());
-        long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
-            .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
-        split = ShardMapDelta.SplitShard.atHash(s.id(), at);
-      }
-      return Optional.of(ShardMapDelta.on(map).splitShard(split).build());
-    });
-    return applied(request.getTable(), stored);
-  }
-
-  /**
-   * The request with the point at which the shard's owner would split it by size ({@code
-   * SizeSplitPoint}: half the live bytes on each side, never inside a partition key). An empty
-   * hashrange shard splits at the middle of its hashes; an empty range shard, or one that is a
-   * single partition key, cannot split by size.
-   */
-  private io.shardwise.proto.v1.SplitShardRequest bySize(io.shardwise.proto.v1.SplitShardRequest request) {
-    ShardMap map = ctx.map().current();
-    Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-    ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
-    if (!t.layout().splittable()) {
-      return request; // refused with the reason below
-    }
-    String address = ctx.addressOf(s.owner());
-    if (address == null) {
-      throw Status.UNAVAILABLE.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", which is not live: it finds the split"
-          + " point by size; give --at KEY" + (t.layout().strategy() == Strategy.HASHRANGE ? " or --at-hash H" : "")).asRuntimeException();
-    }
-    io.shardwise.proto.v1.SizeSplitPointResponse point = io.shardwise.proto.v1.MoveServiceGrpc.newBlockingStub(ctx.peers().channel(address))
-        .withDeadlineAfter(5, java.util.concurrent.TimeUnit.MINUTES)
-        .sizeSplitPoint(io.shardwise.proto.v1.SizeSplitPointRequest.newBuilder().setTableId(t.id()).setNumber(s.id().number()).build());
-    if (point.getFound()) {
-      return t.layout().strategy() == Strategy.RANGE
-          ? request.toBuilder().setAtPartitionKey(point.getPartitionKey()).build()
-          : request.toBuilder().setHasAtHash(true).setAtHash(point.getHash()).build();
-    }
-    if (t.layout().strategy() == Strategy.HASHRANGE && point.getKeys() == 0) {
-      return request; // empty: the middle of its hashes
-    }
-    throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + (point.getKeys() == 0 ? " is empty" : " holds a single partition key"
-        + (t.layout().strategy() == Strategy.HASHRANGE ? " hash" : "") + " (" + point.getKeys() + " keys, " + point.getBytes() + " bytes)")
-        + ": there is no split by size; give --at KEY" + (t.layout().strategy() == Strategy.HASHRANGE ? " or --at-hash H" : "")
-        + (point.getKeys() == 0 ? "" : " (a single hot or large partition is a hotspot to isolate, not a split)")).asRuntimeException();
+  TableInfo split(io.shardwise.proto.v1.SplitShardRequest request) {
+    return applied(request.getTable(), new ShardSplits(ctx.coordinator(), ctx.peers()).split(request, ctx.map().current()));
   }
 
   /**
@@ -183,7 +117,7 @@ public final class TableAdmin {
   TableInfo merge(io.shardwise.proto.v1.MergeShardsRequest request) {
     ShardMap stored = ctx.coordinator().updateMap(map -> {
       Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      ShardAssignment left = shardOf(t, request.getShard(), map.epoch());
+      ShardAssignment left = ShardSplits.shardOf(t, request.getShard(), map.epoch());
       if (!t.layout().splittable()) {
         throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
       }
@@ -199,11 +133,6 @@ public final class TableAdmin {
       return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
     });
     return applied(request.getTable(), stored);
-  }
-
-  private static ShardAssignment shardOf(Table t, long number, long epoch) {
-    return t.shard(number).orElseThrow(() -> Status.NOT_FOUND.withDescription("table " + t.name() + " has no shard " + number
-        + " at map epoch " + epoch + " (a split or a merge replaces a shard with new ones)").asRuntimeException());
   }
 
   /** The table as {@code stored} has it, once this process has applied that map (or 10 s passed). */

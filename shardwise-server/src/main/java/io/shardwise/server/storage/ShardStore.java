@@ -886,6 +886,22 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public record ShardStats(long keys, long bytes) {}
 
   /**
+   * RocksDB's estimate of the bytes {@code shard}'s span takes, in files and in memtables, read
+   * from indexes and memtable statistics without a scan: cheap enough to ask for every shard every
+   * few seconds. Compressed, and counting tombstones and older versions not yet compacted away.
+   */
+  public long approximateBytes(ShardRef shard) {
+    enter();
+    try (Slice start = new Slice(shard.startKey());
+        Slice end = new Slice(shard.endKey())) {
+      return db.getApproximateSizes(List.of(new org.rocksdb.Range(start, end)), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES,
+          org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES)[0];
+    } finally {
+      exit();
+    }
+  }
+
+  /**
    * Where a size split puts the upper half's start: a partition key (range) or a hash (hashrange),
    * with the live bytes below it and in the whole shard.
    */

@@ -13,6 +13,8 @@ import io.shardwise.core.key.Key;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.server.balance.RebalanceRecords;
+import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Limits;
 import io.shardwise.server.storage.ShardTrash;
 import java.nio.charset.StandardCharsets;
@@ -101,6 +103,34 @@ class SplitMergeTest {
       checkReadBack(client, acknowledged);
       long stored = client.describeTable("t", true).shards().stream().mapToLong(s -> s.keys()).sum();
       assertThat(stored).isEqualTo(acknowledged.size());
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"range", "hashrange"})
+  void theBalancerSplitsShardsPastTheirSplitSizeAndKeepsEveryKey(String strategy) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitBytes("grow", 64 << 10).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("grow", TableSpec.builder(strategy).shards(1).build());
+      client.createTable("fixed", TableSpec.builder(strategy).shards(1).build()); // the cluster's 512 MiB: never reached here
+      Map<String, String> acknowledged = new ConcurrentHashMap<>();
+      byte[] filler = new byte[200];
+      for (int i = 0; i < 2_000; i++) { // about 420 KiB
+        String key = String.format("user%05d", i);
+        client.put("grow", Key.of(key), filler);
+        client.put("fixed", Key.of(key), filler);
+        acknowledged.put(key, "");
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> admin.syncedMap().table("grow").orElseThrow().shards().size() >= 4);
+      assertThat(admin.syncedMap().table("fixed").orElseThrow().shards()).hasSize(1);
+      for (String key : acknowledged.keySet()) {
+        assertThat(client.get("grow", Key.of(key))).as(key).isPresent();
+      }
+      TableDescription grown = client.describeTable("grow", true);
+      assertThat(grown.shards().stream().mapToLong(s -> s.keys()).sum()).isEqualTo(2_000);
+      assertThat(grown.shards()).as("no shard is left far past the split size").allMatch(s -> s.bytes() < 4 * (64 << 10));
     }
   }
 

@@ -1,0 +1,118 @@
+package io.shardwise.server.rpc;
+
+import io.grpc.Status;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.v1.MoveServiceGrpc;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.SizeSplitPointRequest;
+import io.shardwise.proto.v1.SizeSplitPointResponse;
+import io.shardwise.proto.v1.SplitShardRequest;
+import io.shardwise.server.coordination.Coordinator;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Splitting a range or hashrange shard: at a given key or hash, or by size (the owner finds the
+ * point, {@code SizeSplitPoint}), then one compare-and-set of the map and nothing else, since the
+ * keys of both halves already lie where they will stay. The owner gives each half the shard's
+ * version floor before it serves them and keeps the keys where they are (the old shard's span is
+ * the halves'). The one definition used by {@code table split} and by the balancer's split policy.
+ */
+public final class ShardSplits {
+
+  /** The most shards one table may have. */
+  public static final int MAX_SHARDS = TableAdmin.MAX_SHARDS;
+
+  private final Coordinator coordinator;
+  private final Peers peers;
+
+  public ShardSplits(Coordinator coordinator, Peers peers) {
+    this.coordinator = coordinator;
+    this.peers = peers;
+  }
+
+  /**
+   * Splits the shard {@code request} names, at its key or hash or, without one, by size.
+   *
+   * @param current the map to find the shard's owner in (the split itself is made against the stored map)
+   * @return the stored map with the split
+   * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such table or shard, INVALID_ARGUMENT for
+   *     a point outside the shard or a strategy that does not split, FAILED_PRECONDITION when there
+   *     is no split by size (an empty range shard, a single partition key)
+   */
+  public ShardMap split(SplitShardRequest asked, ShardMap current) {
+    SplitShardRequest request = asked.getAtPartitionKey().isEmpty() && !asked.getHasAtHash() ? bySize(asked, current) : asked;
+    return coordinator.updateMap(map -> {
+      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
+      if (!t.layout().splittable()) {
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+      }
+      if (t.shards().size() >= MAX_SHARDS) {
+        throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
+      }
+      ShardMapDelta.SplitShard split;
+      if (t.layout().strategy() == Strategy.RANGE) {
+        if (request.getAtPartitionKey().isEmpty() || request.getHasAtHash()) {
+          throw Errors.invalid("a range shard splits at a partition key (--at KEY, which becomes the first key of the upper half),"
+              + " or by size when it holds keys");
+        }
+        split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
+      } else {
+        if (!request.getAtPartitionKey().isEmpty()) {
+          throw Errors.invalid("a hashrange shard splits at a hash (--at-hash H), or by size; not at a key");
+        }
+        int position = t.positionOf(s.id());
+        long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
+            .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
+        split = ShardMapDelta.SplitShard.atHash(s.id(), at);
+      }
+      return Optional.of(ShardMapDelta.on(map).splitShard(split).build());
+    });
+  }
+
+  /**
+   * The request with the point at which the shard's owner would split it by size ({@code
+   * SizeSplitPoint}: half the live bytes on each side, never inside a partition key). An empty
+   * hashrange shard splits at the middle of its hashes; an empty range shard, or one that is a
+   * single partition key, cannot split by size.
+   */
+  private SplitShardRequest bySize(SplitShardRequest request, ShardMap map) {
+    Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+    ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
+    if (!t.layout().splittable()) {
+      return request; // refused with the reason by split
+    }
+    String alternative = "give --at KEY" + (t.layout().strategy() == Strategy.HASHRANGE ? " or --at-hash H" : "");
+    NodeInfo owner = coordinator.liveNodes().get(s.owner());
+    if (owner == null) {
+      throw Status.UNAVAILABLE.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", which is not live: it finds the split"
+          + " point by size; " + alternative).asRuntimeException();
+    }
+    SizeSplitPointResponse point = MoveServiceGrpc.newBlockingStub(peers.channel(owner.getAddress()))
+        .withDeadlineAfter(5, TimeUnit.MINUTES) // it reads the shard: seconds for hundreds of MiB
+        .sizeSplitPoint(SizeSplitPointRequest.newBuilder().setTableId(t.id()).setNumber(s.id().number()).build());
+    if (point.getFound()) {
+      return t.layout().strategy() == Strategy.RANGE
+          ? request.toBuilder().setAtPartitionKey(point.getPartitionKey()).build()
+          : request.toBuilder().setHasAtHash(true).setAtHash(point.getHash()).build();
+    }
+    if (t.layout().strategy() == Strategy.HASHRANGE && point.getKeys() == 0) {
+      return request; // empty: the middle of its hashes
+    }
+    throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + (point.getKeys() == 0 ? " is empty"
+        : " holds a single partition key" + (t.layout().strategy() == Strategy.HASHRANGE ? " hash" : "") + " (" + point.getKeys() + " keys, "
+            + point.getBytes() + " bytes)") + ": there is no split by size; " + alternative
+        + (point.getKeys() == 0 ? "" : " (a single hot or large partition is a hotspot to isolate, not a split)")).asRuntimeException();
+  }
+
+  static ShardAssignment shardOf(Table t, long number, long epoch) {
+    return t.shard(number).orElseThrow(() -> Status.NOT_FOUND.withDescription("table " + t.name() + " has no shard " + number
+        + " at map epoch " + epoch + " (a split or a merge replaces a shard with new ones)").asRuntimeException());
+  }
+}
