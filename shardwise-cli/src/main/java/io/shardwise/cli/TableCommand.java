@@ -233,19 +233,22 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      ShardwiseClient client = common.cluster.connect();
-      TableDescription t;
       if (at != null && atHash != null) {
         throw new IllegalArgumentException("give --at or --at-hash, not both");
-      } else if (at != null) {
-        t = client.splitShard(name, shard, at.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      } else if (atHash != null) {
-        long hash;
+      }
+      long hash = 0;
+      if (atHash != null) {
         try {
           hash = Long.parseUnsignedLong(atHash);
         } catch (NumberFormatException e) {
           throw new IllegalArgumentException("--at-hash takes an unsigned 64-bit decimal number, not '" + atHash + "'");
         }
+      }
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription t;
+      if (at != null) {
+        t = client.splitShard(name, shard, at.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      } else if (atHash != null) {
         t = client.splitShardAtHash(name, shard, hash);
       } else {
         t = client.splitShard(name, shard);

@@ -29,6 +29,29 @@ class OptionLimitsTest {
     assertThat(err.toString().strip()).isEqualTo("shardwise table create: " + message);
   }
 
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(delimiter = '|', value = {
+    "rebalance split-size '64 parsecs' | shardwise rebalance split-size: SIZE takes a size such as 512MiB, 64KiB, 2GiB or a number of bytes, not '64 parsecs'",
+    "rebalance split-size 0 | shardwise rebalance split-size: SIZE must be more than 0 bytes (off turns splitting by size off)",
+    "rebalance split-size 99999999TiB | shardwise rebalance split-size: SIZE is too large: '99999999TiB'",
+    "rebalance split-size --table t | shardwise rebalance split-size: --table needs a SIZE, off or default",
+    "table split t --shard 1 --at m --at-hash 5 | shardwise table split: give --at or --at-hash, not both",
+    "table split t --shard 1 --at-hash -5 | shardwise table split: --at-hash takes an unsigned 64-bit decimal number, not '-5'",
+  })
+  void splitOptionsAreCheckedBeforeAnyConnection(String args, String message) {
+    StringWriter err = new StringWriter();
+    CommandLine cli = Main.commandLine();
+    cli.setErr(new PrintWriter(err, true));
+    java.util.List<String> argv = new java.util.ArrayList<>();
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("'([^']*)'|(\\S+)").matcher(args);
+    while (m.find()) {
+      argv.add(m.group(1) != null ? m.group(1) : m.group(2));
+    }
+    argv.addAll(java.util.List.of("--zk", "127.0.0.1:1"));
+    assertThat(cli.execute(argv.toArray(String[]::new))).isEqualTo(Main.EXIT_USAGE);
+    assertThat(err.toString().strip()).isEqualTo(message);
+  }
+
   @ParameterizedTest(name = "--limit {0}")
   @CsvSource({"0", "-1", "1001"})
   void scanRefusesAPageOutsideOneToAThousand(String limit) {

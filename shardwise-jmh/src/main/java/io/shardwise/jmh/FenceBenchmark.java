@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -69,24 +68,15 @@ public class FenceBenchmark {
   @TearDown(Level.Trial)
   public void close() throws IOException {
     store.close();
-    try (var files = Files.walk(dir)) {
-      files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
-  }
-
-  /** Per thread: its own random keys and write ids. */
-  @State(Scope.Thread)
-  public static class Writer {
-    final SplittableRandom random = new SplittableRandom(Thread.currentThread().getId());
-    long written;
+    Dirs.deleteTree(dir);
   }
 
   @Benchmark
-  public long write(Writer w) throws Exception {
+  public long write(WriterThread w) throws Exception {
     int k = w.random.nextInt(KEYS);
     ShardRef shard = new ShardRef(1, k % SHARDS);
     byte[] key = ("key-" + k).getBytes(StandardCharsets.UTF_8);
-    byte[] id = ids ? ("w" + Thread.currentThread().getId() + "-" + w.written++).getBytes(StandardCharsets.UTF_8) : null;
+    byte[] id = ids ? w.nextWriteId() : null;
     var mutation = io.shardwise.server.storage.Mutation.put(shard, key, value).withRequestId(id);
     return "store".equals(path) ? store.apply(java.util.List.of(mutation))[0] : shards.apply(java.util.List.of(mutation))[0];
   }

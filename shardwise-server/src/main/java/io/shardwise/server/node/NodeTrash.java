@@ -21,6 +21,7 @@ import io.shardwise.server.storage.ShardStore;
 import io.shardwise.server.storage.ShardTrash;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -123,57 +124,93 @@ final class NodeTrash implements TrashAdmin {
   /**
    * {@inheritDoc}
    *
+   * <p>An entry whose shard a split or a merge has replaced since is restored key by key into the
+   * shards that hold those keys now (write-id records and the version floor stay behind: they
+   * belonged to the old shard).
+   *
    * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such entry, FAILED_PRECONDITION if its
-   *     table is not in the map (undrop it first) or the owner cannot take it now
+   *     table is not in the map (undrop it first) or an owner cannot take it now
    */
   @Override
   public RestoredEntry restore(long id) {
     ShardTrash.Entry e = store.trash().entry(id)
         .orElseThrow(() -> Status.NOT_FOUND.withDescription("node " + self + " has no trash entry " + id).asRuntimeException());
     ShardMap current = map.get();
-    ShardAssignment owner = current.shard(e.shard().tableId(), e.shard().shardNumber())
+    Table table = current.tableById(e.shard().tableId())
         .orElseThrow(() -> Status.FAILED_PRECONDITION.withDescription("trash entry " + id + " is of table id " + e.shard().tableId()
             + ", which is not in the map at epoch " + current.epoch()
             + (e.kind() == ShardTrash.Kind.TABLE_DROPPED ? "; 'table undrop' brings a dropped table back with its data" : ""))
             .asRuntimeException());
+    boolean sameShard = e.shard().layout() != ShardRef.Layout.TABLE && table.positionOf(e.shard().shardNumber()) >= 0;
+    if (!sameShard && !table.layout().splittable()) {
+      throw Status.FAILED_PRECONDITION.withDescription("trash entry " + id + " holds " + e.shard() + ", which table " + table.name()
+          + " does not have").asRuntimeException();
+    }
     long[] written = {0};
     long[] offered = {0};
-    Table table = current.tableById(e.shard().tableId()).orElseThrow();
-    ShardRef target = ShardRef.of(table, e.shard().shardNumber());
-    if (owner.owner().equals(self)) {
-      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
-        List<ShardEngine.StoredValue> values = rekeyed(e.shard(), target, batch);
+    java.util.Set<String> owners = new java.util.TreeSet<>();
+    store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
+      Map<Long, List<ShardEngine.StoredValue>> byShard = sameShard
+          ? Map.of(e.shard().shardNumber(), rekeyed(e.shard(), ShardRef.of(table, e.shard().shardNumber()), batch))
+          : placedByKey(table, e.shard(), batch);
+      byShard.forEach((number, values) -> {
+        ShardAssignment owner = table.shard(number).orElseThrow();
+        ShardRef target = ShardRef.of(table, number);
         offered[0] += userKeys(target, values);
-        try {
-          written[0] += shards.merge(target, values);
-        } catch (RuntimeException fenced) {
-          throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " cannot take the entry now: " + fenced.getMessage())
-              .asRuntimeException();
-        }
+        written[0] += mergeInto(owner, target, values);
+        owners.add(owner.owner().value());
       });
-    } else {
-      var info = coordinator.liveNodes().get(owner.owner());
-      if (info == null) {
-        throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " belongs to " + owner.owner() + ", which is not live")
-            .asRuntimeException();
-      }
-      MoveServiceGrpc.MoveServiceBlockingStub peer = MoveServiceGrpc.newBlockingStub(peers.channel(info.getAddress()));
-      store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
-        List<ShardEngine.StoredValue> values = rekeyed(e.shard(), target, batch);
-        offered[0] += userKeys(target, values);
-        MergeStoredRequest.Builder request = MergeStoredRequest.newBuilder().setTableId(e.shard().tableId())
-            .setNumber(e.shard().shardNumber());
-        for (ShardEngine.StoredValue v : values) {
-          request.addValues(StoredValue.newBuilder().setStoreKey(ByteString.copyFrom(v.storeKey())).setStored(ByteString.copyFrom(v.stored())));
-        }
-        written[0] += peer.withDeadlineAfter(60, TimeUnit.SECONDS).mergeStored(request.build()).getWritten();
-      });
-    }
+    });
     store.trash().purge(id);
     LOG.info("node {}: trash entry {} (shard {}) restored into {}: {} of {} keys written, the rest were as new or newer there", self, id,
-        owner.id(), owner.owner(), written[0], offered[0]);
+        e.shard(), owners, written[0], offered[0]);
     return RestoredEntry.newBuilder().setId(id).setKeysMerged(written[0]).setKeysNewerKept(offered[0] - written[0])
-        .setOwner(owner.owner().value()).build();
+        .setOwner(String.join(",", owners)).build();
+  }
+
+  /** A batch of an entry's user keys, by the shard of {@code table} that holds each now, re-keyed for it. */
+  private static Map<Long, List<ShardEngine.StoredValue>> placedByKey(Table table, ShardRef from, List<ShardEngine.StoredValue> batch) {
+    Map<Long, List<ShardEngine.StoredValue>> out = new java.util.TreeMap<>();
+    Map<Long, ShardRef> refs = new java.util.HashMap<>();
+    for (ShardEngine.StoredValue v : batch) {
+      if (from.isReserved(v.storeKey())) {
+        continue;
+      }
+      byte[] user = from.userKey(v.storeKey());
+      byte[] partitionKey;
+      try {
+        partitionKey = io.shardwise.core.key.Key.decode(user).partitionKey();
+      } catch (IllegalArgumentException notAKey) {
+        continue; // no user key of a table: nothing to place
+      }
+      long number = table.shardFor(partitionKey).id().number();
+      ShardRef to = refs.computeIfAbsent(number, n -> ShardRef.of(table, n));
+      out.computeIfAbsent(number, n -> new ArrayList<>()).add(new ShardEngine.StoredValue(to.storeKey(user), v.stored()));
+    }
+    return out;
+  }
+
+  /** Merges values into {@code target} on its owner, here or over gRPC; returns the user keys written. */
+  private long mergeInto(ShardAssignment owner, ShardRef target, List<ShardEngine.StoredValue> values) {
+    if (owner.owner().equals(self)) {
+      try {
+        return shards.merge(target, values);
+      } catch (RuntimeException fenced) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " cannot take the entry now: " + fenced.getMessage())
+            .asRuntimeException();
+      }
+    }
+    var info = coordinator.liveNodes().get(owner.owner());
+    if (info == null) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + owner.id() + " belongs to " + owner.owner() + ", which is not live")
+          .asRuntimeException();
+    }
+    MergeStoredRequest.Builder request = MergeStoredRequest.newBuilder().setTableId(target.tableId()).setNumber(target.shardNumber());
+    for (ShardEngine.StoredValue v : values) {
+      request.addValues(StoredValue.newBuilder().setStoreKey(ByteString.copyFrom(v.storeKey())).setStored(ByteString.copyFrom(v.stored())));
+    }
+    return MoveServiceGrpc.newBlockingStub(peers.channel(info.getAddress())).withDeadlineAfter(60, TimeUnit.SECONDS)
+        .mergeStored(request.build()).getWritten();
   }
 
   /** {@code users/96} while the map has the table, {@code table#5/96} after it was dropped. */

@@ -12,7 +12,10 @@ import io.shardwise.client.TableSpec;
 import io.shardwise.core.key.Key;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.MoveProgress;
+import io.shardwise.proto.v1.RestoreTrashRequest;
+import io.shardwise.proto.v1.RestoredEntry;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Limits;
@@ -20,6 +23,7 @@ import io.shardwise.server.storage.ShardTrash;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -103,6 +107,30 @@ class SplitMergeTest {
       checkReadBack(client, acknowledged);
       long stored = client.describeTable("t", true).shards().stream().mapToLong(s -> s.keys()).sum();
       assertThat(stored).isEqualTo(acknowledged.size());
+
+      // The moved half splits on its new node; the old owner's trashed copy of it is then restored
+      // key by key into both of its halves: keys deleted since stay deleted, and every other key is
+      // as new there already, so nothing is written.
+      client.splitShard("t", upper.id().number());
+      List<String> deleted = acknowledged.keySet().stream().sorted().limit(40).toList();
+      deleted.forEach(k -> {
+        client.delete("t", Key.of(k));
+        acknowledged.remove(k);
+      });
+      ShardTrash.Entry copy = owner.store().trash().entries().stream()
+          .filter(e -> e.kind() == ShardTrash.Kind.MOVED_AWAY && e.shard().shardNumber() == upper.id().number()).findFirst().orElseThrow();
+      io.grpc.ManagedChannel channel = io.shardwise.proto.Channels.open(owner.address(), 16 << 20);
+      try {
+        RestoredEntry restored = AdminServiceGrpc.newBlockingStub(channel)
+            .restoreTrash(RestoreTrashRequest.newBuilder().addIds(copy.id()).build()).getRestored(0);
+        assertThat(restored.getOwner()).isEqualTo(other.id().value());
+        assertThat(restored.getKeysMerged()).as("nothing older comes back").isZero();
+        assertThat(restored.getKeysNewerKept()).isEqualTo(copy.liveKeys());
+      } finally {
+        channel.shutdownNow();
+      }
+      deleted.forEach(k -> assertThat(client.get("t", Key.of(k))).as("deleted %s", k).isEmpty());
+      checkReadBack(client, acknowledged);
     }
   }
 
