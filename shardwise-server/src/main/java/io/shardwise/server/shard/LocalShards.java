@@ -81,12 +81,11 @@ public final class LocalShards {
       if (t.unchangedSince(previous)) {
         continue;
       }
-      Table before = previous.table(t.name()).filter(old -> old.id() == t.id()).orElse(null);
       for (ShardAssignment s : t.shards()) {
         if (s.owner().equals(self)) {
           ShardRef ref = ShardRef.of(t, s.id().number());
-          if (before != null && before.positionOf(s.id().number()) < 0 && !held.containsKey(ref)) {
-            inheritFloor(ref, before, self);
+          if (ref.layout() != ShardRef.Layout.BUCKET && !held.containsKey(ref)) {
+            store.inheritFloor(ref); // a split's upper half (or a restart after one) has no floor of its own yet
           }
           own(ref, s.epoch());
           owned.add(ref);
@@ -116,26 +115,6 @@ public final class LocalShards {
       }
     }
     return new MapChanges(owned, lost, droppedTables);
-  }
-
-  /**
-   * A shard new in its table (made by a split or a merge) that this node serves from the keys it
-   * held of the shards it came from: it takes their version floor before it serves ({@link
-   * ShardEngine#inheritFloor}), so no key purged there gets a version it had.
-   */
-  private void inheritFloor(ShardRef made, Table before, NodeId self) {
-    List<ShardRef> sources = new ArrayList<>();
-    for (ShardAssignment old : before.shards()) {
-      if (old.owner().equals(self)) {
-        ShardRef source = ShardRef.of(before, old.id().number());
-        if (source.overlaps(made)) {
-          sources.add(source);
-        }
-      }
-    }
-    if (!sources.isEmpty()) {
-      store.inheritFloor(made, sources);
-    }
   }
 
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */

@@ -75,10 +75,11 @@ public interface ShardEngine {
   List<byte[]> mergeStored(ShardRef shard, List<StoredValue> values);
 
   /**
-   * Raises {@code shard}'s version floor to the highest of {@code sources}' (the shards a split or
-   * merge made it from), before it serves.
+   * Raises {@code shard}'s version floor to the highest version this engine purged from any shard
+   * of its table, before an ordered shard serves here (after a split or a merge its start may hold
+   * no floor of its own).
    */
-  void inheritFloor(ShardRef shard, List<ShardRef> sources);
+  void inheritFloor(ShardRef shard);
 
   /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
   void drop(ShardRef shard);

@@ -452,12 +452,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         return new TombstonePurge(0, null);
       }
       byte[] floorKey = shard.floorKey();
+      byte[] tableFloorKey = tableFloorKey(shard.tableId());
       TreeSet<Integer> stripeSet = new TreeSet<>();
       stripeSet.add(stripeOf(floorKey));
+      stripeSet.add(stripeOf(tableFloorKey));
       candidates.forEach(k -> stripeSet.add(stripeOf(k)));
       List<ReentrantLock> held = lock(stripeSet);
       try (WriteBatch writes = new WriteBatch()) {
         long floor = versionFloor(shard);
+        long tableFloor = tableFloor(shard.tableId());
         long raised = floor;
         int purged = 0;
         for (byte[] key : candidates) {
@@ -471,6 +474,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         if (purged > 0) {
           if (raised > floor) {
             writes.put(floorKey, encode(new byte[0], raised));
+          }
+          if (raised > tableFloor) {
+            writes.put(meta(), tableFloorKey, encode(new byte[0], raised));
           }
           db.write(writeOptions, writes);
         }
@@ -495,28 +501,35 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   }
 
   /**
-   * Raises {@code shard}'s version floor to the highest floor of {@code sources}, the shards its
-   * keys were in before a split or a merge made it: a floor lives at its shard's start, and the upper
-   * half of a split (or a merged shard, for its right part) starts where no floor was kept. Call it
-   * before the shard serves.
+   * Makes {@code shard}'s version floor and its table's floor in this store (kept in the {@code
+   * meta} column family, raised in the same batch as every purge) equal, at the higher of the two.
+   * A floor lives at its shard's start, so the upper half of a split, or the right part of a merge,
+   * starts where no floor was kept. Calling this whenever an ordered shard starts to serve here
+   * keeps one rule true: the table's floor is at least the floor of every shard of the table that
+   * ever served here, and a shard serves with at least the table's floor. That covers a split, a
+   * merge, a shard that arrived by a move and then split, and a restart after a split this node had
+   * not applied before it died, at the price of versions that may jump higher than they had to.
+   * Call it before the shard serves.
    */
   @Override
-  public void inheritFloor(ShardRef shard, List<ShardRef> sources) {
+  public void inheritFloor(ShardRef shard) {
     enter();
     try {
       byte[] floorKey = shard.floorKey();
       TreeSet<Integer> stripeSet = new TreeSet<>();
       stripeSet.add(stripeOf(floorKey));
-      sources.forEach(s -> stripeSet.add(stripeOf(s.floorKey())));
+      stripeSet.add(stripeOf(tableFloorKey(shard.tableId())));
       List<ReentrantLock> held = lock(stripeSet);
-      try {
+      try (WriteBatch writes = new WriteBatch()) {
         long floor = versionFloor(shard);
-        long inherited = floor;
-        for (ShardRef s : sources) {
-          inherited = Math.max(inherited, versionFloor(s));
+        long tableFloor = tableFloor(shard.tableId());
+        if (tableFloor > floor) {
+          writes.put(floorKey, encode(new byte[0], tableFloor));
+        } else if (floor > tableFloor) { // a shard that arrived with its floor: the table's covers it from now on
+          writes.put(meta(), tableFloorKey(shard.tableId()), encode(new byte[0], floor));
         }
-        if (inherited > floor) {
-          db.put(writeOptions, floorKey, encode(new byte[0], inherited));
+        if (writes.count() > 0) {
+          db.write(writeOptions, writes);
         }
       } catch (RocksDBException e) {
         throw new StorageException("raising the version floor of shard " + shard + " failed: " + e.getMessage(), e);
@@ -526,6 +539,24 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     } finally {
       exit();
     }
+  }
+
+  /** The highest version purged from any shard of table {@code tableId} in this store (0 if none). */
+  private long tableFloor(long tableId) {
+    try {
+      byte[] raw = db.get(meta(), tableFloorKey(tableId));
+      return raw == null ? 0 : version(raw);
+    } catch (RocksDBException e) {
+      throw new StorageException("read failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static byte[] tableFloorKey(long tableId) {
+    return java.nio.ByteBuffer.allocate(14).put("floor:".getBytes(java.nio.charset.StandardCharsets.US_ASCII)).putLong(tableId).array();
+  }
+
+  private ColumnFamilyHandle meta() {
+    return handles.get(2);
   }
 
   /** When a tombstone was written; 0 for one written before tombstones recorded it. */

@@ -169,7 +169,7 @@ final class MemoryEngine implements ShardEngine {
   }
 
   @Override
-  public void inheritFloor(ShardRef shard, List<ShardRef> sources) {
+  public void inheritFloor(ShardRef shard) {
     // no floors here: the move simulation never purges a tombstone, and its table does not split
   }
 

@@ -183,8 +183,24 @@ class PlacementOrderTest {
         : ShardMapDelta.SplitShard.atHash(t.shards().get(0).id(), t.layout().hashMidpoint(0).getAsLong());
     map = map.apply(ShardMapDelta.on(map).splitShard(split).build());
     Table after = map.table("t").orElseThrow();
+
+    // The same shard moved to another store first (its floor travels at its start), then split there.
+    try (ShardStore other = ShardStore.open(dir.resolve("other"), false)) {
+      Path file = dir.resolve("whole.sst");
+      store.exportShard(whole, file);
+      other.ingest(whole, file);
+      other.inheritFloor(whole); // as it starts to serve there
+      for (ShardAssignment s : after.shards()) {
+        other.inheritFloor(ShardRef.of(after, s.id().number()));
+      }
+      for (Key k : keys) {
+        ShardRef now = ShardRef.of(after, after.shardFor(k.partitionKey()).id().number());
+        assertThat(other.put(now, k.encode(), new byte[] {9})).as("%s, moved then split", k).isEqualTo(7);
+      }
+    }
+    // Split where it was purged (or found split at a restart): the table's floor covers the upper half.
     for (ShardAssignment s : after.shards()) {
-      store.inheritFloor(ShardRef.of(after, s.id().number()), List.of(whole));
+      store.inheritFloor(ShardRef.of(after, s.id().number()));
     }
     for (Key k : keys) {
       ShardRef now = ShardRef.of(after, after.shardFor(k.partitionKey()).id().number());
