@@ -99,12 +99,26 @@ class KillNineIT {
     return nodes;
   }
 
+  /**
+   * A client of {@code nodes}. Its first map fetch gives up after 3 s, as an application's should;
+   * right after the node processes started on a loaded machine it is asked again for up to 30 s
+   * (a setup step, not the fault under test).
+   */
   private ShardwiseClient client(List<String> nodes) throws Exception {
     List<String> seeds = new ArrayList<>();
     for (String n : nodes) {
       seeds.add(processes.address(n));
     }
-    return ShardwiseClient.builder().seeds(seeds).build();
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (true) {
+      try {
+        return ShardwiseClient.builder().seeds(seeds).build();
+      } catch (io.shardwise.client.ShardwiseException e) {
+        if (System.nanoTime() > deadline) {
+          throw e;
+        }
+      }
+    }
   }
 
   /**
