@@ -70,6 +70,15 @@ function drawNodes(c) {
 
 function planSummary(p) {
   const f = p.forecast;
+  if (p.resizes) {
+    const splits = p.resizes.filter((r) => r.kind === "split").length;
+    return el("div", {},
+      el("div", {}, el("b", {}, p.id), ` · ${p.state} · ${p.reason}`),
+      el("div", { class: "muted" }, `${splits} splits, ${p.resizes.length - splits} merges; only the map changes, no data is copied`),
+      ...p.resizes.map((r) => el("div", { class: "muted resize", "data-state": r.state },
+        `${r.kind} ${r.table}/${r.shard}${r.kind === "merge" ? "+" + r.rightShard : ""} on ${r.owner} · ${r.state}` +
+        `${r.resultShards.length ? " → " + r.resultShards.join(", ") : ""} · ${r.error || r.why}`)));
+  }
   return el("div", {},
     el("div", {}, el("b", {}, p.id), ` · ${p.state} · ${p.reason}`),
     el("div", { class: "muted" },

@@ -100,16 +100,8 @@ final class MetricsView {
   /** {@code value} in {@code unit}, scaled for reading: 1.2 MiB, 12.0 ms, 1,204. */
   static String human(double value, String unit) {
     switch (unit) {
-      case "bytes": {
-        String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
-        int i = 0;
-        double v = value;
-        while (Math.abs(v) >= 1024 && i < units.length - 1) {
-          v /= 1024;
-          i++;
-        }
-        return i == 0 ? String.format(Locale.ROOT, "%,.0f B", v) : String.format(Locale.ROOT, "%.1f %s", v, units[i]);
-      }
+      case "bytes":
+        return io.shardwise.core.util.Bytes.human(value);
       case "seconds": {
         double abs = Math.abs(value);
         if (abs == 0) {

@@ -7,6 +7,7 @@ import io.shardwise.core.map.NodeId;
 import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveRecord;
+import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.balance.Rebalancing;
@@ -33,7 +34,7 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * {@code shardwise rebalance plan|approve|apply|reject|status|pause|resume|cancel|mode}: the
+ * {@code shardwise rebalance plan|approve|apply|reject|status|pause|resume|cancel|mode|split-size|split-load|merge}: the
  * operator's side of the balancer. Plans live in ZooKeeper; the balancer (on the node that leads
  * it) runs approved plans.
  */
@@ -42,7 +43,8 @@ import picocli.CommandLine.Model.CommandSpec;
         "Modes: manual (plans only on request), suggest (default: the balancer proposes, you approve), auto (it applies plans within limits)."},
     subcommands = {RebalanceCommand.PlanCommand.class, RebalanceCommand.Approve.class, RebalanceCommand.Apply.class,
         RebalanceCommand.Reject.class, RebalanceCommand.Cancel.class, RebalanceCommand.Status.class, RebalanceCommand.Pause.class,
-        RebalanceCommand.Resume.class, RebalanceCommand.Mode.class, RebalanceCommand.SplitSize.class})
+        RebalanceCommand.Resume.class, RebalanceCommand.Mode.class, RebalanceCommand.SplitSize.class, RebalanceCommand.SplitLoad.class,
+        RebalanceCommand.Merge.class})
 final class RebalanceCommand {
 
   /** {@code --zk}, shared by every subcommand. */
@@ -113,8 +115,9 @@ final class RebalanceCommand {
     public Integer call() {
       Coordinator c = ClusterOptions.coordinator(zk.zk);
       PlanRecord p = new Rebalancing(c).approve(id, acceptDataLoss);
-      spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + p.getMovesCount()
-          + " moves; follow it with: shardwise rebalance status --wait");
+      spec.commandLine().getOut().println("plan " + p.getId() + " approved: " + (p.getResizesCount() > 0
+          ? p.getResizesCount() + " splits and merges" : Output.count(p.getMovesCount(), "move"))
+          + "; follow it with: shardwise rebalance status --wait");
       return Main.EXIT_OK;
     }
   }
@@ -417,6 +420,118 @@ final class RebalanceCommand {
     }
   }
 
+  /** The longest window a policy may have: the seconds of request rates a node keeps. */
+  private static final Duration MAX_WINDOW = Duration.ofSeconds(RebalanceRecords.MAX_WINDOW_SECONDS);
+
+  @Command(name = "split-load", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Show or set the request rate past which a range or hashrange shard splits by load.",
+          "A shard whose reads and writes stay above RATE per second in every second of the window splits at the sampled key that",
+          "divides its recent requests most evenly; a shard whose load is one hot key does not split (see shardwise hotspots).",
+          "Initially 2500 requests/s over 10s. Splits follow the table's mode: suggest proposes a plan, auto runs it."})
+  static final class SplitLoad implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "RATE", description = "Requests per second (1 to 100000000), off, or default.")
+    String rate;
+
+    @Option(names = "--table", paramLabel = "TABLE", description = "Set RATE for this table only (default: back to the cluster's rate).")
+    String table;
+
+    @Option(names = "--window", paramLabel = "DURATION", description = "How long the rate must stay above RATE, 1s to 180s (cluster-wide).")
+    String window;
+
+    @Override
+    public Integer call() {
+      if (table != null && rate == null) {
+        throw new IllegalArgumentException("--table needs a RATE, off or default");
+      }
+      Long rps = rate == null || rate.equals("default") ? null : rate.equals("off") ? -1L : parseRate(rate);
+      Duration w = window == null ? null : Durations.parseWithin("--window", window, Duration.ofSeconds(1), MAX_WINDOW);
+      RebalanceRecords records = new RebalanceRecords(ClusterOptions.coordinator(zk.zk));
+      BalancerSettings after = rate == null && w == null ? records.settings() : records.updateSettings(s -> {
+        BalancerSettings.Builder b = s.toBuilder();
+        if (rate != null && table != null && rps == null) {
+          b.removeTableSplitRps(table);
+        } else if (rate != null && table != null) {
+          b.putTableSplitRps(table, rps);
+        } else if (rate != null) {
+          b.setSplitRps(rps == null ? 0 : rps);
+        }
+        if (w != null) {
+          b.setSplitRpsSeconds((int) w.toSeconds());
+        }
+        return b.build();
+      });
+      spec.commandLine().getOut().println(PlanOutput.settingsLine(after));
+      return Main.EXIT_OK;
+    }
+
+    private static long parseRate(String text) {
+      long rps;
+      try {
+        rps = Long.parseLong(text.replace("_", "").replace(",", ""));
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("RATE must be a number of requests per second, off or default, not '" + text + "'");
+      }
+      if (rps < 1 || rps > 100_000_000) {
+        throw new IllegalArgumentException("RATE must be between 1 and 100000000 requests per second, not " + text);
+      }
+      return rps;
+    }
+  }
+
+  @Command(name = "merge", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Show or set when two neighbouring shards merge by themselves.",
+          "Two adjacent range or hashrange shards of one node, both made by the balancer's own splits, merge when their bytes",
+          "together stay under FRACTION of the split size and their requests together under FRACTION of the split rate for the",
+          "whole window. Shards a table was created with, and those an operator split, stay until an operator merges them.",
+          "Initially 0.25 over 60s (the halves of a split hold about half each, so they never merge back at once)."})
+  static final class Merge implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Zk zk;
+
+    @Parameters(arity = "0..1", paramLabel = "FRACTION", description = "More than 0 and at most 0.45, off, or default.")
+    String fraction;
+
+    @Option(names = "--window", paramLabel = "DURATION", description = "How long they must stay under it, 1s to 180s.")
+    String window;
+
+    @Override
+    public Integer call() {
+      Double f = fraction == null || fraction.equals("default") ? null : fraction.equals("off") ? -1.0 : parseFraction(fraction);
+      Duration w = window == null ? null : Durations.parseWithin("--window", window, Duration.ofSeconds(1), MAX_WINDOW);
+      RebalanceRecords records = new RebalanceRecords(ClusterOptions.coordinator(zk.zk));
+      BalancerSettings after = fraction == null && w == null ? records.settings() : records.updateSettings(s -> {
+        BalancerSettings.Builder b = s.toBuilder();
+        if (fraction != null) {
+          b.setMergeFraction(f == null ? 0 : f);
+        }
+        if (w != null) {
+          b.setMergeSeconds((int) w.toSeconds());
+        }
+        return b.build();
+      });
+      spec.commandLine().getOut().println(PlanOutput.settingsLine(after));
+      return Main.EXIT_OK;
+    }
+
+    /** Above 0.45 the merged shard would be close enough to the split size to split again soon: no hysteresis left. */
+    private static double parseFraction(String text) {
+      double f;
+      try {
+        f = Double.parseDouble(text);
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("FRACTION must be a number, off or default, not '" + text + "'");
+      }
+      if (!(f > 0 && f <= RebalanceRecords.MAX_MERGE_FRACTION)) {
+        throw new IllegalArgumentException("FRACTION must be more than 0 and at most " + RebalanceRecords.MAX_MERGE_FRACTION
+            + " (above it a merged shard is close to splitting again), not " + text);
+      }
+      return f;
+    }
+  }
+
   /** How plans and settings are printed. */
   static final class PlanOutput {
     private PlanOutput() {}
@@ -427,7 +542,50 @@ final class RebalanceCommand {
           s.getMode().name().toLowerCase(Locale.ROOT), s.getPaused() ? " (paused)" : "", s.getMaxMovesPerNode(),
           s.getBandwidthBytesPerSecond() == 0 ? "unlimited" : String.format(Locale.ROOT, "%.1f MB/s", s.getBandwidthBytesPerSecond() / 1e6),
           100 * s.getAutoMaxFraction(), Durations.format(Duration.ofSeconds(s.getAbsentGraceSeconds())), s.getMaxMoveAttempts())
-          + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s)) + "; " + splitSizes(s);
+          + (s.getTableModesCount() == 0 ? "" : "; tables: " + tableModes(s)) + "; " + splitSizes(s) + "; " + splitRates(s) + "; "
+          + merges(s);
+    }
+
+    /** The table's split and merge policy and mode, in one line (for {@code table describe}). */
+    static String policyLine(BalancerSettings s, String table) {
+      BalancerSettings.Mode mode = RebalanceRecords.modeOf(s, table);
+      long bytes = RebalanceRecords.splitBytesOf(s, table);
+      long rps = RebalanceRecords.splitRpsOf(s, table);
+      double f = RebalanceRecords.mergeFraction(s);
+      String split = bytes < 0 && rps < 0 ? "never splits by itself"
+          : "splits past " + (bytes < 0 ? "" : io.shardwise.core.util.Bytes.human(bytes)) + (bytes >= 0 && rps >= 0 ? " or " : "")
+              + (rps < 0 ? "" : String.format(Locale.ROOT, "%,d requests/s for %d s", rps, RebalanceRecords.splitRpsSeconds(s)));
+      String merge = f < 0 || (bytes < 0 && rps < 0) ? "never merges by itself"
+          : String.format(Locale.ROOT, "merges neighbours the balancer split under %.0f%% of that for %d s", 100 * f, RebalanceRecords.mergeSeconds(s));
+      String how = switch (mode) {
+        case MANUAL -> " (mode manual: only 'table split' and 'table merge' resize it)";
+        case AUTO -> " (mode auto: the balancer does it)";
+        default -> " (mode suggest: the balancer proposes a plan to approve)";
+      };
+      return "resize policy: " + split + "; " + merge + how;
+    }
+
+    private static String splitRates(BalancerSettings s) {
+      long rps = RebalanceRecords.splitRpsOf(s, "");
+      StringBuilder b = new StringBuilder("split rate ").append(splitRate(s.getSplitRps()));
+      if (rps > 0) {
+        b.append(" over ").append(RebalanceRecords.splitRpsSeconds(s)).append(" s");
+      }
+      if (s.getTableSplitRpsCount() > 0) {
+        List<String> out = new ArrayList<>();
+        new java.util.TreeMap<>(s.getTableSplitRpsMap()).forEach((t, v) -> out.add(t + " " + splitRate(v)));
+        b.append(" (").append(String.join(", ", out)).append(")");
+      }
+      return b.toString();
+    }
+
+    private static String splitRate(long rps) {
+      return rps < 0 ? "off" : String.format(Locale.ROOT, "%,d requests/s", rps == 0 ? RebalanceRecords.DEFAULT_SPLIT_RPS : rps);
+    }
+
+    private static String merges(BalancerSettings s) {
+      double f = RebalanceRecords.mergeFraction(s);
+      return f < 0 ? "merge off" : String.format(Locale.ROOT, "merge under %.0f%% of both over %d s", 100 * f, RebalanceRecords.mergeSeconds(s));
     }
 
     private static String splitSizes(BalancerSettings s) {
@@ -494,6 +652,10 @@ final class RebalanceCommand {
 
     /** A plan: its header and figures, then its moves per route ({@code allMoves}: every move). */
     static void print(PrintWriter out, PlanRecord p, boolean allMoves) {
+      if (p.getResizesCount() > 0) {
+        printResizes(out, p);
+        return;
+      }
       out.printf(Locale.ROOT, "%s (map epoch %d): %s, %,d of %,d bytes (%.1f%%; minimum %.1f%%); after: shards p/a %.3f,"
               + " bytes p/a %.3f, every node within %.1f%% of its share of bytes%n",
           p.getId().isEmpty() ? "plan preview, not stored" : "plan " + p.getId() + ", " + Rebalancing.describe(p.getState()), p.getBaseEpoch(),
@@ -547,6 +709,29 @@ final class RebalanceCommand {
         return;
       }
       moveTable(out, p.getMovesList());
+    }
+
+    /** A plan of splits and merges: its header, then one row per resize. */
+    private static void printResizes(PrintWriter out, PlanRecord p) {
+      long splits = p.getResizesList().stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
+      out.printf(Locale.ROOT, "plan %s, %s (map epoch %d): %s, %s; only the map changes, no data is copied%n", p.getId(),
+          Rebalancing.describe(p.getState()), p.getBaseEpoch(), Output.count(splits, "split"), Output.count(p.getResizesCount() - splits, "merge"));
+      out.println("  " + p.getReason());
+      if (!p.getError().isEmpty()) {
+        out.println("  " + p.getError());
+      }
+      out.println();
+      List<List<String>> rows = new ArrayList<>();
+      for (ResizeRecord r : p.getResizesList()) {
+        String shard = r.getTable() + "/" + r.getNumber() + (r.getKind() == ResizeRecord.Kind.MERGE ? "+" + r.getRightNumber() : "");
+        String at = r.getKind() == ResizeRecord.Kind.MERGE ? "" : r.getBySize() ? "half its bytes"
+            : r.getHasAtHash() ? "hash " + Long.toUnsignedString(r.getAtHash()) : ValueFormat.escaped(r.getAtPartitionKey().toByteArray());
+        String result = r.getResultNumbersCount() == 0 ? "" : "-> " + String.join(",", r.getResultNumbersList().stream().map(String::valueOf).toList());
+        rows.add(List.of(r.getKind().name().toLowerCase(Locale.ROOT), shard, r.getOwner(), io.shardwise.core.util.Bytes.human(r.getBytes()),
+            Output.number(r.getRequestsPerSecond()), at, r.getState().name().toLowerCase(Locale.ROOT) + (result.isEmpty() ? "" : " " + result),
+            r.getError().isEmpty() ? r.getWhy() : r.getError()));
+      }
+      Output.table(out, List.of("RESIZE", "SHARD", "OWNER", "BYTES", "REQ/S", "AT", "STATE", "WHY"), rows);
     }
 
     private static void moveTable(PrintWriter out, List<MoveRecord> moves) {

@@ -8,6 +8,7 @@ import io.shardwise.client.TableDescription;
 import io.shardwise.client.TableSpec;
 import io.shardwise.client.Undropped;
 import io.shardwise.core.key.ByteStrings;
+import io.shardwise.server.balance.RebalanceRecords;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -165,7 +166,23 @@ final class TableCommand {
     @Override
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
-      print(spec.commandLine().getOut(), common.output, client.describeTable(name, stats), listShards, stats);
+      TableDescription t = client.describeTable(name, stats);
+      boolean splittable = t.spec().strategy().equals("range") || t.spec().strategy().equals("hashrange");
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        ObjectNode o = json(t);
+        if (splittable) {
+          io.shardwise.console.PlanJson.policy(o.putObject("resizePolicy"),
+              new RebalanceRecords(ClusterOptions.coordinator(common.cluster.zk())).settings(), t.name());
+        }
+        Output.json(out, o);
+        return Main.EXIT_OK;
+      }
+      print(out, common.output, t, listShards, stats);
+      if (splittable) {
+        out.println(RebalanceCommand.PlanOutput.policyLine(new RebalanceRecords(ClusterOptions.coordinator(common.cluster.zk())).settings(),
+            t.name()));
+      }
       return Main.EXIT_OK;
     }
   }

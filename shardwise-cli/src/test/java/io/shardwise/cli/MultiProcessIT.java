@@ -260,6 +260,15 @@ class MultiProcessIT {
     ServerProcesses.Result sized = cli("rebalance", "split-size", "64MiB", "--table", "log");
     assertThat(sized.exit()).as(sized.err()).isZero();
     assertThat(sized.out()).contains("split size 512 MiB (log 64 MiB)");
+    ServerProcesses.Result load = cli("rebalance", "split-load", "800", "--window", "20s");
+    assertThat(load.exit()).as(load.err()).isZero();
+    assertThat(load.out()).contains("split rate 800 requests/s over 20 s");
+    ServerProcesses.Result merge = cli("rebalance", "merge", "0.2", "--window", "2m");
+    assertThat(merge.exit()).as(merge.err()).isZero();
+    assertThat(merge.out()).contains("merge under 20% of both over 120 s");
+    ServerProcesses.Result described = cli("table", "describe", "log");
+    assertThat(described.out()).contains("resize policy: splits past 64.0 MiB or 800 requests/s for 20 s; merges neighbours the balancer"
+        + " split under 20% of that for 120 s (mode suggest: the balancer proposes a plan to approve)");
   }
 
   /** Live keys in the trash entries of one kind. */

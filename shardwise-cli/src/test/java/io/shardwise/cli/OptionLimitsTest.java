@@ -35,6 +35,12 @@ class OptionLimitsTest {
     "rebalance split-size 0 | shardwise rebalance split-size: SIZE must be more than 0 bytes (off turns splitting by size off)",
     "rebalance split-size 99999999TiB | shardwise rebalance split-size: SIZE is too large: '99999999TiB'",
     "rebalance split-size --table t | shardwise rebalance split-size: --table needs a SIZE, off or default",
+    "rebalance split-load 0 | shardwise rebalance split-load: RATE must be between 1 and 100000000 requests per second, not 0",
+    "rebalance split-load fast | shardwise rebalance split-load: RATE must be a number of requests per second, off or default, not 'fast'",
+    "rebalance split-load --table t | shardwise rebalance split-load: --table needs a RATE, off or default",
+    "rebalance split-load 500 --window 181s | shardwise rebalance split-load: --window must be between 1s and 3m, not 181s",
+    "rebalance merge 0.5 | shardwise rebalance merge: FRACTION must be more than 0 and at most 0.45 (above it a merged shard is close to splitting again), not 0.5",
+    "rebalance merge 0 | shardwise rebalance merge: FRACTION must be more than 0 and at most 0.45 (above it a merged shard is close to splitting again), not 0",
     "table split t --shard 1 --at m --at-hash 5 | shardwise table split: give --at or --at-hash, not both",
     "table split t --shard 1 --at-hash -5 | shardwise table split: --at-hash takes an unsigned 64-bit decimal number, not '-5'",
   })

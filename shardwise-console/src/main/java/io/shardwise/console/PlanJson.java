@@ -7,6 +7,8 @@ import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ResizeRecord;
+import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.balance.Rebalancing;
 import java.util.Locale;
 
@@ -23,9 +25,20 @@ public final class PlanJson {
   public static void settings(ObjectNode o, BalancerSettings s) {
     o.put("mode", s.getMode().name().toLowerCase(Locale.ROOT)).put("paused", s.getPaused()).put("maxMovesPerNode", s.getMaxMovesPerNode())
         .put("bandwidthBytesPerSecond", s.getBandwidthBytesPerSecond()).put("autoMaxFraction", s.getAutoMaxFraction())
-        .put("absentGraceSeconds", s.getAbsentGraceSeconds());
+        .put("absentGraceSeconds", s.getAbsentGraceSeconds())
+        .put("splitBytes", RebalanceRecords.splitBytesOf(s, "")).put("splitRequestsPerSecond", RebalanceRecords.splitRpsOf(s, ""))
+        .put("splitRateSeconds", RebalanceRecords.splitRpsSeconds(s)).put("mergeFraction", RebalanceRecords.mergeFraction(s))
+        .put("mergeSeconds", RebalanceRecords.mergeSeconds(s));
     ObjectNode tables = o.putObject("tableModes");
     new java.util.TreeMap<>(s.getTableModesMap()).forEach((t, m) -> tables.put(t, m.name().toLowerCase(Locale.ROOT)));
+  }
+
+  /** A table's split and merge policy as it applies (-1: off). */
+  public static void policy(ObjectNode o, BalancerSettings s, String table) {
+    o.put("mode", RebalanceRecords.modeOf(s, table).name().toLowerCase(Locale.ROOT))
+        .put("splitBytes", RebalanceRecords.splitBytesOf(s, table)).put("splitRequestsPerSecond", RebalanceRecords.splitRpsOf(s, table))
+        .put("splitRateSeconds", RebalanceRecords.splitRpsSeconds(s)).put("mergeFraction", RebalanceRecords.mergeFraction(s))
+        .put("mergeSeconds", RebalanceRecords.mergeSeconds(s));
   }
 
   public static ObjectNode plan(PlanRecord p) {
@@ -55,6 +68,29 @@ public final class PlanJson {
       }
       if (!m.getError().isEmpty()) {
         mo.put("error", m.getError());
+      }
+    }
+    if (p.getResizesCount() > 0) {
+      ArrayNode resizes = o.putArray("resizes");
+      for (ResizeRecord r : p.getResizesList()) {
+        ObjectNode ro = resizes.addObject().put("kind", r.getKind().name().toLowerCase(Locale.ROOT)).put("table", r.getTable())
+            .put("shard", r.getNumber()).put("owner", r.getOwner()).put("bytes", r.getBytes())
+            .put("requestsPerSecond", r.getRequestsPerSecond()).put("why", r.getWhy())
+            .put("state", r.getState().name().toLowerCase(Locale.ROOT));
+        if (r.getKind() == ResizeRecord.Kind.MERGE) {
+          ro.put("rightShard", r.getRightNumber());
+        } else if (r.getBySize()) {
+          ro.put("bySize", true);
+        } else if (r.getHasAtHash()) {
+          ro.put("atHash", Long.toUnsignedString(r.getAtHash()));
+        } else {
+          ro.put("atPartitionKey", new String(r.getAtPartitionKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+        ArrayNode made = ro.putArray("resultShards");
+        r.getResultNumbersList().forEach(made::add);
+        if (!r.getError().isEmpty()) {
+          ro.put("error", r.getError());
+        }
       }
     }
     if (p.getFinishedMillis() > 0 && p.getStartedMillis() > 0) {

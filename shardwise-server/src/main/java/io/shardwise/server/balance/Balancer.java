@@ -14,6 +14,7 @@ import io.shardwise.proto.v1.MoveServiceGrpc;
 import io.shardwise.proto.v1.MoveShardRequest;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
 import java.io.IOException;
@@ -44,8 +45,9 @@ import org.slf4j.LoggerFactory;
  *   <li>drives the approved or running plan: starts waiting moves (at most {@code
  *       max_moves_per_node} per node, none while paused), records their progress in the plan,
  *       retries a failed move twice, cancels on request, and finishes the plan;
- *   <li>otherwise, every few ticks, splits a range or hashrange shard past its table's split
- *       size ({@link SizeSplitter});
+ *   <li>otherwise, every few ticks, looks for range and hashrange shards to split by size or load
+ *       and neighbours to merge ({@link Resizer}): a plan of those resizes is run at once for
+ *       tables in {@code auto} mode and proposed for tables in {@code suggest} mode;
  *   <li>otherwise, when the cluster changed (map epoch, live nodes, drains, absences), computes a
  *       new plan: in {@code suggest} mode it waits for approval; in {@code auto} mode it is
  *       approved at once unless it moves more than {@code auto_max_fraction} of the bytes or moves
@@ -88,7 +90,7 @@ public final class Balancer implements AutoCloseable {
   private final Map<NodeId, Long> absentSince = new HashMap<>();
   private final AtomicLong ticks = new AtomicLong();
   private volatile String lastFingerprint;
-  private SizeSplitter sizeSplitter;
+  private Resizer resizer;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
     this.self = self;
@@ -118,7 +120,7 @@ public final class Balancer implements AutoCloseable {
 
   public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     Balancer b = new Balancer(self, coordinator, peers);
-    b.sizeSplitter = new SizeSplitter(coordinator, peers, tick.multipliedBy(5), metrics);
+    b.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
@@ -191,14 +193,14 @@ public final class Balancer implements AutoCloseable {
       drive(active.get(), settings, map, live);
       return;
     }
-    if (sizeSplitter.maybeSplit(settings, map, live, now)) {
-      return; // the map changed: plan against the new one at the next tick
-    }
     List<PlanRecord> pending = plans.stream().filter(p -> p.getState() == PlanRecord.State.PENDING).toList();
     for (PlanRecord p : pending) {
       if (p.getBaseEpoch() != map.epoch()) {
         markStale(p.getId(), "made at map epoch " + p.getBaseEpoch() + "; the map is at " + map.epoch());
       }
+    }
+    if (resize(settings, map, live, now, pending)) {
+      return; // a plan of splits and merges to run: the moves are planned against the map it leaves
     }
     Set<String> balanced = new TreeSet<>();
     for (String table : map.tables().keySet()) {
@@ -218,7 +220,7 @@ public final class Balancer implements AutoCloseable {
     PlanRecord desired = PlanMaker.make(map, live, drains, absentInGrace, PlanMaker.sizes(peers, live), reason(live, drains, absentPastGrace),
         balanced::contains);
     for (PlanRecord p : pending) {
-      if (p.getBaseEpoch() == map.epoch()) {
+      if (p.getBaseEpoch() == map.epoch() && p.getResizesCount() == 0) {
         if (sameMoves(p, desired)) {
           return; // still the right plan: keep waiting for its approval
         }
@@ -236,6 +238,55 @@ public final class Balancer implements AutoCloseable {
     PlanRecord created = records.create(desired.toBuilder().setState(state).setNeedsApproval(auto && !withinLimits).build());
     LOG.info("balancer: plan {} ({} moves, {} bytes, {}): {}", created.getId(), created.getMovesCount(), created.getMovedBytes(),
         Rebalancing.describe(state), created.getReason());
+  }
+
+  /**
+   * Dynamic partitioning: the splits and merges the {@link Resizer}'s policies call for. Those of
+   * {@code auto} tables become an approved plan (true: it runs from the next tick); those of {@code
+   * suggest} tables a pending one, unless one with the same resizes already waits.
+   */
+  private boolean resize(BalancerSettings settings, ShardMap map, Map<NodeId, NodeInfo> live, long now, List<PlanRecord> pending) {
+    List<ResizeRecord> wanted = resizer.look(settings, map, live, now);
+    if (wanted.isEmpty()) {
+      return false;
+    }
+    List<ResizeRecord> auto = wanted.stream()
+        .filter(r -> RebalanceRecords.modeOf(settings, r.getTable()) == BalancerSettings.Mode.AUTO).toList();
+    List<ResizeRecord> suggested = auto.isEmpty() ? wanted : List.of();
+    if (!suggested.isEmpty()) {
+      for (PlanRecord p : pending) {
+        if (p.getBaseEpoch() == map.epoch() && p.getResizesCount() > 0) {
+          if (sameResizes(p.getResizesList(), suggested)) {
+            return false; // still the right plan: keep waiting for its approval
+          }
+          markStale(p.getId(), "the shards' sizes or loads changed; replaced by a new plan");
+        }
+      }
+    }
+    List<ResizeRecord> resizes = auto.isEmpty() ? suggested : auto;
+    PlanRecord.State state = auto.isEmpty() ? PlanRecord.State.PENDING : PlanRecord.State.APPROVED;
+    long splitsCount = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
+    PlanRecord created = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(state)
+        .setReason("balancer: " + splitsCount + " split" + (splitsCount == 1 ? "" : "s") + " and " + (resizes.size() - splitsCount)
+            + " merge" + (resizes.size() - splitsCount == 1 ? "" : "s") + " by the tables' size and load policies")
+        .setCreatedMillis(now).addAllResizes(resizes).build());
+    LOG.info("balancer: plan {} ({} resizes, {}): {}", created.getId(), resizes.size(), Rebalancing.describe(state), created.getReason());
+    return state == PlanRecord.State.APPROVED;
+  }
+
+  private static boolean sameResizes(List<ResizeRecord> a, List<ResizeRecord> b) {
+    if (a.size() != b.size()) {
+      return false;
+    }
+    for (int i = 0; i < a.size(); i++) {
+      ResizeRecord x = a.get(i);
+      ResizeRecord y = b.get(i);
+      if (x.getKind() != y.getKind() || x.getTableId() != y.getTableId() || x.getNumber() != y.getNumber()
+          || x.getRightNumber() != y.getRightNumber()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static String reason(Map<NodeId, NodeInfo> live, Set<NodeId> drains, Set<NodeId> absentPastGrace) {
@@ -279,6 +330,10 @@ public final class Balancer implements AutoCloseable {
           ? p.toBuilder().setState(PlanRecord.State.RUNNING).setStartedMillis(System.currentTimeMillis()).build()
           : p);
       LOG.info("balancer: running plan {} ({} moves)", id, plan.getMovesCount());
+    }
+    if (plan.getResizesCount() > 0) {
+      driveResizes(plan, settings, map);
+      return;
     }
     if (plan.getCancelRequested()) {
       inFlight.forEach((key, c) -> {
@@ -331,10 +386,35 @@ public final class Balancer implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs a plan's splits and merges in order, each against the map as the one before left it,
+   * recording each as it ends. Paused: none starts; cancelled: those not run are cancelled.
+   */
+  private void driveResizes(PlanRecord plan, BalancerSettings settings, ShardMap map) {
+    String id = plan.getId();
+    for (int i = 0; i < plan.getResizesCount(); i++) {
+      if (plan.getResizes(i).getState() != ResizeRecord.State.WAITING) {
+        continue;
+      }
+      if (settings.getPaused() && !plan.getCancelRequested()) {
+        return;
+      }
+      int index = i;
+      ResizeRecord ended = plan.getCancelRequested()
+          ? plan.getResizes(i).toBuilder().setState(ResizeRecord.State.CANCELLED).build()
+          : resizer.run(plan.getResizes(i), map);
+      plan = records.update(id, p -> p.toBuilder().setResizes(index, ended).build());
+      map = coordinator.readMapSynced().map();
+    }
+    finish(id);
+  }
+
   private void finish(String id) {
     PlanRecord done = records.update(id, p -> {
-      long failed = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.FAILED).count();
-      long cancelled = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.CANCELLED).count();
+      long failed = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.FAILED).count()
+          + p.getResizesList().stream().filter(r -> r.getState() == ResizeRecord.State.FAILED).count();
+      long cancelled = p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.CANCELLED).count()
+          + p.getResizesList().stream().filter(r -> r.getState() == ResizeRecord.State.CANCELLED).count();
       PlanRecord.Builder b = p.toBuilder().setFinishedMillis(System.currentTimeMillis());
       for (MoveRecord m : p.getMovesList()) {
         if (m.getState() == MoveRecord.State.DONE) {
@@ -344,7 +424,8 @@ public final class Balancer implements AutoCloseable {
         }
       }
       if (failed > 0) {
-        b.setState(PlanRecord.State.FAILED).setError(failed + " of " + p.getMovesCount() + " moves failed");
+        b.setState(PlanRecord.State.FAILED).setError(p.getResizesCount() > 0 ? failed + " of " + p.getResizesCount() + " splits and merges failed"
+            : failed + " of " + p.getMovesCount() + " moves failed");
       } else if (cancelled > 0 || p.getCancelRequested()) {
         b.setState(PlanRecord.State.CANCELLED);
       } else {

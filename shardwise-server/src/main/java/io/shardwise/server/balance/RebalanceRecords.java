@@ -23,6 +23,7 @@ import java.util.function.UnaryOperator;
  *   /shardwise/balancer/leader       the leader election (Curator LeaderLatch)
  *   /shardwise/balancer/plans/p-N    PlanRecord, one per plan, N rising
  *   /shardwise/balancer/drains/{id}  one empty znode per node an operator is draining
+ *   /shardwise/balancer/resized/{t}  ResizedShards: table t's shards made by the balancer's splits and merges
  * </pre>
  *
  * Every change is a compare-and-set, so the operator and the balancer never overwrite each other.
@@ -34,6 +35,7 @@ public final class RebalanceRecords {
   public static final String LEADER = ROOT + "/leader";
   public static final String PLANS = ROOT + "/plans";
   public static final String DRAINS = ROOT + "/drains";
+  public static final String RESIZED = ROOT + "/resized";
 
   public static final int DEFAULT_MAX_MOVES_PER_NODE = 2;
   public static final double DEFAULT_AUTO_MAX_FRACTION = 0.25;
@@ -90,6 +92,73 @@ public final class RebalanceRecords {
   public static long splitBytesOf(BalancerSettings settings, String table) {
     long bytes = settings.getTableSplitBytesOrDefault(table, settings.getSplitBytes());
     return bytes == 0 ? DEFAULT_SPLIT_BYTES : bytes < 0 ? -1 : bytes;
+  }
+
+  /** The split rate when the settings name none: 2,500 requests per second, CockroachDB's default. */
+  public static final long DEFAULT_SPLIT_RPS = 2_500;
+
+  /** How long a shard's requests must stay above its split rate, when the settings name no window. */
+  public static final int DEFAULT_SPLIT_RPS_SECONDS = 10;
+
+  /** The merge fraction when the settings name none. */
+  public static final double DEFAULT_MERGE_FRACTION = 0.25;
+
+  /** The highest merge fraction allowed: above it, a merged shard would be close to splitting again. */
+  public static final double MAX_MERGE_FRACTION = 0.45;
+
+  /** How long two shards must stay under the merge fraction, when the settings name no window. */
+  public static final int DEFAULT_MERGE_SECONDS = 60;
+
+  /** The longest window of either policy: the seconds of request rates a node keeps. */
+  public static final int MAX_WINDOW_SECONDS = io.shardwise.server.hot.ShardRates.SECONDS;
+
+  /** The request rate above which a range or hashrange shard of {@code table} is split by load, or -1: never. */
+  public static long splitRpsOf(BalancerSettings settings, String table) {
+    long rps = settings.getTableSplitRpsOrDefault(table, settings.getSplitRps());
+    return rps == 0 ? DEFAULT_SPLIT_RPS : rps < 0 ? -1 : rps;
+  }
+
+  /** The seconds a shard's rate must stay above its split rate. */
+  public static int splitRpsSeconds(BalancerSettings settings) {
+    return settings.getSplitRpsSeconds() == 0 ? DEFAULT_SPLIT_RPS_SECONDS : settings.getSplitRpsSeconds();
+  }
+
+  /** The fraction of the split size and rate under which two neighbours merge, or -1: never. */
+  public static double mergeFraction(BalancerSettings settings) {
+    double f = settings.getMergeFraction();
+    return f == 0 ? DEFAULT_MERGE_FRACTION : f < 0 ? -1 : f;
+  }
+
+  /** The seconds two neighbours must stay under the merge fraction. */
+  public static int mergeSeconds(BalancerSettings settings) {
+    return settings.getMergeSeconds() == 0 ? DEFAULT_MERGE_SECONDS : settings.getMergeSeconds();
+  }
+
+  /** The numbers of table {@code tableId}'s shards that the balancer's splits and merges made (some may be gone since). */
+  public Set<Long> resized(long tableId) {
+    return coordinator.read(RESIZED + "/" + tableId).map(r -> {
+      try {
+        return (Set<Long>) new TreeSet<>(io.shardwise.proto.v1.ResizedShards.parseFrom(r.data()).getNumbersList());
+      } catch (InvalidProtocolBufferException e) {
+        throw new CoordinationException("the record " + RESIZED + "/" + tableId + " is unreadable: " + e.getMessage(), e);
+      }
+    }).orElse(Set.of());
+  }
+
+  /** Records that the balancer made {@code made}; numbers no longer in {@code present} are forgotten. */
+  public void addResized(long tableId, java.util.Collection<Long> made, Set<Long> present) {
+    coordinator.update(RESIZED + "/" + tableId, data -> {
+      TreeSet<Long> numbers = new TreeSet<>(made);
+      if (data != null) {
+        try {
+          numbers.addAll(io.shardwise.proto.v1.ResizedShards.parseFrom(data).getNumbersList());
+        } catch (InvalidProtocolBufferException e) {
+          throw new CoordinationException("the record " + RESIZED + "/" + tableId + " is unreadable: " + e.getMessage(), e);
+        }
+      }
+      numbers.retainAll(present);
+      return io.shardwise.proto.v1.ResizedShards.newBuilder().addAllNumbers(numbers).build().toByteArray();
+    });
   }
 
   /** Every plan, oldest first. */

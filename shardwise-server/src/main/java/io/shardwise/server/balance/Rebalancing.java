@@ -133,6 +133,9 @@ public final class Rebalancing {
           for (MoveRecord.Builder m : b.getMovesBuilderList()) {
             m.setState(MoveRecord.State.CANCELLED);
           }
+          for (io.shardwise.proto.v1.ResizeRecord.Builder r : b.getResizesBuilderList()) {
+            r.setState(io.shardwise.proto.v1.ResizeRecord.State.CANCELLED);
+          }
           return b.build();
         case RUNNING:
           return p.toBuilder().setCancelRequested(true).build();

@@ -11,7 +11,8 @@ import java.util.function.LongSupplier;
  * #rates}), and which partition keys are hot in it. For the keys, one request in {@link #SAMPLE_EVERY} is
  * counted into the shard's {@link HeavyHitters} (the cost stays small on the request path), and
  * every {@link #HALF_LIFE_NANOS} the counts halve, so a key that cooled down fades within a minute.
- * Estimates of requests are the sampled counts times {@code SAMPLE_EVERY}.
+ * Estimates of requests are the sampled counts times {@code SAMPLE_EVERY}. The same samples feed
+ * each range and hashrange shard's {@link LoadSplitFinder} ({@link #loadSplit}).
  */
 public final class ShardHeat {
 
@@ -26,14 +27,16 @@ public final class ShardHeat {
 
   private static final class Sketch {
     final HeavyHitters keys = new HeavyHitters(KEYS_PER_SHARD);
+    final LoadSplitFinder splits; // range and hashrange shards only
     long decayedAt;
     // Monotonic keys: sampled writes, and those that wrote a partition key above every one before.
     long writes;
     long rising;
     byte[] highest;
 
-    Sketch(long now) {
+    Sketch(long now, boolean ordered) {
       this.decayedAt = now;
+      this.splits = ordered ? new LoadSplitFinder() : null;
     }
   }
 
@@ -59,10 +62,13 @@ public final class ShardHeat {
 
   /** Counts one sampled request (tests call it to count without sampling). */
   void count(ShardRef shard, byte[] partitionKey, boolean write) {
-    Sketch s = sketches.computeIfAbsent(shard, r -> new Sketch(clock.getAsLong()));
+    Sketch s = sketches.computeIfAbsent(shard, r -> new Sketch(clock.getAsLong(), r.layout() == ShardRef.Layout.KEY || r.layout() == ShardRef.Layout.HASH));
     synchronized (s) {
       decayIfDue(s);
       s.keys.add(partitionKey, write);
+      if (s.splits != null) {
+        s.splits.record(shard.placementKey(partitionKey), bound -> ThreadLocalRandom.current().nextLong(bound));
+      }
       if (write) {
         s.writes++;
         if (s.highest == null || java.util.Arrays.compareUnsigned(partitionKey, s.highest) > 0) {
@@ -93,6 +99,58 @@ public final class ShardHeat {
     }
   }
 
+  /**
+   * Where a load split of a range or hashrange shard would go, from its sampled requests: the
+   * point's placement key ({@link ShardRef#placementKey}) and the share of requests below it; or,
+   * with {@code point} null, why there is none.
+   */
+  public record LoadSplit(LoadSplitFinder.Point point, String refusal) {}
+
+  /** A hot key holding more than this share of one side's sampled requests makes a load split pointless. */
+  static final double HOT_KEY_SHARE = 0.5;
+
+  /** With no even split, a key holding more than this share of the requests is named as the reason. */
+  static final double UNEVEN_HOT_KEY_SHARE = 0.25;
+
+  /**
+   * The load split point of {@code shard}, unless the requests are too few, no candidate balances
+   * them, or one partition key carries most of a side's requests: a split there would leave the
+   * key as hot as before, alone or nearly so in its half (a hot key is isolated or salted, not
+   * split around).
+   */
+  public LoadSplit loadSplit(ShardRef shard) {
+    Sketch s = sketches.get(shard);
+    if (s == null || s.splits == null) {
+      return new LoadSplit(null, s == null ? "no requests sampled" : "only range and hashrange shards split by load");
+    }
+    synchronized (s) {
+      decayIfDue(s);
+      LoadSplitFinder.Point p = s.splits.best();
+      List<HeavyHitters.Entry> top = s.keys.top(1);
+      if (p == null) {
+        long counted = s.splits.mostCounted();
+        if (counted < LoadSplitFinder.MIN_COUNTED) {
+          return new LoadSplit(null, "too few requests sampled (" + counted + " of the " + LoadSplitFinder.MIN_COUNTED + " a point needs)");
+        }
+        if (!top.isEmpty() && top.get(0).guaranteed() > UNEVEN_HOT_KEY_SHARE * s.keys.total()) {
+          return new LoadSplit(null, "one partition key carries about " + Math.round(100.0 * top.get(0).guaranteed() / s.keys.total())
+              + "% of the shard's requests, so no split divides them evenly: a hot key to isolate or salt, not a split");
+        }
+        return new LoadSplit(null, "no sampled key splits the requests evenly enough (a few keys take most of them)");
+      }
+      if (!top.isEmpty() && s.keys.total() > 0) {
+        HeavyHitters.Entry hot = top.get(0);
+        boolean lower = java.util.Arrays.compareUnsigned(shard.placementKey(hot.key()), p.key()) < 0;
+        double side = s.keys.total() * (lower ? p.lowerShare() : 1 - p.lowerShare());
+        if (hot.guaranteed() > HOT_KEY_SHARE * side) {
+          return new LoadSplit(null, "one partition key carries about " + Math.round(100 * Math.min(1, hot.guaranteed() / side))
+              + "% of the " + (lower ? "lower" : "upper") + " half's requests: a hot key to isolate or salt, not a split");
+        }
+      }
+      return new LoadSplit(p, "");
+    }
+  }
+
   /** Each shard's requests per second over the last minutes (the node ticks it once a second). */
   public ShardRates rates() {
     return rates;
@@ -107,6 +165,9 @@ public final class ShardHeat {
     long now = clock.getAsLong();
     while (now - s.decayedAt >= HALF_LIFE_NANOS) {
       s.keys.decay();
+      if (s.splits != null) {
+        s.splits.decay();
+      }
       s.writes /= 2;
       s.rising /= 2;
       s.decayedAt += HALF_LIFE_NANOS;

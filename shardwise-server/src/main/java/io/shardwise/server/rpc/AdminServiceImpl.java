@@ -155,12 +155,30 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
                     .setError(e.error()).setReads(e.reads()).setWrites(e.writes()));
               }
             }
+            if (request.getLoadSplits() && ctx.heat() != null && t.layout().splittable()) {
+              loadSplit(shard, ref, ctx.heat().loadSplit(ref));
+            }
             b.addShards(shard);
           }
         }
       }
       return b.build();
     });
+  }
+
+  private static void loadSplit(ShardInfo.Builder shard, ShardRef ref, ShardHeat.LoadSplit split) {
+    if (split.point() == null) {
+      shard.setLoadSplitRefusal(split.refusal());
+      return;
+    }
+    byte[] key = split.point().key();
+    shard.setHasLoadSplit(true).setLoadSplitLowerShare(split.point().lowerShare())
+        .setLoadSplitCounted(split.point().below() + split.point().from());
+    if (ref.layout() == ShardRef.Layout.HASH) {
+      shard.setLoadSplitHash(java.nio.ByteBuffer.wrap(key).getLong());
+    } else {
+      shard.setLoadSplitKey(ByteString.copyFrom(key));
+    }
   }
 
   @Override

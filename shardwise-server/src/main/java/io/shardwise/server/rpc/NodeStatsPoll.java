@@ -34,9 +34,13 @@ public final class NodeStatsPoll {
 
   /** {@link #ask}, with up to {@code hotKeys} hot keys per shard. */
   public static Answers ask(Peers peers, Collection<NodeInfo> nodes, boolean sizes, int hotKeys, Duration deadline) {
+    return ask(peers, nodes, NodeStatsRequest.newBuilder().setSkipSizes(!sizes).setHotKeys(hotKeys).build(), deadline);
+  }
+
+  /** Asks every node in {@code nodes} the same {@code request}. */
+  public static Answers ask(Peers peers, Collection<NodeInfo> nodes, NodeStatsRequest request, Duration deadline) {
     List<NodeStatsResponse> answers = new ArrayList<>();
     Set<String> unreachable = new TreeSet<>();
-    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(!sizes).setHotKeys(hotKeys).build();
     for (NodeInfo node : nodes) {
       try {
         answers.add(peers.admin(node.getAddress()).withDeadlineAfter(deadline.toMillis(), TimeUnit.MILLISECONDS).nodeStats(request));

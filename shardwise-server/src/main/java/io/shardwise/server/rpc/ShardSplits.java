@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * point, {@code SizeSplitPoint}), then one compare-and-set of the map and nothing else, since the
  * keys of both halves already lie where they will stay. The owner gives each half the shard's
  * version floor before it serves them and keeps the keys where they are (the old shard's span is
- * the halves'). The one definition used by {@code table split} and by the balancer's split policy.
+ * the halves'). Merges are the same: one compare-and-set. The one definition used by {@code table
+ * split}, {@code table merge} and the balancer's policies.
  */
 public final class ShardSplits {
 
@@ -73,6 +74,40 @@ public final class ShardSplits {
         split = ShardMapDelta.SplitShard.atHash(s.id(), at);
       }
       return Optional.of(ShardMapDelta.on(map).splitShard(split).build());
+    });
+  }
+
+  /**
+   * Merges shard {@code number} of {@code table} with the next shard in order: one
+   * compare-and-set of the map. Both must have one owner (the keys are then already together).
+   *
+   * @param expectedRight the number the next shard must have (the balancer planned with it), or -1: any
+   * @return the stored map with the merge
+   * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such table or shard, INVALID_ARGUMENT
+   *     for a strategy that does not merge or the last shard, FAILED_PRECONDITION for two owners or
+   *     a next shard other than {@code expectedRight}
+   */
+  public ShardMap merge(String table, long number, long expectedRight) {
+    return coordinator.updateMap(map -> {
+      Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
+      ShardAssignment left = shardOf(t, number, map.epoch());
+      if (!t.layout().splittable()) {
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+      }
+      int position = t.positionOf(left.id());
+      if (position + 1 >= t.shards().size()) {
+        throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
+      }
+      ShardAssignment right = t.shards().get(position + 1);
+      if (expectedRight >= 0 && right.id().number() != expectedRight) {
+        throw Status.FAILED_PRECONDITION.withDescription("the shard after " + left.id() + " is now " + right.id() + ", not shard "
+            + expectedRight).asRuntimeException();
+      }
+      if (!left.owner().equals(right.owner())) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is on " + left.owner() + " and the next one, " + right.id()
+            + ", on " + right.owner() + "; only shards on one node merge: move one to the other's node first").asRuntimeException();
+      }
+      return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
     });
   }
 

@@ -115,23 +115,7 @@ public final class TableAdmin {
    * shards of two owners are refused with what to move.
    */
   TableInfo merge(io.shardwise.proto.v1.MergeShardsRequest request) {
-    ShardMap stored = ctx.coordinator().updateMap(map -> {
-      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      ShardAssignment left = ShardSplits.shardOf(t, request.getShard(), map.epoch());
-      if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
-      }
-      int position = t.positionOf(left.id());
-      if (position + 1 >= t.shards().size()) {
-        throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
-      }
-      ShardAssignment right = t.shards().get(position + 1);
-      if (!left.owner().equals(right.owner())) {
-        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is on " + left.owner() + " and the next one, " + right.id()
-            + ", on " + right.owner() + "; only shards on one node merge: move one to the other's node first").asRuntimeException();
-      }
-      return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
-    });
+    ShardMap stored = new ShardSplits(ctx.coordinator(), ctx.peers()).merge(request.getTable(), request.getShard(), -1);
     return applied(request.getTable(), stored);
   }
 

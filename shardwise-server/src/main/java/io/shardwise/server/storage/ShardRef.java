@@ -195,6 +195,22 @@ public final class ShardRef {
     }
   }
 
+  /**
+   * Where a partition key lies in this shard's order, as bytes that compare unsigned: the partition
+   * key itself for a {@link Layout#KEY} shard (the stored encoding keeps its order), the 8 big-endian
+   * bytes of its hash for a {@link Layout#HASH} shard; {@code null} for a bucket, which has no order.
+   */
+  public byte[] placementKey(byte[] partitionKey) {
+    switch (layout) {
+      case KEY:
+        return partitionKey;
+      case HASH:
+        return withLong(new byte[0], hash.hash(partitionKey));
+      default:
+        return null;
+    }
+  }
+
   /** How many bytes precede the key in a stored key of this shard. */
   int prefixLength() {
     switch (layout) {

@@ -60,4 +60,56 @@ class ShardHeatTest {
     heat.forget(a);
     assertThat(heat.hottest(a, 5)).isSameAs(ShardHeat.Hot.NONE);
   }
+
+  @Test
+  void aRangeShardsLoadSplitFallsWhereItsRequestsBalance() {
+    ShardHeat heat = new ShardHeat();
+    ShardRef shard = ShardRef.ofKeyRange(1, 0, new byte[0], null);
+    java.util.SplittableRandom random = new java.util.SplittableRandom(5);
+    for (int i = 0; i < 20_000; i++) {
+      heat.count(shard, b(String.format("user%04d", random.nextInt(1_000))), i % 2 == 0);
+    }
+    ShardHeat.LoadSplit split = heat.loadSplit(shard);
+    assertThat(split.refusal()).isEmpty();
+    assertThat(split.point().lowerShare()).isBetween(0.4, 0.6);
+    assertThat(new String(split.point().key(), StandardCharsets.UTF_8)).isBetween("user0300", "user0700");
+  }
+
+  @Test
+  void aHashrangeShardsLoadSplitIsAHashInsideTheShard() {
+    ShardHeat heat = new ShardHeat();
+    io.shardwise.core.hash.HashFunction murmur = io.shardwise.core.hash.HashFunctions.byName("murmur3-32");
+    ShardRef shard = ShardRef.ofHashRange(1, 0, murmur, 0, murmur.maxValue());
+    java.util.SplittableRandom random = new java.util.SplittableRandom(6);
+    for (int i = 0; i < 20_000; i++) {
+      heat.count(shard, b("user" + random.nextInt(1_000)), false);
+    }
+    ShardHeat.LoadSplit split = heat.loadSplit(shard);
+    assertThat(split.point()).isNotNull();
+    long hash = java.nio.ByteBuffer.wrap(split.point().key()).getLong();
+    assertThat(hash).isBetween(murmur.maxValue() / 4, murmur.maxValue() / 4 * 3);
+  }
+
+  @Test
+  void aShardWhoseLoadIsOneHotKeyIsRefusedAsAHotKey() {
+    ShardHeat heat = new ShardHeat();
+    ShardRef shard = ShardRef.ofKeyRange(1, 0, new byte[0], null);
+    java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+    for (int i = 0; i < 20_000; i++) {
+      // half the requests to one key in the middle; the rest spread evenly: a split at the hot key is even, and pointless
+      heat.count(shard, random.nextBoolean() ? b("user0500") : b(String.format("user%04d", random.nextInt(1_000))), true);
+    }
+    ShardHeat.LoadSplit split = heat.loadSplit(shard);
+    assertThat(split.point()).isNull();
+    assertThat(split.refusal()).contains("hot key");
+  }
+
+  @Test
+  void aBucketShardHasNoLoadSplit() {
+    ShardHeat heat = new ShardHeat();
+    ShardRef bucket = new ShardRef(1, 0);
+    heat.count(bucket, b("x"), true);
+    assertThat(heat.loadSplit(bucket).point()).isNull();
+    assertThat(heat.loadSplit(bucket).refusal()).contains("only range and hashrange");
+  }
 }

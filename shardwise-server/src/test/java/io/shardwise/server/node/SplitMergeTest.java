@@ -13,6 +13,9 @@ import io.shardwise.core.key.Key;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.AdminServiceGrpc;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.RestoreTrashRequest;
 import io.shardwise.proto.v1.RestoredEntry;
@@ -136,29 +139,119 @@ class SplitMergeTest {
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"range", "hashrange"})
-  void theBalancerSplitsShardsPastTheirSplitSizeAndKeepsEveryKey(String strategy) throws Exception {
-    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+  void aTableOfOneShardGrowsPastSixteenShardsSpreadOverThreeNodesAndKeepsEveryKey(String strategy) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT);
         Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
-      new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitBytes("grow", 64 << 10).build());
+      new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1)
+          .putTableSplitBytes("grow", 16 << 10).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("grow", TableSpec.builder(strategy).shards(1).build());
       client.createTable("fixed", TableSpec.builder(strategy).shards(1).build()); // the cluster's 512 MiB: never reached here
       Map<String, String> acknowledged = new ConcurrentHashMap<>();
       byte[] filler = new byte[200];
-      for (int i = 0; i < 2_000; i++) { // about 420 KiB
+      for (int i = 0; i < 2_000; i++) { // about 420 KiB: 26 times the split size
         String key = String.format("user%05d", i);
         client.put("grow", Key.of(key), filler);
         client.put("fixed", Key.of(key), filler);
         acknowledged.put(key, "");
       }
-      await().atMost(Duration.ofSeconds(60)).until(() -> admin.syncedMap().table("grow").orElseThrow().shards().size() >= 4);
+      await().atMost(Duration.ofSeconds(120)).until(() -> {
+        Table t = admin.syncedMap().table("grow").orElseThrow();
+        Map<String, Long> perNode = new java.util.TreeMap<>();
+        t.shards().forEach(s -> perNode.merge(s.owner().value(), 1L, Long::sum));
+        return t.shards().size() > 16 && perNode.size() == 3 && perNode.values().stream().allMatch(n -> n >= 4);
+      });
       assertThat(admin.syncedMap().table("fixed").orElseThrow().shards()).hasSize(1);
       for (String key : acknowledged.keySet()) {
         assertThat(client.get("grow", Key.of(key))).as(key).isPresent();
       }
       TableDescription grown = client.describeTable("grow", true);
-      assertThat(grown.shards().stream().mapToLong(s -> s.keys()).sum()).isEqualTo(2_000);
-      assertThat(grown.shards()).as("no shard is left far past the split size").allMatch(s -> s.bytes() < 4 * (64 << 10));
+      assertThat(grown.shards().stream().mapToLong(s -> s.keys()).sum()).as("no key in two shards, none in none").isEqualTo(2_000);
+      assertThat(grown.shards()).as("no shard is left far past the split size").allMatch(s -> s.bytes() < 4 * (16 << 10));
+      assertThat(new RebalanceRecords(admin).plans()).as("the splits were plans of the balancer, run in auto mode")
+          .anySatisfy(p -> assertThat(p.getResizesList()).isNotEmpty()
+              .allMatch(r -> r.getState() == ResizeRecord.State.DONE && r.getBySize() && r.getResultNumbersCount() == 2));
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"range", "hashrange"})
+  void aBusyShardSplitsByLoadAndItsHalvesMergeBackWhenTheLoadStops(String strategy) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setSplitBytes(-1)
+          .setSplitRps(300).setSplitRpsSeconds(2).setMergeSeconds(3).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("busy", TableSpec.builder(strategy).shards(1).build());
+      Map<String, String> acknowledged = new ConcurrentHashMap<>();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Thread load = new Thread(() -> {
+        java.util.SplittableRandom random = new java.util.SplittableRandom(11);
+        try {
+          for (int i = 0; !stop.get(); i++) {
+            String key = String.format("user%04d", random.nextInt(1_000));
+            if (i % 4 == 0) {
+              String value = "v" + i;
+              client.put("busy", Key.of(key), b(value));
+              acknowledged.put(key, value);
+            } else {
+              client.get("busy", Key.of(key));
+            }
+          }
+        } catch (Throwable t) {
+          failed.set(t);
+        }
+      });
+      load.start();
+      try {
+        await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null
+            || admin.syncedMap().table("busy").orElseThrow().shards().size() >= 2);
+      } finally {
+        stop.set(true);
+        load.join();
+      }
+      assertThat(failed.get()).isNull();
+      RebalanceRecords records = new RebalanceRecords(admin);
+      assertThat(records.plans()).anySatisfy(p -> assertThat(p.getResizesList()).anySatisfy(r -> {
+        assertThat(r.getKind()).isEqualTo(ResizeRecord.Kind.SPLIT);
+        assertThat(r.getBySize()).isFalse();
+        assertThat(r.getWhy()).startsWith("load: ");
+      }));
+      // Quiet now: the halves (the balancer's own) merge back, in rounds, to one shard.
+      await().atMost(Duration.ofSeconds(90)).until(() -> admin.syncedMap().table("busy").orElseThrow().shards().size() == 1);
+      assertThat(records.plans()).anySatisfy(p -> assertThat(p.getResizesList())
+          .anySatisfy(r -> assertThat(r.getKind()).isEqualTo(ResizeRecord.Kind.MERGE)));
+      for (var e : acknowledged.entrySet()) {
+        var got = client.get("busy", Key.of(e.getKey()));
+        assertThat(got).as(e.getKey()).isPresent();
+        assertThat(new String(got.get().value(), StandardCharsets.UTF_8)).as(e.getKey()).isEqualTo(e.getValue());
+      }
+    }
+  }
+
+  @org.junit.jupiter.api.Test
+  void inSuggestModeASplitWaitsForApprovalAsAPlan() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      RebalanceRecords records = new RebalanceRecords(admin);
+      records.updateSettings(s -> s.toBuilder().putTableSplitBytes("t", 64 << 10).build()); // the mode stays suggest
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", TableSpec.builder("range").shards(1).build());
+      byte[] filler = new byte[200];
+      for (int i = 0; i < 1_000; i++) {
+        client.put("t", Key.of(String.format("user%05d", i)), filler);
+      }
+      PlanRecord pending = await().atMost(Duration.ofSeconds(30)).until(() -> records.plans().stream()
+          .filter(p -> p.getState() == PlanRecord.State.PENDING && p.getResizesCount() > 0).findFirst(), java.util.Optional::isPresent).get();
+      assertThat(pending.getResizes(0).getWhy()).contains("past the split size of 64.0 KiB");
+      assertThat(admin.syncedMap().table("t").orElseThrow().shards()).as("nothing runs before approval").hasSize(1);
+      new io.shardwise.server.balance.Rebalancing(admin).approve(pending.getId());
+      PlanRecord done = await().atMost(Duration.ofSeconds(30)).until(() -> records.plan(pending.getId()).orElseThrow(),
+          p -> p.getState() == PlanRecord.State.DONE);
+      assertThat(done.getResizes(0).getResultNumbersCount()).isEqualTo(2);
+      assertThat(admin.syncedMap().table("t").orElseThrow().shards()).hasSize(2);
+      assertThat(client.describeTable("t", true).shards().stream().mapToLong(s -> s.keys()).sum()).isEqualTo(1_000);
     }
   }
 

@@ -1,0 +1,308 @@
+package io.shardwise.server.balance;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.proto.v1.NodeStatsRequest;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.ResizeRecord;
+import io.shardwise.proto.v1.ShardInfo;
+import io.shardwise.proto.v1.SplitShardRequest;
+import io.shardwise.server.coordination.Coordinator;
+import io.shardwise.server.rpc.NodeStatsPoll;
+import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.ShardSplits;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.LongFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Dynamic partitioning: which range and hashrange shards should split or merge now, and running
+ * those splits and merges once a plan holds them. The balancer's leader asks every few seconds
+ * ({@link #look}); it reads each owner's {@code NodeStats} (RocksDB's estimate of each shard's bytes,
+ * its requests per second, and its load split point, all without a scan) and applies three policies
+ * per table ({@link RebalanceRecords}):
+ *
+ * <ul>
+ *   <li><b>by size</b>: a shard past the split size splits at the partition key with half its bytes
+ *       below (the owner finds it when the split runs);
+ *   <li><b>by load</b>: a shard whose requests stayed above the split rate in every second of the
+ *       window splits at its load split point, the sampled key that divides its recent requests most
+ *       evenly ({@link io.shardwise.server.hot.LoadSplitFinder}); a shard whose load is one hot key
+ *       has no such point and is left to the hotspot tools;
+ *   <li><b>merge</b>: two neighbours of one owner, both made by the balancer's own splits and merges
+ *       ({@link RebalanceRecords#resized}), merge when their bytes together are under the merge
+ *       fraction of the split size and their requests together stayed under that fraction of the
+ *       split rate for the whole merge window. The fraction (0.25) is the hysteresis: a split leaves
+ *       two halves of about half each, more than enough to stay apart.
+ * </ul>
+ *
+ * The plan then follows the table's mode like any plan: {@code manual} never resizes by itself,
+ * {@code suggest} proposes, {@code auto} runs it. A split or a merge changes only the map; the new
+ * shards stay on their node, and the move planner spreads them next.
+ */
+final class Resizer {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Resizer.class);
+  private static final Duration STATS_DEADLINE = Duration.ofSeconds(2);
+
+  /** The most splits and merges one plan holds. */
+  static final int MAX_RESIZES_PER_PLAN = 8;
+
+  private final RebalanceRecords records;
+  private final ShardSplits splits;
+  private final Peers peers;
+  private final long everyMillis;
+  private final Counter splitCount;
+  private final Counter mergeCount;
+  private final Set<ShardId> unsplittable = new HashSet<>();
+  private final Map<ShardId, String> refusals = new HashMap<>();
+  private long lastLookMillis;
+
+  Resizer(Coordinator coordinator, Peers peers, Duration every, MeterRegistry metrics) {
+    this.records = new RebalanceRecords(coordinator);
+    this.splits = new ShardSplits(coordinator, peers);
+    this.peers = peers;
+    this.everyMillis = every.toMillis();
+    this.splitCount = Counter.builder("shardwise.balancer.splits").description("shards the balancer's plans split (by size or load)")
+        .register(metrics);
+    this.mergeCount = Counter.builder("shardwise.balancer.merges").description("pairs of shards the balancer's plans merged")
+        .register(metrics);
+  }
+
+  /** The splits and merges the policies call for now, if it is time to look (else none). */
+  List<ResizeRecord> look(BalancerSettings settings, ShardMap map, Map<NodeId, NodeInfo> live, long nowMillis) {
+    if (nowMillis - lastLookMillis < everyMillis) {
+      return List.of();
+    }
+    lastLookMillis = nowMillis;
+    boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable()
+        && RebalanceRecords.modeOf(settings, t.name()) != BalancerSettings.Mode.MANUAL
+        && (RebalanceRecords.splitBytesOf(settings, t.name()) > 0 || RebalanceRecords.splitRpsOf(settings, t.name()) > 0));
+    if (!any) {
+      return List.of();
+    }
+    unsplittable.removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
+    refusals.keySet().removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
+    int seconds = Math.max(RebalanceRecords.splitRpsSeconds(settings), RebalanceRecords.mergeSeconds(settings));
+    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true).build();
+    List<NodeStatsResponse> answers = NodeStatsPoll.ask(peers, live.values(), request, STATS_DEADLINE).answers();
+    Map<Long, Set<Long>> resized = new HashMap<>();
+    return propose(settings, map, answers, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable, this::refused);
+  }
+
+  private void refused(ShardId shard, String why) {
+    if (!why.equals(refusals.put(shard, why))) {
+      LOG.info("balancer: shard {} is past its split rate but has no load split point: {}", shard, why);
+    }
+  }
+
+  /** Why a hot shard was not split by load (logged once per shard and reason). */
+  interface Refusals {
+    void refused(ShardId shard, String why);
+  }
+
+  /**
+   * The policies, on stats already read: pure, so that tests can drive them with any stats.
+   *
+   * @param resized each table's shards made by the balancer's splits and merges (by table id)
+   * @param unsplittable shards known to have no split by size (one partition key)
+   */
+  static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers,
+      LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Refusals refusals) {
+    Map<ShardId, ShardInfo> stats = new HashMap<>();
+    for (NodeStatsResponse node : answers) {
+      for (ShardInfo s : node.getShardsList()) {
+        map.table(s.getTable()).flatMap(t -> t.shard(s.getNumber()))
+            .filter(a -> a.owner().value().equals(node.getNode()))
+            .ifPresent(a -> stats.put(a.id(), s));
+      }
+    }
+    record Candidate(double urgency, ResizeRecord resize) {}
+    List<Candidate> splitsWanted = new ArrayList<>();
+    List<ResizeRecord> mergesWanted = new ArrayList<>();
+    int splitWindow = RebalanceRecords.splitRpsSeconds(settings);
+    int mergeWindow = RebalanceRecords.mergeSeconds(settings);
+    double fraction = RebalanceRecords.mergeFraction(settings);
+    for (Table t : map.tables().values()) {
+      if (!t.layout().splittable() || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL) {
+        continue;
+      }
+      long bytesLimit = RebalanceRecords.splitBytesOf(settings, t.name());
+      long rpsLimit = RebalanceRecords.splitRpsOf(settings, t.name());
+      if (bytesLimit <= 0 && rpsLimit <= 0) {
+        continue;
+      }
+      Set<ShardId> splitting = new HashSet<>();
+      for (ShardAssignment a : t.shards()) {
+        ShardInfo s = stats.get(a.id());
+        if (s == null) {
+          continue;
+        }
+        ResizeRecord.Builder split = ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.SPLIT).setTable(t.name()).setTableId(t.id())
+            .setNumber(a.id().number()).setOwner(a.owner().value()).setBytes(s.getApproximateBytes()).setState(ResizeRecord.State.WAITING);
+        long slowest = lowestRate(s, splitWindow);
+        split.setRequestsPerSecond(Math.max(slowest, 0));
+        if (bytesLimit > 0 && s.getApproximateBytes() > bytesLimit && !unsplittable.contains(a.id())) {
+          splitsWanted.add(new Candidate((double) s.getApproximateBytes() / bytesLimit, split.setBySize(true)
+              .setWhy("size: about " + bytes(s.getApproximateBytes()) + ", past the split size of " + bytes(bytesLimit)).build()));
+          splitting.add(a.id());
+        } else if (rpsLimit > 0 && slowest >= rpsLimit) {
+          if (!s.getHasLoadSplit()) {
+            refusals.refused(a.id(), s.getLoadSplitRefusal());
+            continue;
+          }
+          if (t.layout().strategy() == Strategy.RANGE) {
+            split.setAtPartitionKey(s.getLoadSplitKey());
+          } else {
+            split.setHasAtHash(true).setAtHash(s.getLoadSplitHash());
+          }
+          splitsWanted.add(new Candidate((double) slowest / rpsLimit, split.setWhy(String.format(Locale.ROOT,
+              "load: at least %,d requests/s in each of the last %d s, past the split rate of %,d; %.0f%% of %,d sampled requests"
+                  + " fall below the point", slowest, splitWindow, rpsLimit, 100 * s.getLoadSplitLowerShare(), s.getLoadSplitCounted()))
+              .build()));
+          splitting.add(a.id());
+        }
+      }
+      if (fraction <= 0) {
+        continue;
+      }
+      Set<Long> mine = resized.apply(t.id());
+      for (int i = 0; i + 1 < t.shards().size(); i++) {
+        ShardAssignment left = t.shards().get(i);
+        ShardAssignment right = t.shards().get(i + 1);
+        ShardInfo l = stats.get(left.id());
+        ShardInfo r = stats.get(right.id());
+        if (l == null || r == null || !left.owner().equals(right.owner()) || splitting.contains(left.id()) || splitting.contains(right.id())
+            || !mine.contains(left.id().number()) || !mine.contains(right.id().number())) {
+          continue;
+        }
+        long bytes = l.getApproximateBytes() + r.getApproximateBytes();
+        long busiest = highestRate(l, r, mergeWindow);
+        boolean small = bytesLimit <= 0 || bytes < fraction * bytesLimit;
+        boolean quiet = busiest >= 0 && (rpsLimit <= 0 || busiest < fraction * rpsLimit);
+        if (small && quiet) {
+          mergesWanted.add(ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.MERGE).setTable(t.name()).setTableId(t.id())
+              .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(left.owner().value()).setBytes(bytes)
+              .setRequestsPerSecond(busiest).setState(ResizeRecord.State.WAITING)
+              .setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s, at most %,d requests/s in each of the last %d s%s",
+                  bytes(bytes), bytesLimit > 0 ? " (under " + Math.round(100 * fraction) + "% of " + bytes(bytesLimit) + ")" : "",
+                  busiest, mergeWindow, rpsLimit > 0 ? String.format(Locale.ROOT, " (under %.0f%% of %,d)", 100 * fraction, rpsLimit) : ""))
+              .build());
+          i++; // each shard in one merge at most
+        }
+      }
+    }
+    splitsWanted.sort(Comparator.comparingDouble(Candidate::urgency).reversed());
+    List<ResizeRecord> out = new ArrayList<>();
+    splitsWanted.stream().limit(MAX_RESIZES_PER_PLAN).forEach(c -> out.add(c.resize()));
+    mergesWanted.stream().limit(MAX_RESIZES_PER_PLAN - out.size()).forEach(out::add);
+    return out;
+  }
+
+  /** The lowest requests per second (reads and writes) over the last {@code seconds} seconds, or -1 if fewer were recorded. */
+  static long lowestRate(ShardInfo s, int seconds) {
+    int n = s.getReadsHistoryCount();
+    if (n < seconds) {
+      return -1;
+    }
+    long lowest = Long.MAX_VALUE;
+    for (int i = n - seconds; i < n; i++) {
+      lowest = Math.min(lowest, (long) s.getReadsHistory(i) + s.getWritesHistory(i));
+    }
+    return lowest;
+  }
+
+  /** The highest requests per second of two shards together over the last {@code seconds} seconds, or -1 if fewer were recorded. */
+  static long highestRate(ShardInfo a, ShardInfo b, int seconds) {
+    int na = a.getReadsHistoryCount();
+    int nb = b.getReadsHistoryCount();
+    if (na < seconds || nb < seconds) {
+      return -1; // one of them has not been on its node that long (just split, merged or moved): not yet
+    }
+    long highest = 0;
+    for (int i = 0; i < seconds; i++) {
+      int ia = na - seconds + i;
+      int ib = nb - seconds + i;
+      highest = Math.max(highest, (long) a.getReadsHistory(ia) + a.getWritesHistory(ia) + b.getReadsHistory(ib) + b.getWritesHistory(ib));
+    }
+    return highest;
+  }
+
+  /**
+   * Runs one split or merge of a plan against {@code map}: one compare-and-set of the stored map.
+   * Records the new shards as the balancer's ({@link RebalanceRecords#addResized}), so that they
+   * may merge again later.
+   *
+   * @return the record as it ended: done with the new shards' numbers, skipped if its shard is no
+   *     longer in the map, or failed with why
+   */
+  ResizeRecord run(ResizeRecord r, ShardMap map) {
+    ResizeRecord.Builder b = r.toBuilder();
+    Table before = map.table(r.getTable()).filter(t -> t.id() == r.getTableId()).orElse(null);
+    if (before == null || before.shard(r.getNumber()).isEmpty()
+        || (r.getKind() == ResizeRecord.Kind.MERGE && before.shard(r.getRightNumber()).isEmpty())) {
+      return b.setState(ResizeRecord.State.SKIPPED).setError("shard " + r.getTable() + "/" + r.getNumber()
+          + (r.getKind() == ResizeRecord.Kind.MERGE ? " or " + r.getRightNumber() : "") + " is no longer in the map").build();
+    }
+    ShardId id = new ShardId(r.getTable(), r.getNumber());
+    try {
+      ShardMap after;
+      if (r.getKind() == ResizeRecord.Kind.SPLIT) {
+        SplitShardRequest.Builder request = SplitShardRequest.newBuilder().setTable(r.getTable()).setShard(r.getNumber());
+        if (!r.getBySize()) {
+          request.setAtPartitionKey(r.getAtPartitionKey()).setHasAtHash(r.getHasAtHash()).setAtHash(r.getAtHash());
+        }
+        after = splits.split(request.build(), map);
+        splitCount.increment();
+      } else {
+        after = splits.merge(r.getTable(), r.getNumber(), r.getRightNumber());
+        mergeCount.increment();
+      }
+      Table table = after.table(r.getTable()).orElseThrow();
+      Set<Long> present = new TreeSet<>();
+      table.shards().forEach(s -> present.add(s.id().number()));
+      List<Long> made = new ArrayList<>();
+      for (long n : present) {
+        if (before.shard(n).isEmpty()) {
+          made.add(n);
+        }
+      }
+      records.addResized(table.id(), made, present);
+      LOG.info("balancer: {} {} ({}): now shards {} (map epoch {}, {} shards in {})",
+          r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged", id + (r.getKind() == ResizeRecord.Kind.MERGE ? " and "
+              + r.getRightNumber() : ""), r.getWhy(), made, after.epoch(), table.shards().size(), table.name());
+      return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addAllResultNumbers(made).build();
+    } catch (StatusRuntimeException e) {
+      if (r.getBySize() && e.getStatus().getCode() == Status.Code.FAILED_PRECONDITION) {
+        unsplittable.add(id);
+      }
+      LOG.info("balancer: shard {} was not {}: {}", id, r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged",
+          e.getStatus().getDescription());
+      return b.setState(ResizeRecord.State.FAILED).setError(String.valueOf(e.getStatus().getDescription())).build();
+    }
+  }
+
+  private static String bytes(long n) {
+    return io.shardwise.core.util.Bytes.human(n);
+  }
+}

@@ -1,0 +1,169 @@
+package io.shardwise.server.balance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.shardwise.core.hash.HashFunctions;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.NodeStatsResponse;
+import io.shardwise.proto.v1.ResizeRecord;
+import io.shardwise.proto.v1.ShardInfo;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The size, load and merge policies on given stats, without a cluster. */
+class ResizerTest {
+
+  private static final NodeId N1 = NodeId.of("n1");
+  private static final NodeId N2 = NodeId.of("n2");
+  private static final BalancerSettings AUTO = BalancerSettings.newBuilder().setMode(BalancerSettings.Mode.AUTO)
+      .setSplitBytes(1 << 20).setSplitRps(1_000).setSplitRpsSeconds(5).setMergeSeconds(10).build();
+
+  /** A range table "t" of four shards (split at b, c, d), owners as given. */
+  private static ShardMap map(NodeId... owners) {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.RANGE).hash(HashFunctions.murmur3_128())
+        .splitPoints(List.of(b("b"), b("c"), b("d"))).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 4, 1, KeySample.empty());
+    return ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), List.of(owners)).build());
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Stats of every shard: {@code bytes[i]} bytes and {@code rps[i]} requests in each of {@code seconds} seconds. */
+  private static List<NodeStatsResponse> stats(ShardMap map, long[] bytes, int[] rps, int seconds, Map<Integer, String> loadSplits) {
+    Table t = map.table("t").orElseThrow();
+    Map<String, NodeStatsResponse.Builder> nodes = new LinkedHashMap<>();
+    for (int i = 0; i < t.shards().size(); i++) {
+      var s = t.shards().get(i);
+      ShardInfo.Builder info = ShardInfo.newBuilder().setTable("t").setNumber(s.id().number()).setOwner(s.owner().value())
+          .setApproximateBytes(bytes[i]);
+      for (int k = 0; k < seconds; k++) {
+        info.addReadsHistory(rps[i] / 2).addWritesHistory(rps[i] - rps[i] / 2);
+      }
+      if (loadSplits.containsKey(i)) {
+        info.setHasLoadSplit(true).setLoadSplitKey(ByteString.copyFromUtf8(loadSplits.get(i))).setLoadSplitLowerShare(0.5)
+            .setLoadSplitCounted(400);
+      } else {
+        info.setLoadSplitRefusal("one partition key carries about 90% of the shard's requests");
+      }
+      nodes.computeIfAbsent(s.owner().value(), n -> NodeStatsResponse.newBuilder().setNode(n)).addShards(info);
+    }
+    List<NodeStatsResponse> out = new ArrayList<>();
+    nodes.values().forEach(n -> out.add(n.build()));
+    return out;
+  }
+
+  private static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> stats, Set<Long> resized,
+      List<String> refusals) {
+    return Resizer.propose(settings, map, stats, id -> resized, Set.of(), (shard, why) -> refusals.add(shard + ": " + why));
+  }
+
+  private static List<String> merges(List<ResizeRecord> r) {
+    return r.stream().filter(x -> x.getKind() == ResizeRecord.Kind.MERGE).map(x -> x.getNumber() + "+" + x.getRightNumber()).toList();
+  }
+
+  @Test
+  void aShardPastTheSplitSizeSplitsBySizeTheFurthestFirst() {
+    ShardMap map = map(N1, N1, N1, N1);
+    List<ResizeRecord> r = propose(AUTO, map, stats(map, new long[] {2 << 20, 100, 5 << 20, 100}, new int[4], 10, Map.of()), Set.of(),
+        new ArrayList<>());
+    assertThat(r).extracting(ResizeRecord::getKind).containsOnly(ResizeRecord.Kind.SPLIT);
+    assertThat(r).extracting(ResizeRecord::getNumber).containsExactly(2L, 0L);
+    assertThat(r.get(0).getBySize()).isTrue();
+    assertThat(r.get(0).getWhy()).contains("past the split size of 1.0 MiB");
+  }
+
+  @Test
+  void aShardAboveTheSplitRateForTheWholeWindowSplitsAtItsLoadPoint() {
+    ShardMap map = map(N1, N1, N1, N1);
+    List<ResizeRecord> r = propose(AUTO, map, stats(map, new long[4], new int[] {0, 1_500, 0, 0}, 5, Map.of(1, "bm")), Set.of(),
+        new ArrayList<>());
+    assertThat(r).hasSize(1);
+    assertThat(r.get(0).getNumber()).isEqualTo(1);
+    assertThat(r.get(0).getAtPartitionKey().toStringUtf8()).isEqualTo("bm");
+    assertThat(r.get(0).getWhy()).contains("at least 1,500 requests/s in each of the last 5 s");
+    // One quiet second in the window: not above the rate for the whole window.
+    NodeStatsResponse.Builder n1 = stats(map, new long[4], new int[] {0, 1_500, 0, 0}, 5, Map.of(1, "bm")).get(0).toBuilder();
+    n1.getShardsBuilder(1).setReadsHistory(2, 0).setWritesHistory(2, 0);
+    assertThat(propose(AUTO, map, List.of(n1.build()), Set.of(), new ArrayList<>())).isEmpty();
+    // A window not yet filled (the shard is new on its node): not yet.
+    assertThat(propose(AUTO, map, stats(map, new long[4], new int[] {0, 1_500, 0, 0}, 4, Map.of(1, "bm")), Set.of(), new ArrayList<>()))
+        .isEmpty();
+  }
+
+  @Test
+  void aHotShardWithoutALoadPointIsNotSplitAndSaysWhy() {
+    ShardMap map = map(N1, N1, N1, N1);
+    List<String> refusals = new ArrayList<>();
+    assertThat(propose(AUTO, map, stats(map, new long[4], new int[] {0, 5_000, 0, 0}, 5, Map.of()), Set.of(), refusals)).isEmpty();
+    assertThat(refusals).singleElement().asString().contains("t/1").contains("90%");
+  }
+
+  @Test
+  void neighboursMergeOnlyWhenBothAreTheBalancersSmallQuietAndOnOneNode() {
+    ShardMap map = map(N1, N1, N2, N2);
+    Set<Long> all = Set.of(0L, 1L, 2L, 3L);
+    long[] small = {1_000, 1_000, 1_000, 1_000};
+    int[] quiet = {10, 10, 10, 10};
+    assertThat(merges(propose(AUTO, map, stats(map, small, quiet, 10, Map.of()), all, new ArrayList<>())))
+        .containsExactly("0+1", "2+3"); // never 1+2: two nodes
+    // Shards the table was created with (or an operator split) are not the balancer's: they stay.
+    assertThat(merges(propose(AUTO, map, stats(map, small, quiet, 10, Map.of()), Set.of(0L, 2L, 3L), new ArrayList<>())))
+        .containsExactly("2+3");
+    // Too big together: a quarter of the split size is the most (the hysteresis: a split's halves hold about half each).
+    long[] halves = {(1 << 20) / 2, (1 << 20) / 2, 1_000, 1_000};
+    assertThat(merges(propose(AUTO, map, stats(map, halves, quiet, 10, Map.of()), all, new ArrayList<>()))).containsExactly("2+3");
+    // Busy together in the window: a quarter of the split rate is the most.
+    int[] busy = {200, 100, 10, 10};
+    assertThat(merges(propose(AUTO, map, stats(map, small, busy, 10, Map.of()), all, new ArrayList<>()))).containsExactly("2+3");
+    // Not watched for the whole merge window yet (just split, merged or moved): not yet.
+    assertThat(propose(AUTO, map, stats(map, small, quiet, 9, Map.of()), all, new ArrayList<>())).isEmpty();
+  }
+
+  @Test
+  void manualTablesAndPoliciesTurnedOffProposeNothing() {
+    ShardMap map = map(N1, N1, N1, N1);
+    List<NodeStatsResponse> hot = stats(map, new long[] {5 << 20, 5 << 20, 0, 0}, new int[] {5_000, 5_000, 0, 0}, 10,
+        Map.of(0, "a", 1, "bb"));
+    assertThat(propose(AUTO.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build(), map, hot, Set.of(), new ArrayList<>())).isEmpty();
+    assertThat(propose(AUTO.toBuilder().putTableModes("t", BalancerSettings.Mode.MANUAL).build(), map, hot, Set.of(), new ArrayList<>()))
+        .isEmpty();
+    assertThat(propose(AUTO.toBuilder().setSplitBytes(-1).setSplitRps(-1).build(), map, hot, Set.of(0L, 1L, 2L, 3L), new ArrayList<>()))
+        .as("no split policy: no merge either").isEmpty();
+    assertThat(propose(AUTO.toBuilder().setSplitBytes(-1).build(), map, hot, Set.of(), new ArrayList<>()))
+        .as("by load only").hasSize(2).extracting(ResizeRecord::getBySize).containsOnly(false);
+    assertThat(propose(AUTO.toBuilder().setMergeFraction(-1).build(), map,
+        stats(map, new long[] {10, 10, 10, 10}, new int[4], 10, Map.of()), Set.of(0L, 1L, 2L, 3L), new ArrayList<>()))
+        .as("merge off").isEmpty();
+  }
+
+  @Test
+  void aPlanHoldsAtMostItsLimitOfResizes() {
+    ShardMap map = map(N1, N1, N1, N1);
+    for (int i = 0; i < 12; i++) {
+      Table t = map.table("t").orElseThrow();
+      var last = t.shards().get(t.shards().size() - 1);
+      map = map.apply(ShardMapDelta.on(map).splitShard(ShardMapDelta.SplitShard.atKey(last.id(), b(String.format("e%02d", i)))).build());
+    }
+    int n = map.table("t").orElseThrow().shards().size();
+    long[] big = new long[n];
+    java.util.Arrays.fill(big, 3 << 20);
+    assertThat(propose(AUTO, map, stats(map, big, new int[n], 10, Map.of()), Set.of(), new ArrayList<>()))
+        .hasSize(Resizer.MAX_RESIZES_PER_PLAN);
+  }
+}
