@@ -33,7 +33,13 @@ public final class Bench {
 
   /** What to run. {@code operations} 0 means: run for {@code duration}. */
   public record Options(Workload workload, long records, long operations, Duration duration, int threads, int valueSize,
-      Workload.Distribution distribution, Duration warmup, long seed) {
+      Workload.Distribution distribution, Duration warmup, long seed, boolean orderedInserts) {
+
+    /** Options with YCSB's default insert order (hashed: key names spread over the key space). */
+    public Options(Workload workload, long records, long operations, Duration duration, int threads, int valueSize,
+        Workload.Distribution distribution, Duration warmup, long seed) {
+      this(workload, records, operations, duration, threads, valueSize, distribution, warmup, seed, false);
+    }
 
     public Options {
       if (records < 1) {
@@ -123,7 +129,7 @@ public final class Bench {
           }
           List<Map.Entry<String, byte[]>> batch = new ArrayList<>(LOAD_BATCH);
           for (long n = first; n < Math.min(first + LOAD_BATCH, options.records()); n++) {
-            batch.add(Map.entry(KeySpace.keyName(n), value(random)));
+            batch.add(Map.entry(KeySpace.keyName(n, options.orderedInserts()), value(random)));
           }
           try {
             target.load(batch);
@@ -314,24 +320,24 @@ public final class Bench {
   private boolean execute(Target target, KeySpace keys, OpType type, Random choice, SplittableRandom values) {
     switch (type) {
       case READ:
-        return target.read(KeySpace.keyName(keys.choose()));
+        return target.read(KeySpace.keyName(keys.choose(), options.orderedInserts()));
       case UPDATE:
-        target.update(KeySpace.keyName(keys.choose()), value(values));
+        target.update(KeySpace.keyName(keys.choose(), options.orderedInserts()), value(values));
         return true;
       case INSERT: {
         long n = keys.nextInsert();
         try {
-          target.insert(KeySpace.keyName(n), value(values));
+          target.insert(KeySpace.keyName(n, options.orderedInserts()), value(values));
         } finally {
           keys.acknowledge(n);
         }
         return true;
       }
       case SCAN:
-        target.scan(KeySpace.keyName(keys.choose()), 1 + choice.nextInt(Workload.MAX_SCAN_LENGTH));
+        target.scan(KeySpace.keyName(keys.choose(), options.orderedInserts()), 1 + choice.nextInt(Workload.MAX_SCAN_LENGTH));
         return true;
       default: {
-        String key = KeySpace.keyName(keys.choose());
+        String key = KeySpace.keyName(keys.choose(), options.orderedInserts());
         boolean found = target.read(key);
         target.update(key, value(values));
         return found;

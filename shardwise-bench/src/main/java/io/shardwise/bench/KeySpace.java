@@ -79,7 +79,16 @@ public final class KeySpace {
 
   /** The name of key number {@code n}. */
   public static String keyName(long n) {
-    return PREFIX + String.format(Locale.ROOT, "%0" + DIGITS + "d", Utils.hash(n));
+    return keyName(n, false);
+  }
+
+  /**
+   * The name of key number {@code n}: {@code ordered} (YCSB's {@code insertorder=ordered}) names it
+   * by the number itself, so each insert's key is above every one before (a monotonic key, as a
+   * timestamp or an auto-increment id is); otherwise by FNV-64 of the number ({@code hashed}).
+   */
+  public static String keyName(long n, boolean ordered) {
+    return PREFIX + String.format(Locale.ROOT, "%0" + DIGITS + "d", ordered ? n : Utils.hash(n));
   }
 
   /** Split points dividing the key space into {@code shards} equal ranges. */

@@ -14,8 +14,10 @@ import io.shardwise.bench.Workload;
 import io.shardwise.client.Routing;
 import io.shardwise.client.NearCacheStats;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.balance.Rebalancing;
 import io.shardwise.server.coordination.Coordinator;
@@ -46,6 +48,7 @@ import picocli.CommandLine.Model.CommandSpec;
         "  shardwise bench --dev --workload a --records 100000 --duration 30s",
         "  shardwise bench --dev --workload c --baseline rocksdb --baseline redis-cluster -o json",
         "  shardwise bench --dev --during rebalance --workload b --duration 20s",
+        "  shardwise bench --dev --during split --workload d --insert-order ordered --duration 60s",
         "  shardwise bench --zk 127.0.0.1:2181 --via router --workload b"})
 final class BenchCommand implements Callable<Integer> {
 
@@ -104,8 +107,18 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--redis-masters", paramLabel = "N", defaultValue = "3", description = "redis-cluster: masters. Default: ${DEFAULT-VALUE}.")
   int redisMasters;
 
-  @Option(names = "--during", paramLabel = "EVENT", description = "rebalance (with --dev): add a node after a third of the run, approve its plan, and report before/during/after.")
+  @Option(names = "--during", paramLabel = "EVENT", description = {"With --dev, cut the run into before / during / after an event a third of the way in:",
+      "rebalance: a node joins and its plan is approved;",
+      "split: the table starts as one range shard and the balancer (auto mode) starts splitting it by size and load and spreading the shards."})
   String during;
+
+  @Option(names = "--split-size", paramLabel = "SIZE",
+      description = "--during split: the table's split size. Default: the loaded bytes / 16 (at least 64KiB), so it grows to 16 shards or more.")
+  String splitSize;
+
+  @Option(names = "--insert-order", paramLabel = "ORDER", defaultValue = "hashed",
+      description = "hashed (YCSB's default: key names spread over the key space) or ordered (each insert's key above every one before: a monotonic key). Default: ${DEFAULT-VALUE}.")
+  String insertOrder;
 
   @Option(names = "--seed", paramLabel = "X", defaultValue = "1", description = "Seed for choices and values. Default: ${DEFAULT-VALUE}.")
   long seed;
@@ -123,24 +136,36 @@ final class BenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     Workload w = Workload.byName(workload);
+    if (!insertOrder.equals("hashed") && !insertOrder.equals("ordered")) {
+      throw new IllegalArgumentException("--insert-order must be hashed or ordered, not '" + insertOrder + "'");
+    }
     Bench.Options options = new Bench.Options(w, records, operations == null ? 0 : operations,
         operations == null ? Durations.parse("--duration", duration) : Duration.ZERO, threads, valueSize,
         distribution == null ? w.defaultDistribution() : Workload.Distribution.byName(distribution),
-        Durations.parse("--warmup", warmup), seed);
+        Durations.parse("--warmup", warmup), seed, insertOrder.equals("ordered"));
     for (String b : baselines) {
       if (!b.equals("rocksdb") && !b.equals("redis-cluster")) {
         throw new IllegalArgumentException("--baseline must be rocksdb or redis-cluster, not '" + b + "'");
       }
     }
     boolean rebalance = during != null;
-    if (rebalance && !during.equals("rebalance")) {
-      throw new IllegalArgumentException("--during knows only: rebalance");
+    if (rebalance && !during.equals("rebalance") && !during.equals("split")) {
+      throw new IllegalArgumentException("--during must be rebalance or split, not '" + during + "'");
     }
     if (rebalance && !dev) {
-      throw new IllegalArgumentException("--during rebalance needs --dev (it adds a node to the cluster it started)");
+      throw new IllegalArgumentException("--during " + during + " needs --dev (it changes the cluster it started)");
     }
     if (rebalance && operations != null) {
-      throw new IllegalArgumentException("--during rebalance runs by --duration (a third before the move, the move, a third after)");
+      throw new IllegalArgumentException("--during " + during + " runs by --duration (a third before the event, a third during, a third after)");
+    }
+    boolean split = rebalance && during.equals("split");
+    if (splitSize != null && !split) {
+      throw new IllegalArgumentException("--split-size is for --during split");
+    }
+    long splitBytes = splitSize != null ? Sizes.parse("--split-size", splitSize)
+        : Math.max(64 << 10, records * (valueSize + KeySpaceBytes.PER_KEY) / 16);
+    if (splitBytes < 1) {
+      throw new IllegalArgumentException("--split-size must be more than 0 bytes");
     }
     if (dev && (zk != null || router != null)) {
       throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
@@ -181,7 +206,11 @@ final class BenchCommand implements Callable<Integer> {
             clientBuilder.nearCache(nearCacheTtl, NEAR_CACHE_KEYS);
           }
           ShardwiseClient benchClient = clientBuilder.build();
-          try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : 4 * Math.max(1, nodeCount))) {
+          SplitDriver splitDriver = split ? new SplitDriver(coordinator, peers, table, splitBytes, options) : null;
+          if (splitDriver != null) {
+            splitDriver.prepare(); // the table does not split or move before the event
+          }
+          try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : split ? 1 : 4 * Math.max(1, nodeCount))) {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();
@@ -200,7 +229,11 @@ final class BenchCommand implements Callable<Integer> {
               }
             };
             Bench.Result result;
-            if (rebalance) {
+            if (splitDriver != null) {
+              splitDriver.start();
+              result = bench.run(target, load, splitDriver::phase, listener);
+              rebalanceReport = splitDriver.report(result);
+            } else if (rebalance) {
               RebalanceDriver driver = new RebalanceDriver(cluster, coordinator, options);
               driver.start();
               result = bench.run(target, load, driver::phase, listener);
@@ -237,7 +270,7 @@ final class BenchCommand implements Callable<Integer> {
             .put("hitRate", BenchReport.round(nearCacheStats.hitRate()));
       }
       if (rebalanceReport != null) {
-        root.set("rebalance", rebalanceReport);
+        root.set(split ? "split" : "rebalance", rebalanceReport);
       }
       if (results.size() > 1) {
         ObjectNode others = root.putObject("baselines");
@@ -256,7 +289,9 @@ final class BenchCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "near-cache (TTL %s): %.1f%% of reads answered in the client (%,d hits, %,d misses)%n", nearCache,
             100 * nearCacheStats.hitRate(), nearCacheStats.hits(), nearCacheStats.misses());
       }
-      if (rebalanceReport != null) {
+      if (rebalanceReport != null && split) {
+        SplitDriver.print(out, rebalanceReport);
+      } else if (rebalanceReport != null) {
         ObjectNode r = rebalanceReport;
         out.println(r.has("plan")
             ? String.format(Locale.ROOT, "rebalance: plan %s %s, %d moves, %.2f MB (%,d keys) in %.2f s = %.2f MB/s, longest write pause %.1f ms",
@@ -266,7 +301,7 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     out.flush();
-    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || !rebalanceReport.has("plan"));
+    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || (!split && !rebalanceReport.has("plan")));
     return results.get(0).errorCount() == 0 && !rebalanceFailed ? Main.EXIT_OK : Main.EXIT_FAILURE;
   }
 
@@ -396,6 +431,196 @@ final class BenchCommand implements Callable<Integer> {
             .put("longestWritePauseMs", BenchReport.round(p.getReportLongestPauseMicros() / 1000.0));
       }
       return o;
+    }
+  }
+
+  /** What a record costs on disk beyond its value, for the default split size: its key and RocksDB's overhead, roughly. */
+  private static final class KeySpaceBytes {
+    static final long PER_KEY = 40;
+  }
+
+  /**
+   * Cuts a run into before / during / after the table starts to split: the table is one range
+   * shard with every resize policy off and the balancer in manual mode for it; a third of the way
+   * in, the driver turns the table to auto mode with the split size (and the default split rate),
+   * so the balancer splits it by size and load and spreads the shards; it counts the table's shards
+   * every 250 ms, and at the end measures what share of the last seconds' writes went to the
+   * table's last shard (the hotspot of a monotonic key that splitting alone cannot fix).
+   */
+  private static final class SplitDriver {
+    private static final Duration LAST_WRITES = Duration.ofSeconds(5);
+
+    private final Coordinator coordinator;
+    private final Peers peers;
+    private final String table;
+    private final long splitBytes;
+    private final Duration third;
+    private final Duration warmup;
+    private final AtomicReference<String> phase = new AtomicReference<>("before");
+    private final AtomicReference<Exception> failure = new AtomicReference<>();
+    private final List<long[]> shardsOverTime = java.util.Collections.synchronizedList(new ArrayList<>());
+    private final AtomicReference<double[]> lastShardWrites = new AtomicReference<>();
+    private volatile long eventMillis;
+
+    SplitDriver(Coordinator coordinator, Peers peers, String table, long splitBytes, Bench.Options options) {
+      this.coordinator = coordinator;
+      this.peers = peers;
+      this.table = table;
+      this.splitBytes = splitBytes;
+      this.third = options.duration().dividedBy(3);
+      this.warmup = options.warmup();
+    }
+
+    void prepare() {
+      new RebalanceRecords(coordinator).updateSettings(s -> s.toBuilder().putTableModes(table, BalancerSettings.Mode.MANUAL)
+          .putTableSplitBytes(table, -1).putTableSplitRps(table, -1).build());
+    }
+
+    String phase() {
+      return phase.get();
+    }
+
+    void start() {
+      Thread t = new Thread(() -> {
+        try {
+          long start = System.currentTimeMillis();
+          long measureFrom = start + warmup.toMillis();
+          long event = measureFrom + third.toMillis();
+          long during = event + third.toMillis();
+          long end = during + third.toMillis();
+          boolean switched = false;
+          boolean after = false;
+          ClusterTraffic.Reading writesBefore = null;
+          for (long now = start; now < end; now = System.currentTimeMillis()) {
+            if (!switched && now >= event) {
+              new RebalanceRecords(coordinator).updateSettings(s -> s.toBuilder().putTableModes(table, BalancerSettings.Mode.AUTO)
+                  .setAutoMaxFraction(1).putTableSplitBytes(table, splitBytes).removeTableSplitRps(table).build());
+              eventMillis = now;
+              phase.set("during");
+              switched = true;
+            }
+            if (!after && now >= during) {
+              phase.set("after");
+              after = true;
+            }
+            if (writesBefore == null && now >= end - LAST_WRITES.toMillis()) {
+              writesBefore = writes();
+            }
+            if (now >= measureFrom) {
+              shardsOverTime.add(new long[] {now - measureFrom, coordinator.readMap().map().table(table).map(x -> x.shards().size()).orElse(0)});
+            }
+            Thread.sleep(250);
+          }
+          if (writesBefore != null) {
+            lastShardWrites.set(lastShardShare(writesBefore, writes()));
+          }
+        } catch (Exception e) {
+          failure.set(e);
+        } finally {
+          phase.set(null);
+        }
+      }, "bench-split");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private ClusterTraffic.Reading writes() {
+      java.util.Map<String, Long> perShard = new java.util.TreeMap<>();
+      java.util.Map<String, String> owner = new java.util.TreeMap<>();
+      for (var node : io.shardwise.server.rpc.NodeStatsPoll.ask(peers, coordinator.liveNodesNow().values(), false, Duration.ofSeconds(5))
+          .answers()) {
+        for (var s : node.getShardsList()) {
+          if (s.getTable().equals(table)) {
+            perShard.put(Long.toString(s.getNumber()), s.getWrites());
+            owner.put(Long.toString(s.getNumber()), node.getNode());
+          }
+        }
+      }
+      return new ClusterTraffic.Reading(perShard, owner);
+    }
+
+    /** Of the writes between the two readings: {total, to the shard that is last in key order now}. */
+    private double[] lastShardShare(ClusterTraffic.Reading before, ClusterTraffic.Reading after) {
+      var t = coordinator.readMap().map().table(table).orElseThrow();
+      String last = Long.toString(t.shards().get(t.shards().size() - 1).id().number());
+      ClusterTraffic.Spread spread = ClusterTraffic.between(before, after);
+      long total = spread.perShard().values().stream().mapToLong(Long::longValue).sum();
+      return new double[] {total, spread.perShard().getOrDefault(last, 0L)};
+    }
+
+    ObjectNode report(Bench.Result result) {
+      ObjectNode o = Output.object();
+      if (failure.get() != null) {
+        o.put("error", failure.get().toString());
+      }
+      o.put("splitSizeBytes", splitBytes);
+      for (Bench.Phase ph : result.phases()) {
+        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
+            .put("p50", ph.all().p50()).put("p99", ph.all().p99()).put("max", ph.all().max());
+      }
+      long splits = 0;
+      long merges = 0;
+      long moves = 0;
+      for (PlanRecord p : new RebalanceRecords(coordinator).plans()) {
+        if (p.getCreatedMillis() < eventMillis) {
+          continue;
+        }
+        for (ResizeRecord r : p.getResizesList()) {
+          if (r.getState() == ResizeRecord.State.DONE) {
+            if (r.getKind() == ResizeRecord.Kind.SPLIT) {
+              splits++;
+            } else {
+              merges++;
+            }
+          }
+        }
+        moves += p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count();
+      }
+      o.put("splits", splits).put("merges", merges).put("moves", moves);
+      var shards = o.putArray("shardsOverTime"); // [seconds since the run's start, shards], one a second
+      long lastSecond = -1;
+      synchronized (shardsOverTime) {
+        for (long[] s : shardsOverTime) {
+          if (s[0] / 1000 != lastSecond) {
+            lastSecond = s[0] / 1000;
+            shards.addArray().add(lastSecond).add(s[1]);
+          }
+        }
+      }
+      double[] last = lastShardWrites.get();
+      if (last != null && last[0] > 0) {
+        o.put("lastShardWriteShare", BenchReport.round(last[1] / last[0])).put("lastSecondsWrites", (long) last[0]);
+      }
+      return o;
+    }
+
+    static void print(PrintWriter out, ObjectNode r) {
+      if (r.has("error")) {
+        out.println("split: " + r.get("error").asText());
+      }
+      out.printf(Locale.ROOT, "split: split size %s; %d splits, %d merges, %d moves after the policies were turned on%n",
+          io.shardwise.core.util.Bytes.human(r.get("splitSizeBytes").asLong()), r.get("splits").asLong(), r.get("merges").asLong(),
+          r.get("moves").asLong());
+      for (String ph : List.of("before", "during", "after")) {
+        if (r.has(ph)) {
+          var p = r.get(ph);
+          out.printf(Locale.ROOT, "  %-7s %6.1f s %,10.0f ops/s  p50 %s ms  p99 %s ms  max %s ms%n", ph, p.get("seconds").asDouble(),
+              p.get("throughput").asDouble(), BenchReport.ms(p.get("p50").asDouble()), BenchReport.ms(p.get("p99").asDouble()),
+              BenchReport.ms(p.get("max").asDouble()));
+        }
+      }
+      List<String> over = new ArrayList<>();
+      r.get("shardsOverTime").forEach(x -> over.add(x.get(0).asLong() + "s:" + x.get(1).asLong()));
+      int step = Math.max(1, over.size() / 12);
+      List<String> shown = new ArrayList<>();
+      for (int i = 0; i < over.size(); i += step) {
+        shown.add(over.get(i));
+      }
+      out.println("  shards over time: " + String.join(" ", shown));
+      if (r.has("lastShardWriteShare")) {
+        out.printf(Locale.ROOT, "  writes of the last %d s on the table's last shard: %.1f%% of %,d%n", LAST_WRITES.toSeconds(),
+            100 * r.get("lastShardWriteShare").asDouble(), r.get("lastSecondsWrites").asLong());
+      }
     }
   }
 }

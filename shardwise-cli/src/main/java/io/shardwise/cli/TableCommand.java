@@ -24,10 +24,10 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code shardwise table create|list|describe|drop|undrop|split|merge}. */
-@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, split and merge tables.",
+/** {@code shardwise table create|list|describe|drop|undrop|split|merge|presplit}. */
+@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, split, merge and presplit tables.",
     subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class,
-        TableCommand.Undrop.class, TableCommand.Split.class, TableCommand.Merge.class})
+        TableCommand.Undrop.class, TableCommand.Split.class, TableCommand.Merge.class, TableCommand.Presplit.class})
 final class TableCommand {
 
   static final class Common {
@@ -300,6 +300,39 @@ final class TableCommand {
       return Main.EXIT_OK;
     }
   }
+
+  @Command(name = "presplit", mixinStandardHelpOptions = true,
+      description = {"Split a range or hashrange table into N shards in all, from a sample of its live keys, before a known peak.",
+          "Each shard gets new shards in proportion to its bytes, cut where the live bytes are equal (never inside a partition key);",
+          "a hashrange shard without keys is cut into equal hash ranges. Only the map changes; the balancer spreads the new shards.",
+          "The balancer never merges these shards by itself (only 'table merge' does)."})
+  static final class Presplit implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Option(names = "--shards", required = true, paramLabel = "N",
+        description = "The table's shards after the presplit: more than it has, at most " + TABLE_SHARD_LIMIT + ".")
+    int shards;
+
+    @Override
+    public Integer call() {
+      if (shards < 2 || shards > TABLE_SHARD_LIMIT) {
+        throw new IllegalArgumentException("--shards must be between 2 and " + TABLE_SHARD_LIMIT + ", not " + shards);
+      }
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription t = client.presplitTable(name, shards);
+      spec.commandLine().getOut().println("presplit " + name + ": the table has " + Output.count(t.shards().size(), "shard")
+          + (t.shards().size() < shards ? " (fewer than asked: too few partition keys to cut at)" : "") + " at map epoch " + t.mapEpoch());
+      print(spec.commandLine().getOut(), common.output, t, false, false);
+      return Main.EXIT_OK;
+    }
+  }
+
+  /** The most shards a table may have (the server refuses more). */
+  static final int TABLE_SHARD_LIMIT = io.shardwise.server.rpc.ShardSplits.MAX_SHARDS;
 
   static ObjectNode json(TableDescription t) {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())

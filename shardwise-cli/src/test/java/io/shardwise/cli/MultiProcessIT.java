@@ -269,6 +269,9 @@ class MultiProcessIT {
     ServerProcesses.Result described = cli("table", "describe", "log");
     assertThat(described.out()).contains("resize policy: splits past 64.0 MiB or 800 requests/s for 20 s; merges neighbours the balancer"
         + " split under 20% of that for 120 s (mode suggest: the balancer proposes a plan to approve)");
+    ServerProcesses.Result presplit = cli("table", "presplit", "log", "--shards", "4");
+    assertThat(presplit.exit()).as(presplit.err()).isZero();
+    assertThat(presplit.out()).contains("the table has 3 shards (fewer than asked: too few partition keys to cut at)");
   }
 
   /** Live keys in the trash entries of one kind. */

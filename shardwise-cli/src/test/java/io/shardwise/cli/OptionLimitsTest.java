@@ -42,6 +42,7 @@ class OptionLimitsTest {
     "rebalance merge 0.5 | shardwise rebalance merge: FRACTION must be more than 0 and at most 0.45 (above it a merged shard is close to splitting again), not 0.5",
     "rebalance merge 0 | shardwise rebalance merge: FRACTION must be more than 0 and at most 0.45 (above it a merged shard is close to splitting again), not 0",
     "table split t --shard 1 --at m --at-hash 5 | shardwise table split: give --at or --at-hash, not both",
+    "table presplit t --shards 1 | shardwise table presplit: --shards must be between 2 and 65536, not 1",
     "table split t --shard 1 --at-hash -5 | shardwise table split: --at-hash takes an unsigned 64-bit decimal number, not '-5'",
   })
   void splitOptionsAreCheckedBeforeAnyConnection(String args, String message) {

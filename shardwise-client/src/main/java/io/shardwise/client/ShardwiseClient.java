@@ -666,6 +666,22 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /**
+   * Splits a {@code range} or {@code hashrange} table into {@code shards} shards in all, from a
+   * sample of its live keys: each shard in proportion to its bytes, at points of equal bytes its
+   * owner finds (never inside a partition key); a hashrange shard without keys into equal hash
+   * ranges. Only the map changes; the new shards stay on their nodes until the balancer spreads them.
+   *
+   * @throws ShardwiseException INVALID_ARGUMENT for a count not above the table's shards or above
+   *     the limit, FAILED_PRECONDITION for a range table without keys
+   */
+  public TableDescription presplitTable(String table, int shards) {
+    TableInfo info = onSeed(stub -> stub.presplitTable(io.shardwise.proto.v1.PresplitTableRequest.newBuilder().setTable(table)
+        .setShards(shards).build()));
+    awaitEpoch(info.getMapEpoch());
+    return Protos.table(info);
+  }
+
+  /**
    * Brings back the last table dropped under {@code name} with the data its owners still keep in
    * their trash; fails with ALREADY_EXISTS while a table has the name.
    */

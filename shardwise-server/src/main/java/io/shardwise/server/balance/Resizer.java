@@ -111,7 +111,8 @@ final class Resizer {
   }
 
   private void refused(ShardId shard, String why) {
-    if (!why.equals(refusals.put(shard, why))) {
+    String kind = why.replaceAll("[0-9]+", "#"); // the same reason with other figures is not logged again
+    if (!kind.equals(refusals.put(shard, kind))) {
       LOG.info("balancer: shard {} is past its split rate but has no load split point: {}", shard, why);
     }
   }

@@ -286,6 +286,25 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       out.onError(Status.UNIMPLEMENTED.withDescription("this engine finds no split points").asRuntimeException());
       return;
     }
+    if (request.getParts() > 2) {
+      var points = node.shards().maintain(shard, () -> store.sizeSplitPoints(shard, request.getParts()));
+      if (points.isEmpty()) {
+        out.onError(Status.FAILED_PRECONDITION.withDescription("shard " + shard + " is not served here now (moving, or not this node's)")
+            .asRuntimeException());
+        return;
+      }
+      SizeSplitPointResponse.Builder b = SizeSplitPointResponse.newBuilder().setFound(!points.get().isEmpty());
+      for (var p : points.get()) {
+        var at = io.shardwise.proto.v1.SplitPointAt.newBuilder().setHash(p.hash()).setBytesBelow(p.bytesBelow());
+        if (p.partitionKey() != null) {
+          at.setPartitionKey(com.google.protobuf.ByteString.copyFrom(p.partitionKey()));
+        }
+        b.addPoints(at).setBytes(p.bytes()).setKeys(p.keys());
+      }
+      out.onNext(b.build());
+      out.onCompleted();
+      return;
+    }
     var point = node.shards().maintain(shard, () -> store.sizeSplitPoint(shard)); // only while this node serves it
     if (point.isEmpty()) {
       out.onError(Status.FAILED_PRECONDITION.withDescription("shard " + shard + " is not served here now (moving, or not this node's)")

@@ -120,6 +120,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(out, () -> tables.merge(request));
   }
 
+  @Override
+  public void presplitTable(io.shardwise.proto.v1.PresplitTableRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.presplit(request));
+  }
+
   // ------------------------------------------------------------------ single keys
 
   @Override

@@ -1,6 +1,7 @@
 package io.shardwise.server.rpc;
 
 import io.grpc.Status;
+import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
@@ -13,6 +14,7 @@ import io.shardwise.proto.v1.SizeSplitPointRequest;
 import io.shardwise.proto.v1.SizeSplitPointResponse;
 import io.shardwise.proto.v1.SplitShardRequest;
 import io.shardwise.server.coordination.Coordinator;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -109,6 +111,133 @@ public final class ShardSplits {
       }
       return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
     });
+  }
+
+  /**
+   * Splits a range or hashrange table into {@code shards} shards in all, from a sample of its live
+   * keys: each shard gets a share of the new shards in proportion to its bytes (RocksDB's estimate),
+   * and its owner finds the points that cut it into pieces of equal live bytes ({@code
+   * SizeSplitPoint} with parts), never inside a partition key. A hashrange shard without keys splits
+   * into equal hash ranges. The splits are one compare-and-set of the map each, highest point first,
+   * so that a stop in between leaves a consistent, partly split table. A shard whose keys are too
+   * few to cut into its share gets fewer pieces: the answer has the shards the table ended with.
+   *
+   * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such table, INVALID_ARGUMENT for a
+   *     strategy that does not split or a count outside [its shards + 1, {@link #MAX_SHARDS}],
+   *     FAILED_PRECONDITION for a range table without keys to sample, UNAVAILABLE for an owner that
+   *     is not live
+   */
+  public ShardMap presplit(String table, int shards) {
+    ShardMap map = coordinator.readMap().map();
+    Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
+    if (!t.layout().splittable()) {
+      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange tables split");
+    }
+    if (shards <= t.shards().size() || shards > MAX_SHARDS) {
+      throw Errors.invalid("table " + t.name() + " has " + t.shards().size() + " shards: --shards must be more than that and at most "
+          + MAX_SHARDS + ", not " + shards);
+    }
+    java.util.Map<NodeId, NodeInfo> live = coordinator.liveNodes();
+    java.util.Map<Long, Long> bytes = new java.util.HashMap<>();
+    for (ShardAssignment s : t.shards()) {
+      if (!live.containsKey(s.owner())) {
+        throw Status.UNAVAILABLE.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", which is not live: it reads its keys"
+            + " for the split points").asRuntimeException();
+      }
+    }
+    for (io.shardwise.proto.v1.NodeStatsResponse node : NodeStatsPoll.ask(peers, live.values(), false, java.time.Duration.ofSeconds(5))
+        .answers()) {
+      node.getShardsList().stream().filter(s -> s.getTable().equals(t.name())).forEach(s -> bytes.put(s.getNumber(), s.getApproximateBytes()));
+    }
+    long total = bytes.values().stream().mapToLong(Long::longValue).sum();
+    int[] parts = shares(t, bytes, total, shards);
+    ShardMap current = map;
+    for (int position = t.shards().size() - 1; position >= 0; position--) { // from the end: positions below stay put
+      ShardAssignment s = t.shards().get(position);
+      if (parts[position] < 2) {
+        continue;
+      }
+      List<SplitShardRequest> points = points(t, s, position, parts[position], live.get(s.owner()));
+      for (int i = points.size() - 1; i >= 0; i--) { // highest first: the lower part keeps the position
+        Table now = current.table(table).filter(x -> x.id() == t.id())
+            .orElseThrow(() -> Status.ABORTED.withDescription("table " + table + " was dropped during the presplit").asRuntimeException());
+        long number = now.shards().get(position).id().number();
+        current = split(points.get(i).toBuilder().setTable(table).setShard(number).build(), current);
+      }
+    }
+    if (current.table(table).map(x -> x.shards().size()).orElse(0) == t.shards().size()) {
+      throw Status.FAILED_PRECONDITION.withDescription("table " + t.name() + " has no keys to split at" + (t.layout().strategy() == Strategy.RANGE
+          ? ": a range table is presplit from a sample of its live keys; split it at chosen keys with 'table split --at KEY'" : ""))
+          .asRuntimeException();
+    }
+    return current;
+  }
+
+  /** How many pieces each shard (by position) becomes: at least one, in proportion to bytes (equally when none are known). */
+  private static int[] shares(Table t, java.util.Map<Long, Long> bytes, long total, int shards) {
+    int n = t.shards().size();
+    int[] parts = new int[n];
+    double[] exact = new double[n];
+    int given = 0;
+    for (int i = 0; i < n; i++) {
+      long b = bytes.getOrDefault(t.shards().get(i).id().number(), 0L);
+      exact[i] = total > 0 ? (double) b / total * shards : (double) shards / n;
+      parts[i] = Math.max(1, (int) Math.floor(exact[i]));
+      given += parts[i];
+    }
+    while (given < shards) { // the largest remainders first
+      int best = 0;
+      for (int i = 1; i < n; i++) {
+        if (exact[i] - parts[i] > exact[best] - parts[best]) {
+          best = i;
+        }
+      }
+      parts[best]++;
+      given++;
+    }
+    while (given > shards) { // the floors of 1 took too many: take back from the largest
+      int best = 0;
+      for (int i = 1; i < n; i++) {
+        if (parts[i] > parts[best]) {
+          best = i;
+        }
+      }
+      parts[best]--;
+      given--;
+    }
+    return parts;
+  }
+
+  /** The points that cut shard {@code s} into {@code parts} pieces, lowest first, as split requests. */
+  private List<SplitShardRequest> points(Table t, ShardAssignment s, int position, int parts, NodeInfo owner) {
+    // Two pieces: the median, as a split by size finds it; more: one read for all the points.
+    SizeSplitPointResponse answer = MoveServiceGrpc.newBlockingStub(peers.channel(owner.getAddress()))
+        .withDeadlineAfter(5, TimeUnit.MINUTES) // it reads the shard: seconds for hundreds of MiB
+        .sizeSplitPoint(SizeSplitPointRequest.newBuilder().setTableId(t.id()).setNumber(s.id().number()).setParts(parts > 2 ? parts : 0).build());
+    List<SplitShardRequest> out = new java.util.ArrayList<>();
+    boolean range = t.layout().strategy() == Strategy.RANGE;
+    if (parts == 2 && answer.getFound()) {
+      out.add(range ? SplitShardRequest.newBuilder().setAtPartitionKey(answer.getPartitionKey()).build()
+          : SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(answer.getHash()).build());
+    }
+    for (io.shardwise.proto.v1.SplitPointAt p : answer.getPointsList()) {
+      out.add(range ? SplitShardRequest.newBuilder().setAtPartitionKey(p.getPartitionKey()).build()
+          : SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(p.getHash()).build());
+    }
+    if (out.isEmpty() && !range) { // no keys to cut by (or one hash): equal hash ranges
+      long first = t.layout().hashRangeFirst(position);
+      long last = t.layout().hashRangeLast(position);
+      java.math.BigInteger width = new java.math.BigInteger(Long.toUnsignedString(last)).subtract(new java.math.BigInteger(Long.toUnsignedString(first)))
+          .add(java.math.BigInteger.ONE);
+      for (int i = 1; i < parts; i++) {
+        long at = new java.math.BigInteger(Long.toUnsignedString(first)).add(width.multiply(java.math.BigInteger.valueOf(i))
+            .divide(java.math.BigInteger.valueOf(parts))).longValue();
+        if (Long.compareUnsigned(at, first) > 0 && (out.isEmpty() || out.get(out.size() - 1).getAtHash() != at)) {
+          out.add(SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(at).build());
+        }
+      }
+    }
+    return out;
   }
 
   /**

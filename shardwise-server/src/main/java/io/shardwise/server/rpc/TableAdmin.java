@@ -119,6 +119,11 @@ public final class TableAdmin {
     return applied(request.getTable(), stored);
   }
 
+  /** Splits a table into the given number of shards in all ({@link ShardSplits#presplit}). */
+  TableInfo presplit(io.shardwise.proto.v1.PresplitTableRequest request) {
+    return applied(request.getTable(), new ShardSplits(ctx.coordinator(), ctx.peers()).presplit(request.getTable(), request.getShards()));
+  }
+
   /** The table as {@code stored} has it, once this process has applied that map (or 10 s passed). */
   private TableInfo applied(String name, ShardMap stored) {
     ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);

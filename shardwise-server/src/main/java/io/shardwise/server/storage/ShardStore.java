@@ -949,38 +949,62 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * @throws IllegalArgumentException for a shard of a strategy that does not split
    */
   public java.util.Optional<SplitPoint> sizeSplitPoint(ShardRef shard) {
+    return sizeSplitPoints(shard, 2, true).stream().findFirst();
+  }
+
+  /**
+   * The points that cut a range or hashrange shard into {@code parts} pieces of about equal live
+   * bytes: point {@code i} is the first partition key (hash) at which the bytes below it reach
+   * {@code i / parts} of the shard's. Never inside one partition key, so there are fewer points when
+   * a few partitions hold most of the bytes (none for an empty shard or a single partition). Reads
+   * the shard twice: its size, then up to the last point.
+   *
+   * @param parts 2 or more
+   * @throws IllegalArgumentException for a shard of a strategy that does not split
+   */
+  public List<SplitPoint> sizeSplitPoints(ShardRef shard, int parts) {
+    return sizeSplitPoints(shard, parts, false);
+  }
+
+  /** {@code lastBoundary}: with one point asked and none past its share, the last partition boundary before it. */
+  private List<SplitPoint> sizeSplitPoints(ShardRef shard, int parts, boolean lastBoundary) {
     if (shard.layout() != ShardRef.Layout.KEY && shard.layout() != ShardRef.Layout.HASH) {
       throw new IllegalArgumentException("only range and hashrange shards split; shard " + shard + " is laid out as " + shard.layout());
     }
+    if (parts < 2) {
+      throw new IllegalArgumentException("a shard is cut into 2 or more parts, not " + parts);
+    }
     ShardStats stats = stats(shard);
+    List<SplitPoint> points = new ArrayList<>();
     enter();
     try (Slice bound = new Slice(shard.endKey());
         ReadOptions read = spanRead(shard, bound).setFillCache(false);
         RocksIterator it = db.newIterator(read)) {
-      long half = stats.bytes() / 2;
       long below = 0;
       byte[] previous = null;
-      byte[] lastBoundary = null;
-      long lastBoundaryBelow = 0;
-      for (it.seek(shard.startKey()); it.isValid(); it.next()) {
+      byte[] boundary = null;
+      long boundaryBelow = 0;
+      for (it.seek(shard.startKey()); it.isValid() && points.size() < parts - 1; it.next()) {
         byte[] raw = it.value();
         if (raw[0] == TOMBSTONE || shard.isReserved(it.key())) {
           continue;
         }
         byte[] unit = placementUnit(shard, it.key());
         if (previous != null && !Arrays.equals(unit, previous)) {
-          if (below >= half) {
-            return java.util.Optional.of(splitPoint(shard, unit, below, stats));
+          if (below >= stats.bytes() * (points.size() + 1) / parts) {
+            points.add(splitPoint(shard, unit, below, stats));
           }
-          lastBoundary = unit;
-          lastBoundaryBelow = below;
+          boundary = unit;
+          boundaryBelow = below;
         }
         previous = unit;
         below += it.key().length - shard.prefixLength() + raw.length - HEADER;
       }
       checkIterator(it, shard);
-      return lastBoundary == null ? java.util.Optional.empty()
-          : java.util.Optional.of(splitPoint(shard, lastBoundary, lastBoundaryBelow, stats));
+      if (points.isEmpty() && lastBoundary && boundary != null) {
+        points.add(splitPoint(shard, boundary, boundaryBelow, stats));
+      }
+      return points;
     } finally {
       exit();
     }

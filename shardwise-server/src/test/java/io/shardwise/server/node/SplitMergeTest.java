@@ -255,6 +255,33 @@ class SplitMergeTest {
     }
   }
 
+  @org.junit.jupiter.api.Test
+  void presplitCutsATableIntoShardsOfEqualBytesFromItsLiveKeys() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("range").shards(1).build());
+      client.createTable("h", TableSpec.builder("hashrange").shards(2).build());
+      assertThatThrownBy(() -> client.presplitTable("r", 8)).isInstanceOf(ShardwiseException.class)
+          .hasMessageContaining("no keys to split at");
+      byte[] filler = new byte[100];
+      for (int i = 0; i < 2_000; i++) {
+        client.put("r", Key.of(String.format("user%05d", i)), filler);
+      }
+      TableDescription r = client.presplitTable("r", 8);
+      assertThat(r.shards()).hasSize(8);
+      TableDescription measured = client.describeTable("r", true);
+      assertThat(measured.shards().stream().mapToLong(s -> s.keys()).sum()).isEqualTo(2_000);
+      assertThat(measured.shards()).as("pieces of equal bytes").allMatch(s -> s.keys() >= 200 && s.keys() <= 300);
+      for (int i = 0; i < 2_000; i += 7) {
+        assertThat(client.get("r", Key.of(String.format("user%05d", i)))).isPresent();
+      }
+      TableDescription h = client.presplitTable("h", 8); // empty: equal hash ranges
+      assertThat(h.shards()).hasSize(8);
+      assertThatThrownBy(() -> client.presplitTable("h", 8)).isInstanceOf(ShardwiseException.class)
+          .hasMessageContaining("must be more than that");
+    }
+  }
+
   private static void checkReadBack(ShardwiseClient client, Map<String, String> acknowledged) {
     for (var e : acknowledged.entrySet()) {
       var got = client.get("t", Key.of(e.getKey()));

@@ -286,6 +286,41 @@ class PlacementOrderTest {
     assertThat(bigRows).isEqualTo(50);
   }
 
+  @ParameterizedTest(name = "{0}")
+  @CsvSource({"range", "hashrange"})
+  void sizeSplitPointsCutAShardIntoPiecesOfEqualBytesBetweenPartitions(String strategy) {
+    ShardMap map = create(Strategy.byId(strategy));
+    Table t = map.table("t").orElseThrow();
+    ShardRef whole = ShardRef.of(t, t.shards().get(0).id().number());
+    assertThat(store.sizeSplitPoints(whole, 4)).as("empty").isEmpty();
+    for (int p = 0; p < 400; p++) {
+      for (int r = 0; r < 3; r++) { // three rows per partition: never cut between them
+        store.put(whole, Key.of(String.format("p%03d", p), "r" + r).encode(), new byte[40]);
+      }
+    }
+    List<ShardStore.SplitPoint> points = store.sizeSplitPoints(whole, 4);
+    assertThat(points).hasSize(3);
+    long total = points.get(0).bytes();
+    for (int i = 0; i < 3; i++) {
+      assertThat((double) points.get(i).bytesBelow() / total).as("point %d", i).isCloseTo((i + 1) / 4.0, org.assertj.core.data.Offset.offset(0.01));
+    }
+    ShardMap split = map;
+    for (int i = points.size() - 1; i >= 0; i--) {
+      Table now = split.table("t").orElseThrow();
+      ShardMapDelta.SplitShard cut = t.layout().strategy() == Strategy.RANGE
+          ? ShardMapDelta.SplitShard.atKey(now.shards().get(0).id(), points.get(i).partitionKey())
+          : ShardMapDelta.SplitShard.atHash(now.shards().get(0).id(), points.get(i).hash());
+      split = split.apply(ShardMapDelta.on(split).splitShard(cut).build());
+    }
+    Table after = split.table("t").orElseThrow();
+    assertThat(after.shards()).hasSize(4);
+    for (ShardAssignment s : after.shards()) {
+      long keys = store.stats(ShardRef.of(after, s.id().number())).keys();
+      assertThat(keys % 3).as("whole partitions in shard %s", s.id()).isZero();
+      assertThat(keys).isBetween(270L, 330L);
+    }
+  }
+
   /** Makes a directory look as a build before layout versions left it: no version recorded. */
   private static void forgetLayoutVersion(Path db) throws Exception {
     List<ColumnFamilyHandle> handles = new ArrayList<>();
