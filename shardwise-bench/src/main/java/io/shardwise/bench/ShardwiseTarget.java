@@ -49,7 +49,8 @@ public final class ShardwiseTarget implements Target {
       throw new IllegalStateException("table " + table + " already exists; drop it first (shardwise table drop " + table
           + ") or name another with --table");
     }
-    client.createTable(table, TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new)).build());
+    client.createTable(table, shards == 1 ? TableSpec.builder("range").shards(1).build()
+        : TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new)).build());
   }
 
   @Override

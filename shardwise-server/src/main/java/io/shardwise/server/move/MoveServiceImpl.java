@@ -275,7 +275,11 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     out.onCompleted();
   }
 
-  /** Where this node, the shard's owner, would split it by size ({@link ShardStore#sizeSplitPoint}). */
+  /**
+   * Where this node, the shard's owner, would split it by size: from RocksDB's estimates ({@link
+   * ShardStore#estimatedSplitPoint}), or with {@code parts} the points of equal bytes ({@link
+   * ShardStore#sizeSplitPoints}, a read).
+   */
   @Override
   public void sizeSplitPoint(SizeSplitPointRequest request, StreamObserver<SizeSplitPointResponse> out) {
     ShardRef shard = shardOrAnswer(request.getTableId(), request.getNumber(), out);
@@ -305,7 +309,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       out.onCompleted();
       return;
     }
-    var point = node.shards().maintain(shard, () -> store.sizeSplitPoint(shard)); // only while this node serves it
+    var point = node.shards().maintain(shard, () -> store.estimatedSplitPoint(shard)); // only while this node serves it
     if (point.isEmpty()) {
       out.onError(Status.FAILED_PRECONDITION.withDescription("shard " + shard + " is not served here now (moving, or not this node's)")
           .asRuntimeException());
