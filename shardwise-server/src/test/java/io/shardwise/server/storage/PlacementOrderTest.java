@@ -265,9 +265,7 @@ class PlacementOrderTest {
       store.put(whole, Key.of(String.format("p%03d", p)).encode(), new byte[10 + p % 7]);
     }
     ShardStore.SplitPoint point = store.sizeSplitPoint(whole).orElseThrow();
-    map = map.apply(ShardMapDelta.on(map).splitShard(t.layout().strategy() == Strategy.RANGE
-        ? ShardMapDelta.SplitShard.atKey(t.shards().get(0).id(), point.partitionKey())
-        : ShardMapDelta.SplitShard.atHash(t.shards().get(0).id(), point.hash())).build());
+    map = splitFirstShard(map, point);
     Table after = map.table("t").orElseThrow();
     ShardStore.ShardStats low = store.stats(ShardRef.of(after, after.shards().get(0).id().number()));
     ShardStore.ShardStats high = store.stats(ShardRef.of(after, after.shards().get(1).id().number()));
@@ -341,9 +339,7 @@ class PlacementOrderTest {
     store.flush();
     ShardStore.SplitPoint point = store.estimatedSplitPoint(whole, 0).orElseThrow(); // in files: bisected, not read
     assertThat(point.keys()).as("estimated").isZero();
-    map = map.apply(ShardMapDelta.on(map).splitShard(t.layout().strategy() == Strategy.RANGE
-        ? ShardMapDelta.SplitShard.atKey(t.shards().get(0).id(), point.partitionKey())
-        : ShardMapDelta.SplitShard.atHash(t.shards().get(0).id(), point.hash())).build());
+    map = splitFirstShard(map, point);
     Table after = map.table("t").orElseThrow();
     ShardStore.ShardStats low = store.stats(ShardRef.of(after, after.shards().get(0).id().number()));
     ShardStore.ShardStats high = store.stats(ShardRef.of(after, after.shards().get(1).id().number()));
@@ -369,6 +365,14 @@ class PlacementOrderTest {
           java.util.HexFormat.of().formatHex(hi)).isGreaterThanOrEqualTo(0);
       assertThat(java.util.Arrays.compareUnsigned(mid, hi)).isLessThan(0);
     }
+  }
+
+  /** {@code map} with table t's first shard split at {@code point}. */
+  private static ShardMap splitFirstShard(ShardMap map, ShardStore.SplitPoint point) {
+    Table t = map.table("t").orElseThrow();
+    return map.apply(ShardMapDelta.on(map).splitShard(t.layout().strategy() == Strategy.RANGE
+        ? ShardMapDelta.SplitShard.atKey(t.shards().get(0).id(), point.partitionKey())
+        : ShardMapDelta.SplitShard.atHash(t.shards().get(0).id(), point.hash())).build());
   }
 
   /** Makes a directory look as a build before layout versions left it: no version recorded. */
