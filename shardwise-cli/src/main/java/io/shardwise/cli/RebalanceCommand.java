@@ -8,6 +8,8 @@ import io.shardwise.proto.v1.BalancerSettings;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.ResizeRecord;
+import io.shardwise.proto.v1.ScheduledAction;
+import io.shardwise.server.balance.Schedule;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.balance.RebalanceRecords;
 import io.shardwise.server.balance.Rebalancing;
@@ -34,7 +36,7 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * {@code shardwise rebalance plan|approve|apply|reject|status|pause|resume|cancel|mode|split-size|split-load|merge}: the
+ * {@code shardwise rebalance plan|approve|apply|reject|status|pause|resume|cancel|mode|split-size|split-load|merge|schedule}: the
  * operator's side of the balancer. Plans live in ZooKeeper; the balancer (on the node that leads
  * it) runs approved plans.
  */
@@ -44,7 +46,7 @@ import picocli.CommandLine.Model.CommandSpec;
     subcommands = {RebalanceCommand.PlanCommand.class, RebalanceCommand.Approve.class, RebalanceCommand.Apply.class,
         RebalanceCommand.Reject.class, RebalanceCommand.Cancel.class, RebalanceCommand.Status.class, RebalanceCommand.Pause.class,
         RebalanceCommand.Resume.class, RebalanceCommand.Mode.class, RebalanceCommand.SplitSize.class, RebalanceCommand.SplitLoad.class,
-        RebalanceCommand.Merge.class})
+        RebalanceCommand.Merge.class, RebalanceCommand.ScheduleCommand.class})
 final class RebalanceCommand {
 
   /** {@code --zk}, shared by every subcommand. */
@@ -529,6 +531,140 @@ final class RebalanceCommand {
             + " (above it a merged shard is close to splitting again), not " + text);
       }
       return f;
+    }
+  }
+
+  @Command(name = "schedule", mixinStandardHelpOptions = true,
+      description = {"Schedule a presplit or a plan for a given time, before a known event (a launch, a sale); list and cancel them.",
+          "The balancer's leader runs each at its first look from that time (a second or so), and records what it did."},
+      subcommands = {ScheduleCommand.Presplit.class, ScheduleCommand.PlanAt.class, ScheduleCommand.ListActions.class,
+          ScheduleCommand.CancelAction.class})
+  static final class ScheduleCommand {
+
+    /** The latest time an action may be scheduled for. */
+    static final Duration HORIZON = Duration.ofDays(366);
+
+    /** When: {@code --at} an ISO-8601 instant or {@code --in} a duration from now; one of them. */
+    static final class When {
+      @Option(names = "--at", paramLabel = "TIME", description = "An ISO-8601 instant, e.g. 2026-12-24T08:00:00Z.")
+      String at;
+
+      @Option(names = "--in", paramLabel = "DURATION", description = "From now, e.g. 90m or 2h.")
+      String in;
+
+      long millis() {
+        if ((at == null) == (in == null)) {
+          throw new IllegalArgumentException("give --at TIME or --in DURATION (one of them)");
+        }
+        java.time.Instant now = java.time.Instant.now();
+        java.time.Instant when;
+        if (at != null) {
+          try {
+            when = java.time.Instant.parse(at);
+          } catch (java.time.format.DateTimeParseException e) {
+            throw new IllegalArgumentException("--at takes an ISO-8601 instant such as 2026-12-24T08:00:00Z, not '" + at + "'");
+          }
+          if (!when.isAfter(now)) {
+            throw new IllegalArgumentException("--at " + at + " is not in the future (it is " + now.truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                + " now)");
+          }
+        } else {
+          when = now.plus(Durations.parseWithin("--in", in, Duration.ofSeconds(1), HORIZON));
+        }
+        if (when.isAfter(now.plus(HORIZON))) {
+          throw new IllegalArgumentException("an action is scheduled at most " + HORIZON.toDays() + " days ahead, not for " + when);
+        }
+        return when.toEpochMilli();
+      }
+    }
+
+    @Command(name = "presplit", mixinStandardHelpOptions = true,
+        description = "At the given time, split table NAME into N shards in all from its live keys (as 'table presplit').")
+    static final class Presplit implements Callable<Integer> {
+      @Spec CommandSpec spec;
+      @Mixin Zk zk;
+      @Mixin When when;
+
+      @Parameters(paramLabel = "NAME")
+      String table;
+
+      @Option(names = "--shards", required = true, paramLabel = "N", description = "The table's shards after it, 2 to 65536.")
+      int shards;
+
+      @Option(names = "--note", paramLabel = "TEXT", description = "Why, for the list (e.g. \"ticket launch\").")
+      String note = "";
+
+      @Override
+      public Integer call() {
+        TableCommand.checkPresplitShards(shards);
+        long at = when.millis();
+        ScheduledAction a = new Schedule(ClusterOptions.coordinator(zk.zk)).add(ScheduledAction.newBuilder()
+            .setKind(ScheduledAction.Kind.PRESPLIT).setTable(table).setShards(shards).setAtMillis(at).setNote(note).build());
+        spec.commandLine().getOut().println("scheduled " + a.getId() + ": presplit " + table + " into " + shards + " shards at "
+            + java.time.Instant.ofEpochMilli(at) + " (cancel with: shardwise rebalance schedule cancel " + a.getId() + ")");
+        return Main.EXIT_OK;
+      }
+    }
+
+    @Command(name = "plan", mixinStandardHelpOptions = true,
+        description = "At the given time, make a plan for the cluster as it is then and approve it (as 'rebalance plan' then 'apply').")
+    static final class PlanAt implements Callable<Integer> {
+      @Spec CommandSpec spec;
+      @Mixin Zk zk;
+      @Mixin When when;
+
+      @Option(names = "--note", paramLabel = "TEXT", description = "Why, for the list.")
+      String note = "";
+
+      @Override
+      public Integer call() {
+        long at = when.millis();
+        ScheduledAction a = new Schedule(ClusterOptions.coordinator(zk.zk)).add(ScheduledAction.newBuilder()
+            .setKind(ScheduledAction.Kind.PLAN).setAtMillis(at).setNote(note).build());
+        spec.commandLine().getOut().println("scheduled " + a.getId() + ": a plan made and approved at " + java.time.Instant.ofEpochMilli(at)
+            + " (cancel with: shardwise rebalance schedule cancel " + a.getId() + ")");
+        return Main.EXIT_OK;
+      }
+    }
+
+    @Command(name = "list", mixinStandardHelpOptions = true, description = "The scheduled actions, waiting and done (the last 100).")
+    static final class ListActions implements Callable<Integer> {
+      @Spec CommandSpec spec;
+      @Mixin Zk zk;
+
+      @Override
+      public Integer call() {
+        List<List<String>> rows = new ArrayList<>();
+        for (ScheduledAction a : new Schedule(ClusterOptions.coordinator(zk.zk)).list()) {
+          rows.add(List.of(a.getId(), java.time.Instant.ofEpochMilli(a.getAtMillis()).toString(),
+              a.getKind() == ScheduledAction.Kind.PRESPLIT ? "presplit " + a.getTable() + " into " + a.getShards() : "plan and approve",
+              a.getState().name().toLowerCase(Locale.ROOT), a.getResult(), a.getNote()));
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        if (rows.isEmpty()) {
+          out.println("nothing is scheduled");
+        } else {
+          Output.table(out, List.of("ID", "AT", "ACTION", "STATE", "RESULT", "NOTE"), rows);
+        }
+        return Main.EXIT_OK;
+      }
+    }
+
+    @Command(name = "cancel", mixinStandardHelpOptions = true, description = "Cancel a waiting action.")
+    static final class CancelAction implements Callable<Integer> {
+      @Spec CommandSpec spec;
+      @Mixin Zk zk;
+
+      @Parameters(paramLabel = "ID", description = "The action, e.g. s-0000000002.")
+      String id;
+
+      @Override
+      public Integer call() {
+        Schedule.checkId(id);
+        new Schedule(ClusterOptions.coordinator(zk.zk)).cancel(id);
+        spec.commandLine().getOut().println("cancelled " + id);
+        return Main.EXIT_OK;
+      }
     }
   }
 

@@ -319,9 +319,7 @@ final class TableCommand {
 
     @Override
     public Integer call() {
-      if (shards < 2 || shards > TABLE_SHARD_LIMIT) {
-        throw new IllegalArgumentException("--shards must be between 2 and " + TABLE_SHARD_LIMIT + ", not " + shards);
-      }
+      checkPresplitShards(shards);
       ShardwiseClient client = common.cluster.connect();
       TableDescription t = client.presplitTable(name, shards);
       spec.commandLine().getOut().println("presplit " + name + ": the table has " + Output.count(t.shards().size(), "shard")
@@ -333,6 +331,13 @@ final class TableCommand {
 
   /** The most shards a table may have (the server refuses more). */
   static final int TABLE_SHARD_LIMIT = io.shardwise.server.rpc.ShardSplits.MAX_SHARDS;
+
+  /** A presplit's {@code --shards}, checked before any connection. */
+  static void checkPresplitShards(int shards) {
+    if (shards < 2 || shards > TABLE_SHARD_LIMIT) {
+      throw new IllegalArgumentException("--shards must be between 2 and " + TABLE_SHARD_LIMIT + ", not " + shards);
+    }
+  }
 
   static ObjectNode json(TableDescription t) {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())

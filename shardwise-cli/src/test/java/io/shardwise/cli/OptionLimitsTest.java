@@ -43,6 +43,12 @@ class OptionLimitsTest {
     "rebalance merge 0 | shardwise rebalance merge: FRACTION must be more than 0 and at most 0.45 (above it a merged shard is close to splitting again), not 0",
     "table split t --shard 1 --at m --at-hash 5 | shardwise table split: give --at or --at-hash, not both",
     "table presplit t --shards 1 | shardwise table presplit: --shards must be between 2 and 65536, not 1",
+    "rebalance schedule presplit t --shards 8 | shardwise rebalance schedule presplit: give --at TIME or --in DURATION (one of them)",
+    "rebalance schedule presplit t --shards 8 --at tomorrow | shardwise rebalance schedule presplit: --at takes an ISO-8601 instant such as 2026-12-24T08:00:00Z, not 'tomorrow'",
+    "rebalance schedule presplit t --shards 1 --in 1h | shardwise rebalance schedule presplit: --shards must be between 2 and 65536, not 1",
+    "rebalance schedule plan --in 9000h | shardwise rebalance schedule plan: --in must be between 1s and 8784h, not 9000h",
+    "rebalance schedule plan --in 1h --at 2026-12-24T08:00:00Z | shardwise rebalance schedule plan: give --at TIME or --in DURATION (one of them)",
+    "rebalance schedule cancel p-1 | shardwise rebalance schedule cancel: 'p-1' is not a scheduled action's id (they look like s-0000000003)",
     "table split t --shard 1 --at-hash -5 | shardwise table split: --at-hash takes an unsigned 64-bit decimal number, not '-5'",
   })
   void splitOptionsAreCheckedBeforeAnyConnection(String args, String message) {

@@ -15,6 +15,7 @@ import io.shardwise.proto.v1.MoveShardRequest;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.proto.v1.ResizeRecord;
+import io.shardwise.proto.v1.ScheduledAction;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
 import java.io.IOException;
@@ -45,6 +46,8 @@ import org.slf4j.LoggerFactory;
  *   <li>drives the approved or running plan: starts waiting moves (at most {@code
  *       max_moves_per_node} per node, none while paused), records their progress in the plan,
  *       retries a failed move twice, cancels on request, and finishes the plan;
+ *   <li>otherwise runs the earliest scheduled action whose time has come ({@link Schedule}: a
+ *       presplit, or a plan made and approved then);
  *   <li>otherwise, every few ticks, looks for range and hashrange shards to split by size or load
  *       and neighbours to merge ({@link Resizer}): a plan of those resizes is run at once for
  *       tables in {@code auto} mode and proposed for tables in {@code suggest} mode;
@@ -79,6 +82,7 @@ public final class Balancer implements AutoCloseable {
   private final Coordinator coordinator;
   private final Peers peers;
   private final RebalanceRecords records;
+  private final Schedule schedule;
   private final LeaderLatch latch;
   private final ScheduledExecutorService ticker;
   private final ExecutorService movers = Executors.newCachedThreadPool(r -> {
@@ -97,6 +101,7 @@ public final class Balancer implements AutoCloseable {
     this.coordinator = coordinator;
     this.peers = peers;
     this.records = new RebalanceRecords(coordinator);
+    this.schedule = new Schedule(coordinator);
     this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
     // Curator's own account of a lost latch node is an ERROR line for an ordinary session loss (its
     // logger is off in the CLI's logging): leadership changes are reported here instead.
@@ -193,6 +198,9 @@ public final class Balancer implements AutoCloseable {
       drive(active.get(), settings, map, live);
       return;
     }
+    if (runScheduled(now)) {
+      return; // it may have changed the map or made a plan: look again at the next tick
+    }
     List<PlanRecord> pending = plans.stream().filter(p -> p.getState() == PlanRecord.State.PENDING).toList();
     for (PlanRecord p : pending) {
       if (p.getBaseEpoch() != map.epoch()) {
@@ -238,6 +246,46 @@ public final class Balancer implements AutoCloseable {
     PlanRecord created = records.create(desired.toBuilder().setState(state).setNeedsApproval(auto && !withinLimits).build());
     LOG.info("balancer: plan {} ({} moves, {} bytes, {}): {}", created.getId(), created.getMovesCount(), created.getMovedBytes(),
         Rebalancing.describe(state), created.getReason());
+  }
+
+  /**
+   * Runs the earliest scheduled action whose time has come ({@link Schedule}), one per tick: a
+   * presplit of a table, or a plan made now and approved at once (it runs from the next tick).
+   */
+  private boolean runScheduled(long now) {
+    Optional<ScheduledAction> due = schedule.due(now);
+    if (due.isEmpty()) {
+      return false;
+    }
+    ScheduledAction action = due.get();
+    if (action.getState() == ScheduledAction.State.WAITING && !schedule.claim(action.getId())) {
+      return false; // cancelled just now
+    }
+    String late = now - action.getAtMillis() > 60_000 ? " (" + (now - action.getAtMillis()) / 1000 + " s late: no leader was up at the time)"
+        : "";
+    try {
+      String result;
+      if (action.getKind() == ScheduledAction.Kind.PRESPLIT) {
+        ShardMap after = new io.shardwise.server.rpc.ShardSplits(coordinator, peers).presplit(action.getTable(), action.getShards());
+        result = "table " + action.getTable() + " has " + after.table(action.getTable()).map(t -> t.shards().size()).orElse(0)
+            + " shards (map epoch " + after.epoch() + ")" + late;
+      } else {
+        PlanRecord plan = new Rebalancing(coordinator).propose(peers, Set.of(), true);
+        if (plan.getMovesCount() == 0) {
+          result = "the cluster was balanced: no plan" + late;
+        } else {
+          new Rebalancing(coordinator).approve(plan.getId());
+          result = "plan " + plan.getId() + " made and approved: " + plan.getMovesCount() + " moves" + late;
+        }
+      }
+      schedule.finish(action.getId(), ScheduledAction.State.DONE, result);
+      LOG.info("balancer: scheduled action {} ({}): {}", action.getId(), action.getNote(), result);
+    } catch (RuntimeException e) {
+      String why = e instanceof io.grpc.StatusRuntimeException s ? s.getStatus().getDescription() : e.getMessage();
+      schedule.finish(action.getId(), ScheduledAction.State.FAILED, String.valueOf(why) + late);
+      LOG.info("balancer: scheduled action {} ({}) failed: {}", action.getId(), action.getNote(), why);
+    }
+    return true;
   }
 
   /**

@@ -282,6 +282,38 @@ class SplitMergeTest {
     }
   }
 
+  @org.junit.jupiter.api.Test
+  void aScheduledPresplitRunsAtItsTimeAndACancelledOneNever() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("launch", TableSpec.builder("hashrange").shards(1).build());
+      io.shardwise.server.balance.Schedule schedule = new io.shardwise.server.balance.Schedule(admin);
+      long soon = System.currentTimeMillis() + 1_500;
+      var cancelled = schedule.add(io.shardwise.proto.v1.ScheduledAction.newBuilder()
+          .setKind(io.shardwise.proto.v1.ScheduledAction.Kind.PRESPLIT).setTable("launch").setShards(32).setAtMillis(soon).build());
+      var presplit = schedule.add(io.shardwise.proto.v1.ScheduledAction.newBuilder()
+          .setKind(io.shardwise.proto.v1.ScheduledAction.Kind.PRESPLIT).setTable("launch").setShards(8).setAtMillis(soon).setNote("launch")
+          .build());
+      var plan = schedule.add(io.shardwise.proto.v1.ScheduledAction.newBuilder()
+          .setKind(io.shardwise.proto.v1.ScheduledAction.Kind.PLAN).setAtMillis(soon + 500).build());
+      schedule.cancel(cancelled.getId());
+      assertThatThrownBy(() -> schedule.cancel(cancelled.getId())).hasMessageContaining("not waiting");
+      assertThat(admin.syncedMap().table("launch").orElseThrow().shards()).as("not before its time").hasSize(1);
+      var done = await().atMost(Duration.ofSeconds(30)).until(() -> schedule.get(presplit.getId()).orElseThrow(),
+          a -> a.getState() != io.shardwise.proto.v1.ScheduledAction.State.WAITING
+              && a.getState() != io.shardwise.proto.v1.ScheduledAction.State.RUNNING);
+      assertThat(done.getState()).as(done.getResult()).isEqualTo(io.shardwise.proto.v1.ScheduledAction.State.DONE);
+      assertThat(done.getRanMillis()).isGreaterThanOrEqualTo(soon);
+      assertThat(done.getResult()).startsWith("table launch has 8 shards");
+      assertThat(admin.syncedMap().table("launch").orElseThrow().shards()).hasSize(8);
+      var planned = await().atMost(Duration.ofSeconds(30)).until(() -> schedule.get(plan.getId()).orElseThrow(),
+          a -> a.getState() == io.shardwise.proto.v1.ScheduledAction.State.DONE);
+      assertThat(planned.getResult()).contains("no plan"); // one node: nothing to move
+      assertThat(schedule.get(cancelled.getId()).orElseThrow().getState()).isEqualTo(io.shardwise.proto.v1.ScheduledAction.State.CANCELLED);
+    }
+  }
+
   private static void checkReadBack(ShardwiseClient client, Map<String, String> acknowledged) {
     for (var e : acknowledged.entrySet()) {
       var got = client.get("t", Key.of(e.getKey()));
