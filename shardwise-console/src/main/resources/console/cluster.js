@@ -136,7 +136,7 @@ function drawRebalancing(c) {
     const r = done.report;
     out.push(el("div", { class: "card plan", id: "last-plan", "data-plan": done.id, "data-state": done.state },
       el("div", {}, el("b", {}, "Last plan: " + done.state)), planSummary(done),
-      r ? el("div", { id: "report" }, `Report: ${r.movesCutOver} moves cut over, ${fmtInt(r.movedKeys)} keys, ${fmtBytes(r.movedBytes)} ` +
+      r && !done.resizes ? el("div", { id: "report" }, `Report: ${r.movesCutOver} moves cut over, ${fmtInt(r.movedKeys)} keys, ${fmtBytes(r.movedBytes)} ` +
         `in ${(r.durationMillis / 1000).toFixed(1)} s; longest write pause ${(r.longestWritePauseMicros / 1000).toFixed(1)} ms.`) : null,
       done.error ? el("div", { class: "error" }, done.error) : null));
   }

@@ -31,6 +31,7 @@ import org.openqa.selenium.support.ui.ExpectedConditions;
  * seen to finish. Screenshots go to {@code target/console-*.png}.
  */
 @Tag("browser")
+@org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class) // one cluster: its shard counts follow the order
 class ConsoleBrowserTest {
 
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -82,6 +83,7 @@ class ConsoleBrowserTest {
   }
 
   @Test
+  @org.junit.jupiter.api.Order(1)
   void labAddShardTurnsExactlyTheMovedKeysRedAndTheRingMovesFarFewerThanModN() throws Exception {
     try (Browser browser = new Browser(dir.resolve("profile-lab"))) {
       browser.driver.get(cluster.console.url() + "lab");
@@ -113,6 +115,7 @@ class ConsoleBrowserTest {
   }
 
   @Test
+  @org.junit.jupiter.api.Order(2)
   void clusterPageShowsTheSuggestedPlanAndApprovingItInTheBrowserMovesShardsToTheNewNode() throws Exception {
     ShardwiseClient client = cluster.client();
     client.createTable("users", TableSpec.builder("slots").slots(12).build());
@@ -174,6 +177,47 @@ class ConsoleBrowserTest {
     }
     for (int i = 0; i < 400; i++) {
       assertThat(client.get("users", Key.of("user-" + i))).as("user-" + i).isPresent();
+    }
+  }
+
+  /** Last, on the same cluster: a split the balancer proposes by size is approved in the browser and only the map changes. */
+  @Test
+  @org.junit.jupiter.api.Order(3)
+  void aSplitProposedBySizeIsShownWithWhyAndApprovedInTheBrowser() throws Exception {
+    ShardwiseClient client = cluster.client();
+    try (io.shardwise.server.coordination.Coordinator admin = io.shardwise.server.coordination.Coordinator.connect(cluster.cluster.zk(),
+        Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitBytes("events", 64 << 10).build());
+      client.createTable("events", TableSpec.builder("range").shards(1).build());
+      byte[] filler = new byte[200];
+      for (int i = 0; i < 1_000; i++) {
+        client.put("events", Key.of(String.format("event-%05d", i)), filler);
+      }
+      try (Browser browser = new Browser(dir.resolve("profile-resize"))) {
+        browser.driver.get(cluster.console.url());
+        browser.waiting(Duration.ofSeconds(30)).until(d -> {
+          List<WebElement> pending = d.findElements(By.id("pending-plan"));
+          return !pending.isEmpty() && pending.get(0).getText().contains("1 splits, 0 merges");
+        });
+        String planId = browser.attribute(By.id("pending-plan"), "data-plan");
+        assertThat(browser.text(By.id("pending-plan"))).contains("split events/0").contains("past the split size of 64.0 KiB")
+            .contains("only the map changes");
+        browser.screenshot("console-resize-pending");
+        browser.waiting(Duration.ofSeconds(10)).until(d -> {
+          d.findElement(By.id("approve")).click();
+          return true;
+        });
+        browser.waiting(Duration.ofSeconds(30)).until(d -> {
+          List<WebElement> last = d.findElements(By.id("last-plan"));
+          return !last.isEmpty() && planId.equals(last.get(0).getAttribute("data-plan")) && "done".equals(last.get(0).getAttribute("data-state"));
+        });
+        assertThat(browser.text(By.id("last-plan"))).contains("split events/0").contains("done →");
+        browser.screenshot("console-resize-done");
+      }
+      assertThat(admin.syncedMap().table("events").orElseThrow().shards()).hasSize(2);
+    }
+    for (int i = 0; i < 1_000; i += 9) {
+      assertThat(client.get("events", Key.of(String.format("event-%05d", i)))).isPresent();
     }
   }
 }
