@@ -143,6 +143,12 @@ function drawRebalancing(c) {
   if (!out.length) {
     out.push(el("p", { class: "muted" }, "No plan waiting or running. The balancer proposes one when nodes join, leave or are drained."));
   }
+  if (c.recentResizes && c.recentResizes.length) {
+    out.push(el("div", { class: "card", id: "recent-resizes" },
+      el("div", {}, el("b", {}, "Recent splits and merges")),
+      ...c.recentResizes.map((r) => el("div", { class: "muted" },
+        `${new Date(r.finishedMillis).toISOString().slice(11, 19)} · ${r.kind} ${r.shard} on ${r.owner} → ${r.resultShards.join(", ")} · ${r.why}`))));
+  }
   $("rebalancing").replaceChildren(...out);
 }
 

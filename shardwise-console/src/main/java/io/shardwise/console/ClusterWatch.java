@@ -245,7 +245,36 @@ final class ClusterWatch {
     plansNode.set("pending", pending == null ? null : PlanJson.plan(pending));
     plansNode.set("active", active == null ? null : PlanJson.plan(active));
     plansNode.set("last", last == null ? null : PlanJson.plan(last));
+    root.set("recentResizes", recentResizes(plans));
     return root;
+  }
+
+  /** The most recent splits and merges listed. */
+  static final int RECENT_RESIZES = 20;
+
+  /** The splits and merges of finished plans, newest first: what dynamic partitioning did lately. */
+  private static ArrayNode recentResizes(List<PlanRecord> plans) {
+    ArrayNode out = JSON.createArrayNode();
+    for (int i = plans.size() - 1; i >= 0 && out.size() < RECENT_RESIZES; i--) {
+      PlanRecord p = plans.get(i);
+      if (p.getFinishedMillis() == 0) {
+        continue;
+      }
+      for (int j = p.getResizesCount() - 1; j >= 0 && out.size() < RECENT_RESIZES; j--) {
+        io.shardwise.proto.v1.ResizeRecord r = p.getResizes(j);
+        if (r.getState() != io.shardwise.proto.v1.ResizeRecord.State.DONE) {
+          continue;
+        }
+        ArrayNode made = JSON.createArrayNode();
+        r.getResultNumbersList().forEach(made::add);
+        out.addObject().put("plan", p.getId()).put("finishedMillis", p.getFinishedMillis())
+            .put("kind", r.getKind().name().toLowerCase(java.util.Locale.ROOT))
+            .put("shard", r.getTable() + "/" + r.getNumber() + (r.getKind() == io.shardwise.proto.v1.ResizeRecord.Kind.MERGE
+                ? "+" + r.getRightNumber() : ""))
+            .put("owner", r.getOwner()).put("why", r.getWhy()).set("resultShards", made);
+      }
+    }
+    return out;
   }
 
   /** The busiest shards first, by {@code sort} (requests, reads, writes, bytes or keys), at most {@code limit}. */

@@ -212,6 +212,8 @@ class ConsoleBrowserTest {
           return !last.isEmpty() && planId.equals(last.get(0).getAttribute("data-plan")) && "done".equals(last.get(0).getAttribute("data-state"));
         });
         assertThat(browser.text(By.id("last-plan"))).contains("split events/0").contains("done →");
+        browser.waiting(Duration.ofSeconds(10)).until(d -> !d.findElements(By.id("recent-resizes")).isEmpty());
+        assertThat(browser.text(By.id("recent-resizes"))).contains("split events/0 on").contains("past the split size");
         browser.screenshot("console-resize-done");
       }
       assertThat(admin.syncedMap().table("events").orElseThrow().shards()).hasSize(2);
