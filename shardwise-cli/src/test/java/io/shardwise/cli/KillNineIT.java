@@ -403,7 +403,7 @@ class KillNineIT {
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
           .setBandwidthBytesPerSecond(2L << 20).setMaxMovesPerNode(1).build());
       MoveRecord[] moving = new MoveRecord[1];
-      checkedRun(scenario, seed, Duration.ofSeconds(25), () -> {
+      checkedRun(scenario, seed, Duration.ofSeconds(18), () -> { // the fault lands about 5-10 s in; recovery under load follows
         startNode("n4"); // joins: the balancer moves shards of both tables to it
         moving[0] = awaitMoving(records, Duration.ofSeconds(30));
         SplittableRandom random = new SplittableRandom(seed);
