@@ -155,13 +155,24 @@ class SplitMergeTest {
         client.put("fixed", Key.of(key), filler);
         acknowledged.put(key, "");
       }
-      await().atMost(Duration.ofSeconds(120)).until(() -> {
-        Table t = admin.syncedMap().table("grow").orElseThrow();
-        Map<String, Long> perNode = new java.util.TreeMap<>();
-        t.shards().forEach(s -> perNode.merge(s.owner().value(), 1L, Long::sum));
-        return t.shards().size() > 16 && perNode.size() == 3 && perNode.values().stream().allMatch(n -> n >= 4)
-            && client.describeTable("grow", true).shards().stream().allMatch(s -> s.bytes() < 4 * (16 << 10)); // none left far past
-      });
+      AtomicReference<String> seen = new AtomicReference<>("nothing yet");
+      try {
+        await().atMost(Duration.ofSeconds(120)).until(() -> {
+          Table t = admin.syncedMap().table("grow").orElseThrow();
+          Map<String, Long> perNode = new java.util.TreeMap<>();
+          t.shards().forEach(s -> perNode.merge(s.owner().value(), 1L, Long::sum));
+          long largest = client.describeTable("grow", true).shards().stream().mapToLong(s -> s.bytes()).max().orElse(0);
+          List<String> plans = new java.util.ArrayList<>();
+          new RebalanceRecords(admin).plans().stream().skip(Math.max(0, new RebalanceRecords(admin).plans().size() - 3))
+              .forEach(p -> plans.add(p.getId() + " " + p.getState() + " moves " + p.getMovesCount() + " resizes " + p.getResizesCount()
+                  + " " + p.getError()));
+          seen.set(t.shards().size() + " shards, per node " + perNode + ", largest " + largest + " bytes; last plans " + plans);
+          return t.shards().size() > 16 && perNode.size() == 3 && perNode.values().stream().allMatch(n -> n >= 4)
+              && largest < 4 * (16 << 10); // none left far past the split size
+        });
+      } catch (org.awaitility.core.ConditionTimeoutException e) {
+        throw new AssertionError("the table did not grow and spread within 2 minutes; last seen: " + seen.get(), e);
+      }
       assertThat(admin.syncedMap().table("fixed").orElseThrow().shards()).hasSize(1);
       for (String key : acknowledged.keySet()) {
         assertThat(client.get("grow", Key.of(key))).as(key).isPresent();
