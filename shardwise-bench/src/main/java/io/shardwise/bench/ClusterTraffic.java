@@ -43,15 +43,20 @@ public final class ClusterTraffic {
 
   private ClusterTraffic() {}
 
-  /** Reads the counters of {@code table}'s shards from every node. */
+  /** Reads the counters (reads and writes) of {@code table}'s shards from every node. */
   public static Reading read(Peers peers, Collection<NodeInfo> nodes, String table) {
+    return read(peers, nodes, table, false);
+  }
+
+  /** {@link #read}, counting only writes if {@code writesOnly}. */
+  public static Reading read(Peers peers, Collection<NodeInfo> nodes, String table, boolean writesOnly) {
     Map<String, Long> perShard = new TreeMap<>();
     Map<String, String> owner = new TreeMap<>();
     for (NodeStatsResponse stats : NodeStatsPoll.ask(peers, nodes, false, Duration.ofSeconds(5)).answers()) {
       for (ShardInfo s : stats.getShardsList()) {
         if (s.getTable().equals(table)) {
           String key = s.getTable() + "/" + s.getNumber();
-          perShard.put(key, s.getReads() + s.getWrites());
+          perShard.put(key, (writesOnly ? 0 : s.getReads()) + s.getWrites());
           owner.put(key, stats.getNode());
         }
       }

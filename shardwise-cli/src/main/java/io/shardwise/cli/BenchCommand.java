@@ -163,7 +163,7 @@ final class BenchCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--split-size is for --during split");
     }
     long splitBytes = splitSize != null ? Sizes.parse("--split-size", splitSize)
-        : Math.max(64 << 10, records * (valueSize + KeySpaceBytes.PER_KEY) / 16);
+        : Math.max(64 << 10, records * (valueSize + RECORD_OVERHEAD_BYTES) / 16);
     if (splitBytes < 1) {
       throw new IllegalArgumentException("--split-size must be more than 0 bytes");
     }
@@ -435,9 +435,7 @@ final class BenchCommand implements Callable<Integer> {
   }
 
   /** What a record costs on disk beyond its value, for the default split size: its key and RocksDB's overhead, roughly. */
-  private static final class KeySpaceBytes {
-    static final long PER_KEY = 40;
-  }
+  private static final long RECORD_OVERHEAD_BYTES = 40;
 
   /**
    * Cuts a run into before / during / after the table starts to split: the table is one range
@@ -525,24 +523,13 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private ClusterTraffic.Reading writes() {
-      java.util.Map<String, Long> perShard = new java.util.TreeMap<>();
-      java.util.Map<String, String> owner = new java.util.TreeMap<>();
-      for (var node : io.shardwise.server.rpc.NodeStatsPoll.ask(peers, coordinator.liveNodesNow().values(), false, Duration.ofSeconds(5))
-          .answers()) {
-        for (var s : node.getShardsList()) {
-          if (s.getTable().equals(table)) {
-            perShard.put(Long.toString(s.getNumber()), s.getWrites());
-            owner.put(Long.toString(s.getNumber()), node.getNode());
-          }
-        }
-      }
-      return new ClusterTraffic.Reading(perShard, owner);
+      return ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table, true);
     }
 
     /** Of the writes between the two readings: {total, to the shard that is last in key order now}. */
     private double[] lastShardShare(ClusterTraffic.Reading before, ClusterTraffic.Reading after) {
       var t = coordinator.readMap().map().table(table).orElseThrow();
-      String last = Long.toString(t.shards().get(t.shards().size() - 1).id().number());
+      String last = table + "/" + t.shards().get(t.shards().size() - 1).id().number(); // ClusterTraffic's "table/number"
       ClusterTraffic.Spread spread = ClusterTraffic.between(before, after);
       long total = spread.perShard().values().stream().mapToLong(Long::longValue).sum();
       return new double[] {total, spread.perShard().getOrDefault(last, 0L)};

@@ -25,9 +25,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * What finding a split point by size costs the owner, on one range shard of {@code megabytes} MiB of
  * 100-byte values: {@link ShardStore#sizeSplitPoint} (two reads of the shard: its size, then up to
- * the half), {@link ShardStore#estimatedSplitPoint} (bisection on RocksDB's estimates, then one
- * seek), and {@link ShardStore#approximateBytes}, the estimate the balancer polls to decide that a
- * shard is past its split size.
+ * the half), and {@link ShardStore#approximateBytes}, the estimate the balancer polls to decide that
+ * a shard is past its split size.
  *
  * <p>Run: {@code java -jar shardwise-jmh/target/benchmarks.jar SplitPointBenchmark}
  */
@@ -58,14 +57,6 @@ public class SplitPointBenchmark {
       random.nextBytes(value); // incompressible: the shard takes its size on disk too
       store.put(shard, Key.of(String.format("user%010d", k).getBytes(StandardCharsets.UTF_8)).encode(), value);
     }
-    store.flush(); // a shard as it is once writes settle: in files (a shard mostly in memtables is read, not bisected)
-    // How good the estimate is: the live bytes truly below each point.
-    long total = store.stats(shard).bytes();
-    for (var point : java.util.List.of(store.sizeSplitPoint(shard).orElseThrow(), store.estimatedSplitPoint(shard).orElseThrow())) {
-      long below = store.stats(ShardRef.ofKeyRange(1, 0, new byte[0], point.partitionKey())).bytes();
-      System.out.printf(java.util.Locale.ROOT, "split point %s: %.1f%% of the live bytes below it%n",
-          new String(point.partitionKey(), StandardCharsets.UTF_8), 100.0 * below / total);
-    }
   }
 
   @TearDown(Level.Trial)
@@ -77,11 +68,6 @@ public class SplitPointBenchmark {
   @Benchmark
   public Object sizeSplitPoint() {
     return store.sizeSplitPoint(shard);
-  }
-
-  @Benchmark
-  public Object estimatedSplitPoint() {
-    return store.estimatedSplitPoint(shard);
   }
 
   @Benchmark

@@ -264,6 +264,31 @@ public final class ShardLayout {
   }
 
   /**
+   * The hashes that cut the {@code hashrange} shard at {@code position} into {@code parts} ranges of
+   * equal width (each the first hash of a piece after the first), ascending and distinct; fewer
+   * when the shard holds fewer than {@code parts} hashes.
+   */
+  public long[] hashCutPoints(int position, int parts) {
+    requireStrategy(Strategy.HASHRANGE, "cut a hash range");
+    checkPosition(position);
+    if (parts < 2) {
+      throw new IllegalArgumentException("a hash range is cut into 2 or more parts, not " + parts);
+    }
+    java.math.BigInteger first = new java.math.BigInteger(Long.toUnsignedString(hashValues[position]));
+    java.math.BigInteger last = new java.math.BigInteger(Long.toUnsignedString(hashRangeLast(position)));
+    java.math.BigInteger width = last.subtract(first).add(java.math.BigInteger.ONE);
+    long[] out = new long[parts - 1];
+    int n = 0;
+    for (int i = 1; i < parts; i++) {
+      java.math.BigInteger at = first.add(width.multiply(java.math.BigInteger.valueOf(i)).divide(java.math.BigInteger.valueOf(parts)));
+      if (at.compareTo(first) > 0 && (n == 0 || at.longValue() != out[n - 1])) {
+        out[n++] = at.longValue();
+      }
+    }
+    return java.util.Arrays.copyOf(out, n);
+  }
+
+  /**
    * The layout with the shards at {@code position} and {@code position + 1} merged into one at
    * {@code position}; every later shard moves one position down.
    *

@@ -89,6 +89,17 @@ class SplitMergePropertyTest {
   }
 
   @Test
+  void hashCutPointsCutAShardIntoEqualRangesAndFewerWhenItHoldsFewerHashes() {
+    var hash = HashFunctions.murmur3_128();
+    ShardLayout whole = ShardLayout.of(Strategy.HASHRANGE, hash, 1, List.of(), new long[] {0});
+    assertThat(whole.hashCutPoints(0, 4)).containsExactly(1L << 62, 1L << 63, 3L << 62); // the full 64-bit space in quarters
+    ShardLayout small = ShardLayout.of(Strategy.HASHRANGE, hash, 4, List.of(), new long[] {0, 1, 3, -2});
+    assertThat(small.hashCutPoints(0, 4)).as("[0, 0] holds one hash").isEmpty();
+    assertThat(small.hashCutPoints(1, 4)).as("[1, 2]: two hashes, at most one cut").containsExactly(2L);
+    assertThat(small.hashCutPoints(3, 2)).as("[max - 1, max] in two").containsExactly(-1L);
+  }
+
+  @Test
   void theHashMidpointOfAShardLiesAboveItsFirstHashAndAtMostItsLast() {
     var hash = HashFunctions.murmur3_128();
     ShardLayout layout = ShardLayout.of(Strategy.HASHRANGE, hash, 4, List.of(), new long[] {0, 1, 3, -2});

@@ -298,20 +298,20 @@ public final class Balancer implements AutoCloseable {
     if (wanted.isEmpty()) {
       return false;
     }
+    // Auto tables' resizes first (run now); the suggest tables' are proposed at a later look.
     List<ResizeRecord> auto = wanted.stream()
         .filter(r -> RebalanceRecords.modeOf(settings, r.getTable()) == BalancerSettings.Mode.AUTO).toList();
-    List<ResizeRecord> suggested = auto.isEmpty() ? wanted : List.of();
-    if (!suggested.isEmpty()) {
+    List<ResizeRecord> resizes = auto.isEmpty() ? wanted : auto;
+    if (auto.isEmpty()) {
       for (PlanRecord p : pending) {
         if (p.getBaseEpoch() == map.epoch() && p.getResizesCount() > 0) {
-          if (sameResizes(p.getResizesList(), suggested)) {
+          if (sameResizes(p.getResizesList(), resizes)) {
             return false; // still the right plan: keep waiting for its approval
           }
           markStale(p.getId(), "the shards' sizes or loads changed; replaced by a new plan");
         }
       }
     }
-    List<ResizeRecord> resizes = auto.isEmpty() ? suggested : auto;
     PlanRecord.State state = auto.isEmpty() ? PlanRecord.State.PENDING : PlanRecord.State.APPROVED;
     long splitsCount = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
     PlanRecord created = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(state)

@@ -56,8 +56,12 @@ final class MoveDestination {
     if (s.owner().equals(node.self())) {
       throw Errors.invalid("move " + moveId + ": this node already owns shard " + s.id());
     }
-    if (incoming.putIfAbsent(moveId, shard) != null) {
-      throw Errors.invalid("move " + moveId + " is already receiving");
+    // Under the store's monitor, as the trash decides and drops a stale copy under it: either that
+    // drop is over before this move receives anything, or it sees the move receiving and keeps the range.
+    synchronized (node.store()) {
+      if (incoming.putIfAbsent(moveId, shard) != null) {
+        throw Errors.invalid("move " + moveId + " is already receiving");
+      }
     }
   }
 

@@ -225,16 +225,8 @@ public final class ShardSplits {
           : SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(p.getHash()).build());
     }
     if (out.isEmpty() && !range) { // no keys to cut by (or one hash): equal hash ranges
-      long first = t.layout().hashRangeFirst(position);
-      long last = t.layout().hashRangeLast(position);
-      java.math.BigInteger width = new java.math.BigInteger(Long.toUnsignedString(last)).subtract(new java.math.BigInteger(Long.toUnsignedString(first)))
-          .add(java.math.BigInteger.ONE);
-      for (int i = 1; i < parts; i++) {
-        long at = new java.math.BigInteger(Long.toUnsignedString(first)).add(width.multiply(java.math.BigInteger.valueOf(i))
-            .divide(java.math.BigInteger.valueOf(parts))).longValue();
-        if (Long.compareUnsigned(at, first) > 0 && (out.isEmpty() || out.get(out.size() - 1).getAtHash() != at)) {
-          out.add(SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(at).build());
-        }
+      for (long at : t.layout().hashCutPoints(position, parts)) {
+        out.add(SplitShardRequest.newBuilder().setHasAtHash(true).setAtHash(at).build());
       }
     }
     return out;

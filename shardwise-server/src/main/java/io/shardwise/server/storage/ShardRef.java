@@ -211,6 +211,18 @@ public final class ShardRef {
     }
   }
 
+  /** {@link #placementKey} of a stored key of this ordered shard, read from the stored key itself. */
+  byte[] placementKeyOfStored(byte[] storeKey) {
+    switch (layout) {
+      case KEY:
+        return partitionKeyOf(userKey(storeKey));
+      case HASH:
+        return Arrays.copyOfRange(storeKey, 9, prefixLength());
+      default:
+        throw new IllegalStateException("shard " + this + " has no order to place keys by");
+    }
+  }
+
   /** How many bytes precede the key in a stored key of this shard. */
   int prefixLength() {
     switch (layout) {

@@ -950,148 +950,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return sizeSplitPoints(shard, 2, true).stream().findFirst();
   }
 
-  /** Below this estimated size (compressed, in files) a split point is found by reading the shard: tens of milliseconds. */
-  public static final long ESTIMATE_ABOVE_BYTES = 1L << 20;
-
-  /** A shard with more than this share of its estimated bytes in memtables is read, not bisected. */
-  static final double MEMTABLE_SHARE_READ = 0.25;
-
-  /** Bisection steps at most: each halves the stored-key interval left. */
-  private static final int BISECTION_STEPS = 64;
-
-  /**
-   * The point that splits a range or hashrange shard in two halves of about equal bytes, from
-   * RocksDB's estimates instead of a read, as TiKV's approximate split keys are: the stored keys
-   * between the shard's first and last key are bisected on {@code getApproximateSizes} (files and
-   * memtables, microseconds a step) until the estimated bytes below the middle are half the shard's, then the
-   * point snaps to the partition key (hash) of the first key from there, so that no partition is
-   * cut. Only the files' estimate is bisected (compressed bytes, as the shard's size is counted on
-   * disk); shards under {@link #ESTIMATE_ABOVE_BYTES}, or with more than {@link
-   * #MEMTABLE_SHARE_READ} of their bytes still in memtables (uncompressed there, so the two do not
-   * add up), are read instead ({@link #sizeSplitPoint}), as are shards where the estimate lands on the shard's first partition (one partition holds about
-   * half the shard or more: the read finds the boundary on the other side of it, or none). The
-   * bytes in the answer are estimates, and {@code keys} is 0.
-   */
-  public java.util.Optional<SplitPoint> estimatedSplitPoint(ShardRef shard) {
-    return estimatedSplitPoint(shard, ESTIMATE_ABOVE_BYTES);
-  }
-
-  /** {@link #estimatedSplitPoint}, reading the shard when it is estimated under {@code readBelowBytes}. */
-  java.util.Optional<SplitPoint> estimatedSplitPoint(ShardRef shard, long readBelowBytes) {
-    if (shard.layout() != ShardRef.Layout.KEY && shard.layout() != ShardRef.Layout.HASH) {
-      throw new IllegalArgumentException("only range and hashrange shards split; shard " + shard + " is laid out as " + shard.layout());
-    }
-    enter();
-    try {
-      return bisect(shard, readBelowBytes);
-    } finally {
-      exit();
-    }
-  }
-
-  private java.util.Optional<SplitPoint> bisect(ShardRef shard, long readBelowBytes) {
-    long total = approximateBytes(shard);
-    long inFiles = approximateBytes(shard.startKey(), shard.endKey(), false);
-    // Memtables hold their rows uncompressed and files compressed: a mix of the two would put the
-    // middle where the memtable's rows begin, so only a shard that is nearly all in files is bisected.
-    if (total < readBelowBytes || total == 0 || inFiles < total * (1 - MEMTABLE_SHARE_READ)) {
-      return sizeSplitPoint(shard);
-    }
-    total = inFiles;
-    byte[] start = shard.startKey();
-    try (Slice bound = new Slice(shard.endKey());
-        ReadOptions read = spanRead(shard, bound).setFillCache(false);
-        RocksIterator it = db.newIterator(read)) {
-      byte[] firstKey = null;
-      for (it.seek(start); it.isValid() && firstKey == null; it.next()) {
-        if (!shard.isReserved(it.key())) {
-          firstKey = it.key();
-        }
-      }
-      it.seekToLast();
-      byte[] lastKey = it.isValid() ? it.key() : null;
-      checkIterator(it, shard);
-      if (firstKey == null || lastKey == null || Arrays.compareUnsigned(firstKey, lastKey) >= 0) {
-        return sizeSplitPoint(shard);
-      }
-      // Between the shard's first and last keys, so that the steps refine what differs between its
-      // keys, not the long prefix they share.
-      byte[] lo = firstKey;
-      byte[] hi = lastKey;
-      for (int step = 0; step < BISECTION_STEPS; step++) {
-        byte[] mid = middle(lo, hi);
-        if (Arrays.equals(mid, lo)) {
-          break;
-        }
-        if (approximateBytes(start, mid, false) < total / 2) {
-          lo = mid;
-        } else {
-          hi = mid;
-        }
-      }
-      byte[] first = placementUnit(shard, firstKey);
-      byte[] unit = null;
-      byte[] at = null;
-      for (it.seek(hi); it.isValid() && unit == null; it.next()) {
-        if (!shard.isReserved(it.key())) {
-          unit = placementUnit(shard, it.key());
-          at = it.key();
-        }
-      }
-      checkIterator(it, shard);
-      if (unit == null || Arrays.equals(unit, first)) {
-        return sizeSplitPoint(shard);
-      }
-      long below = approximateBytes(start, at, false);
-      return java.util.Optional.of(shard.layout() == ShardRef.Layout.HASH
-          ? new SplitPoint(null, java.nio.ByteBuffer.wrap(unit).getLong(), below, total, 0)
-          : new SplitPoint(unit, 0, below, total, 0));
-    }
-  }
-
-  /** The stored key halfway between {@code lo} and {@code hi} (unsigned, {@code lo < hi}), with a byte to spare for precision. */
-  static byte[] middle(byte[] lo, byte[] hi) {
-    int length = Math.max(lo.length, hi.length) + 1;
-    java.math.BigInteger a = new java.math.BigInteger(1, Arrays.copyOf(lo, length));
-    java.math.BigInteger b = new java.math.BigInteger(1, Arrays.copyOf(hi, length));
-    byte[] raw = a.add(b).shiftRight(1).toByteArray();
-    byte[] out = new byte[length];
-    int copy = Math.min(raw.length, length);
-    System.arraycopy(raw, raw.length - copy, out, length - copy, copy);
-    int end = length;
-    while (end > lo.length && out[end - 1] == 0) {
-      end--; // trailing zeros add nothing to the order above lo
-    }
-    return Arrays.copyOf(out, end);
-  }
-
   /** RocksDB's estimate of the bytes stored in {@code [from, to)}, in files and memtables; the caller has entered. */
   private long approximateBytes(byte[] from, byte[] to) {
-    return approximateBytes(from, to, true);
-  }
-
-  private long approximateBytes(byte[] from, byte[] to, boolean memtables) {
     try (Slice start = new Slice(from);
         Slice end = new Slice(to)) {
-      return memtables
-          ? db.getApproximateSizes(List.of(new org.rocksdb.Range(start, end)), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES,
-              org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES)[0]
-          : db.getApproximateSizes(List.of(new org.rocksdb.Range(start, end)), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES)[0];
-    }
-  }
-
-  /**
-   * Writes the memtables to files and waits: for benchmarks and tests that want a store as it is
-   * once writes have settled (the node never needs to call it; RocksDB flushes by itself).
-   */
-  public void flush() {
-    enter();
-    try (org.rocksdb.FlushOptions options = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
-      db.flush(options, handles);
-    } catch (RocksDBException e) {
-      throw new StorageException("flushing failed: " + e.getMessage(), e);
-    } finally {
-      exit();
+      return db.getApproximateSizes(List.of(new org.rocksdb.Range(start, end)), org.rocksdb.SizeApproximationFlag.INCLUDE_FILES,
+          org.rocksdb.SizeApproximationFlag.INCLUDE_MEMTABLES)[0];
     }
   }
 
@@ -1132,7 +996,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         if (raw[0] == TOMBSTONE || shard.isReserved(it.key())) {
           continue;
         }
-        byte[] unit = placementUnit(shard, it.key());
+        byte[] unit = shard.placementKeyOfStored(it.key());
         if (previous != null && !Arrays.equals(unit, previous)) {
           if (below >= stats.bytes() * (points.size() + 1) / parts) {
             points.add(splitPoint(shard, unit, below, stats));
@@ -1151,14 +1015,6 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     } finally {
       exit();
     }
-  }
-
-  /** What a key is placed by: its partition key (range) or the 8 bytes of its hash (hashrange). */
-  private static byte[] placementUnit(ShardRef shard, byte[] storeKey) {
-    if (shard.layout() == ShardRef.Layout.HASH) {
-      return Arrays.copyOfRange(storeKey, 9, 17);
-    }
-    return ShardRef.partitionKeyOf(shard.userKey(storeKey));
   }
 
   private static SplitPoint splitPoint(ShardRef shard, byte[] unit, long below, ShardStats stats) {

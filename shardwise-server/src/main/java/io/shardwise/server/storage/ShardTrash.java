@@ -85,33 +85,38 @@ public final class ShardTrash {
   public synchronized Optional<Entry> put(ShardRef shard, Kind kind, String reason, BooleanSupplier stillUnowned) {
     store.enter();
     try {
-      if (!stillUnowned.getAsBoolean()) {
-        return Optional.empty();
-      }
-      long id = nextId;
-      Path file = store.directory().resolveSibling("trash-" + id + ".sst");
-      try {
-        ShardEngine.ExportStats exported = store.export(shard, file, longBytes(id), sstOptions);
-        if (exported.entries() == 0) {
+      // The decision and the drop also under the store's monitor, which a move into this node holds
+      // to begin receiving a shard (MoveDestination.begin): no move can begin between "not receiving"
+      // and the range deletion, so no snapshot that arrives meanwhile is deleted with the stale copy.
+      synchronized (store) {
+        if (!stillUnowned.getAsBoolean()) {
           return Optional.empty();
         }
-        Entry entry = new Entry(id, shard, kind, System.currentTimeMillis(), exported.entries(), exported.liveKeys(), exported.bytes(),
-            reason);
-        nextId++;
-        // The entry first: a crash after it and before the data leaves an empty entry, never data without one.
-        db.put(column, writeOptions, metaKey(id), encode(entry));
-        try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
-          db.ingestExternalFile(column, List.of(file.toString()), ingest);
-        }
-        store.drop(shard);
-        return Optional.of(entry);
-      } catch (RocksDBException e) {
-        throw new StorageException("moving shard " + shard + " to the trash failed: " + e.getMessage(), e);
-      } finally {
+        long id = nextId;
+        Path file = store.directory().resolveSibling("trash-" + id + ".sst");
         try {
-          Files.deleteIfExists(file);
-        } catch (IOException ignored) {
-          // ingestion moved it; a leftover is harmless
+          ShardEngine.ExportStats exported = store.export(shard, file, longBytes(id), sstOptions);
+          if (exported.entries() == 0) {
+            return Optional.empty();
+          }
+          Entry entry = new Entry(id, shard, kind, System.currentTimeMillis(), exported.entries(), exported.liveKeys(), exported.bytes(),
+              reason);
+          nextId++;
+          // The entry first: a crash after it and before the data leaves an empty entry, never data without one.
+          db.put(column, writeOptions, metaKey(id), encode(entry));
+          try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+            db.ingestExternalFile(column, List.of(file.toString()), ingest);
+          }
+          store.drop(shard);
+          return Optional.of(entry);
+        } catch (RocksDBException e) {
+          throw new StorageException("moving shard " + shard + " to the trash failed: " + e.getMessage(), e);
+        } finally {
+          try {
+            Files.deleteIfExists(file);
+          } catch (IOException ignored) {
+            // ingestion moved it; a leftover is harmless
+          }
         }
       }
     } finally {

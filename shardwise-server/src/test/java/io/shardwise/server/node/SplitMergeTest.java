@@ -137,19 +137,26 @@ class SplitMergeTest {
     }
   }
 
+  /** The growth test's split size. */
+  private static final long SPLIT_BYTES = 256 << 10;
+
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"range", "hashrange"})
   void aTableOfOneShardGrowsPastSixteenShardsSpreadOverThreeNodesAndKeepsEveryKey(String strategy) throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT);
         Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1)
-          .putTableSplitBytes("grow", 16 << 10).build());
+          .putTableSplitBytes("grow", SPLIT_BYTES).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("grow", TableSpec.builder(strategy).shards(1).build());
       client.createTable("fixed", TableSpec.builder(strategy).shards(1).build()); // the cluster's 512 MiB: never reached here
       Map<String, String> acknowledged = new ConcurrentHashMap<>();
-      byte[] filler = new byte[200];
-      for (int i = 0; i < 2_000; i++) { // about 420 KiB: 26 times the split size
+      // Values of one RocksDB block each, incompressible: the size estimates the balancer splits by
+      // are block-grained, and shards of a few blocks (a 16 KiB split size) were estimated far
+      // under their bytes and never split again.
+      byte[] filler = new byte[4 << 10];
+      new java.util.SplittableRandom(17).nextBytes(filler);
+      for (int i = 0; i < 2_000; i++) { // about 8 MiB: 32 times the split size
         String key = String.format("user%05d", i);
         client.put("grow", Key.of(key), filler);
         client.put("fixed", Key.of(key), filler);
@@ -168,17 +175,31 @@ class SplitMergeTest {
                   + " " + p.getError()));
           seen.set(t.shards().size() + " shards, per node " + perNode + ", largest " + largest + " bytes; last plans " + plans);
           return t.shards().size() > 16 && perNode.size() == 3 && perNode.values().stream().allMatch(n -> n >= 4)
-              && largest < 4 * (16 << 10); // none left far past the split size
+              && largest < 4 * SPLIT_BYTES; // none left far past the split size
         });
       } catch (org.awaitility.core.ConditionTimeoutException e) {
         throw new AssertionError("the table did not grow and spread within 2 minutes; last seen: " + seen.get(), e);
       }
       assertThat(admin.syncedMap().table("fixed").orElseThrow().shards()).hasSize(1);
       for (String key : acknowledged.keySet()) {
-        assertThat(client.get("grow", Key.of(key))).as(key).isPresent();
+        if (client.get("grow", Key.of(key)).isEmpty()) {
+          // Say where the key should be, and whether it comes back once any cutover has settled:
+          // an acknowledged key absent here is the open bug of docs/reliability.md (issue 12).
+          Table t = admin.syncedMap().table("grow").orElseThrow();
+          String where = t.shardFor(Key.of(key).partitionKey()).id() + " on " + t.shardFor(Key.of(key).partitionKey()).owner();
+          Thread.sleep(5_000);
+          boolean later = client.get("grow", Key.of(key)).isPresent();
+          Table t2 = admin.syncedMap().table("grow").orElseThrow();
+          throw new AssertionError("acknowledged key " + key + " read as absent; it belongs to " + where + "; 5 s later present=" + later + " now in "
+              + t2.shardFor(Key.of(key).partitionKey()).id() + " on " + t2.shardFor(Key.of(key).partitionKey()).owner()
+              + "; plans " + new RebalanceRecords(admin).plans().stream().map(p -> p.getId() + ":" + p.getState() + ":m" + p.getMovesCount()
+                  + ":r" + p.getResizesCount()).toList());
+        }
       }
-      TableDescription grown = client.describeTable("grow", true);
-      assertThat(grown.shards().stream().mapToLong(s -> s.keys()).sum()).as("no key in two shards, none in none").isEqualTo(2_000);
+      // The owners' counts, polled one node after another, can miss or double a shard whose move
+      // cuts over between two polls (auto mode still spreads shards): the count settles at the keys.
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(client.describeTable("grow", true).shards().stream()
+          .mapToLong(s -> s.keys()).sum()).as("no key in two shards, none in none").isEqualTo(2_000));
       assertThat(new RebalanceRecords(admin).plans()).as("the splits were plans of the balancer, run in auto mode")
           .anySatisfy(p -> assertThat(p.getResizesList()).isNotEmpty()
               .allMatch(r -> r.getState() == ResizeRecord.State.DONE && r.getBySize() && r.getResultNumbersCount() == 2));

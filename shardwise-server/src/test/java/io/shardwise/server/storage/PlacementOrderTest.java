@@ -319,54 +319,6 @@ class PlacementOrderTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @CsvSource({"range", "hashrange"})
-  void anEstimatedSplitPointHalvesTheBytesRoughlyWithoutCuttingAPartition(String strategy) {
-    ShardMap map = create(Strategy.byId(strategy));
-    Table t = map.table("t").orElseThrow();
-    ShardRef whole = ShardRef.of(t, t.shards().get(0).id().number());
-    assertThat(store.estimatedSplitPoint(whole, 0)).as("empty").isEmpty();
-    for (int r = 0; r < 400; r++) { // one partition: no split, estimated or read
-      store.put(whole, Key.of("big", "row" + r).encode(), new byte[100]);
-    }
-    assertThat(store.estimatedSplitPoint(whole, 0)).as("a single partition key").isEmpty();
-    for (int p = 0; p < 4_000; p++) {
-      for (int r = 0; r < 2; r++) {
-        store.put(whole, Key.of(String.format("p%04d", p), "r" + r).encode(), new byte[60]);
-      }
-    }
-    assertThat(store.estimatedSplitPoint(whole, 0).orElseThrow().keys()).as("in memtables: read").isPositive();
-    store.flush();
-    ShardStore.SplitPoint point = store.estimatedSplitPoint(whole, 0).orElseThrow(); // in files: bisected, not read
-    assertThat(point.keys()).as("estimated").isZero();
-    map = splitFirstShard(map, point);
-    Table after = map.table("t").orElseThrow();
-    ShardStore.ShardStats low = store.stats(ShardRef.of(after, after.shards().get(0).id().number()));
-    ShardStore.ShardStats high = store.stats(ShardRef.of(after, after.shards().get(1).id().number()));
-    assertThat(low.keys() + high.keys()).isEqualTo(400 + 8_000);
-    assertThat((double) low.bytes() / (low.bytes() + high.bytes())).as("about half below").isBetween(0.35, 0.65);
-    assertThat(low.keys() % 2 == 0 || low.keys() >= 400).as("no partition of two rows is cut").isTrue();
-  }
-
-  @org.junit.jupiter.api.Test
-  void theMiddleOfTwoStoredKeysLiesBetweenThem() {
-    java.util.Random random = new java.util.Random(9);
-    for (int i = 0; i < 10_000; i++) {
-      byte[] a = randomBytes(random, 1 + random.nextInt(6));
-      byte[] b = randomBytes(random, 1 + random.nextInt(6));
-      int c = java.util.Arrays.compareUnsigned(a, b);
-      if (c == 0) {
-        continue;
-      }
-      byte[] lo = c < 0 ? a : b;
-      byte[] hi = c < 0 ? b : a;
-      byte[] mid = ShardStore.middle(lo, hi);
-      assertThat(java.util.Arrays.compareUnsigned(mid, lo)).as("%s..%s", java.util.HexFormat.of().formatHex(lo),
-          java.util.HexFormat.of().formatHex(hi)).isGreaterThanOrEqualTo(0);
-      assertThat(java.util.Arrays.compareUnsigned(mid, hi)).isLessThan(0);
-    }
-  }
-
   /** {@code map} with table t's first shard split at {@code point}. */
   private static ShardMap splitFirstShard(ShardMap map, ShardStore.SplitPoint point) {
     Table t = map.table("t").orElseThrow();
