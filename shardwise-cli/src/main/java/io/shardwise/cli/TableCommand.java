@@ -342,6 +342,10 @@ final class TableCommand {
   static ObjectNode json(TableDescription t) {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())
         .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch());
+    if (!t.ringMembers().isEmpty()) {
+      ArrayNode members = o.putArray("ringMembers");
+      t.ringMembers().forEach(members::add);
+    }
     ArrayNode shards = o.putArray("shards");
     for (ShardDescription s : t.shards()) {
       ObjectNode n = shards.addObject().put("shard", t.name() + "/" + s.number()).put("position", s.position())
@@ -355,11 +359,12 @@ final class TableCommand {
   }
 
   static String range(TableDescription t, ShardDescription s) {
+    if (t.hashRanges()) {
+      return "[" + Long.toUnsignedString(s.hashFirst()) + ", " + Long.toUnsignedString(s.hashLast()) + "]";
+    }
     switch (t.spec().strategy()) {
       case "range":
         return "[" + ByteStrings.toDisplay(s.start().orElse(new byte[0])) + ", " + s.end().map(ByteStrings::toDisplay).orElse("∞") + ")";
-      case "hashrange":
-        return "[" + Long.toUnsignedString(s.hashFirst()) + ", " + Long.toUnsignedString(s.hashLast()) + "]";
       case "ring":
       case "tokens":
         return "arc to " + Long.toUnsignedString(s.hashLast());
@@ -379,6 +384,12 @@ final class TableCommand {
     }
     out.printf("table %s (id %d): %s, hash %s, %s, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
         t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), t.mapEpoch());
+    if (!t.ringMembers().isEmpty()) {
+      out.printf("ring members (simulate's nodes 0..%d): %s; a node that joins adds its own points%n%n", t.ringMembers().size() - 1,
+          String.join(", ", t.ringMembers()));
+    } else if (t.spec().strategy().equals("ring") || t.spec().strategy().equals("tokens")) {
+      out.printf("a ring of whole arcs (created before rings were hash ranges): a joining node takes over existing arcs%n%n");
+    }
     if (listShards) {
       List<List<String>> rows = new ArrayList<>();
       for (ShardDescription s : t.shards()) {

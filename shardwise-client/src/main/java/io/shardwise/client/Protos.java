@@ -74,7 +74,7 @@ final class Protos {
   static TableDescription table(TableInfo t) {
     boolean range = t.getSpec().getStrategy().equals("range");
     List<ShardDescription> shards = t.getShardsList().stream().map(s -> shard(t.getName(), range, s)).toList();
-    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec()), shards, t.getMapEpoch());
+    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec()), shards, t.getMapEpoch(), t.getRingMembersList());
   }
 
   private static ShardDescription shard(String table, boolean range, ShardInfo s) {

@@ -11,7 +11,7 @@ import java.util.Optional;
  * @param start range tables: the first partition key it holds (empty: from the start)
  * @param end range tables: the first partition key it does not hold (empty: to the end)
  * @param hashFirst hashrange: the first hash value it holds; ring and tokens: unused
- * @param hashLast hashrange: the last hash value; ring and tokens: the arc's point
+ * @param hashLast hashrange and rings of hash ranges: the last hash value; a ring of whole arcs: the arc's point
  * @param keys keys stored, when measured (0 otherwise)
  * @param bytes bytes stored, when measured (0 otherwise)
  * @param reads keys read from it since its owner started

@@ -5,10 +5,20 @@ import java.util.List;
 /**
  * A table as the cluster reports it: its name and id, its partitioning with the values in effect,
  * its shards in position order, and the map epoch the answer was read at.
+ *
+ * @param ringMembers a {@code ring} or {@code tokens} table of hash ranges: the nodes whose points
+ *     are on its ring, in ring index order (node i of {@code simulate}); empty otherwise, and for a
+ *     ring of whole arcs (one arc per shard, created before rings were hash ranges)
  */
-public record TableDescription(String name, long id, TableSpec spec, List<ShardDescription> shards, long mapEpoch) {
+public record TableDescription(String name, long id, TableSpec spec, List<ShardDescription> shards, long mapEpoch, List<String> ringMembers) {
 
   public TableDescription {
     shards = List.copyOf(shards);
+    ringMembers = List.copyOf(ringMembers);
+  }
+
+  /** True if every shard is a range of hashes, {@code [hashFirst, hashLast]}: hashrange, and rings of hash ranges. */
+  public boolean hashRanges() {
+    return spec.strategy().equals("hashrange") || !ringMembers.isEmpty();
   }
 }

@@ -39,8 +39,13 @@ public final class MapCodec {
   public static TableMapProto toProto(Table t) {
     TableMapProto.Builder table = header(t).toBuilder();
     t.layout().splitPoints().forEach(p -> table.addLayoutSplitPoints(ByteString.copyFrom(p)));
+    boolean ring = !t.layout().ringMembers().isEmpty();
     for (long v : t.layout().hashValues()) {
-      table.addLayoutHashValues(v);
+      if (ring) {
+        table.addLayoutRingStarts(v);
+      } else {
+        table.addLayoutHashValues(v);
+      }
     }
     for (ShardAssignment s : t.shards()) {
       table.addShards(toProto(s));
@@ -87,7 +92,7 @@ public final class MapCodec {
    */
   public static TableMapProto header(Table t) {
     return TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
-        .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).build();
+        .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).addAllRingMembers(t.layout().ringMembers()).build();
   }
 
   /** {@code t}'s split points or hash values in runs of at most {@link #PART_ENTRIES} (and about {@link #PART_BYTES}). */
@@ -107,13 +112,18 @@ public final class MapCodec {
       entries++;
       bytes += p.length + 4;
     }
+    boolean ring = !t.layout().ringMembers().isEmpty();
     for (long v : t.layout().hashValues()) {
       if (entries == PART_ENTRIES) {
         layout.add(part.build());
         part = TableMapProto.newBuilder();
         entries = 0;
       }
-      part.addLayoutHashValues(v);
+      if (ring) {
+        part.addLayoutRingStarts(v);
+      } else {
+        part.addLayoutHashValues(v);
+      }
       entries++;
     }
     if (entries > 0) {
@@ -203,6 +213,23 @@ public final class MapCodec {
       for (int i = 0; i < part.getLayoutHashValuesCount(); i++) {
         hashValues[at++] = part.getLayoutHashValues(i);
       }
+    }
+    if (header.getRingMembersCount() > 0) {
+      if (values > 0) {
+        throw new IllegalArgumentException("table " + header.getName() + ": a ring of hash ranges has range starts, not ring points");
+      }
+      long[] starts = new long[layoutParts.stream().mapToInt(TableMapProto::getLayoutRingStartsCount).sum()];
+      int n = 0;
+      for (TableMapProto part : layoutParts) {
+        for (int i = 0; i < part.getLayoutRingStartsCount(); i++) {
+          starts[n++] = part.getLayoutRingStarts(i);
+        }
+      }
+      if (starts.length != header.getShardCount()) {
+        throw new IllegalArgumentException("table " + header.getName() + " has " + header.getShardCount() + " shards but " + starts.length
+            + " ring ranges");
+      }
+      return ShardLayout.ringRanges(spec.strategy(), spec.hash(), starts, header.getRingMembersList());
     }
     return ShardLayout.of(spec.strategy(), spec.hash(), header.getShardCount(), splits, hashValues);
   }

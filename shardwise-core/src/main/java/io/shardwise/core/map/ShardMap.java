@@ -1,6 +1,7 @@
 package io.shardwise.core.map;
 
 import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.RingRanges;
 import io.shardwise.core.partition.ShardLayout;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -213,6 +214,13 @@ public final class ShardMap {
         shards.set(position, new ShardAssignment(new ShardId(t.name(), number), parent.owner(), next));
         shards.add(position + 1, new ShardAssignment(new ShardId(t.name(), number + 1), parent.owner(), next));
         out.put(t.name(), t.withLayout(layout, shards, number + 2));
+      } else if (change instanceof ShardMapDelta.JoinRing) {
+        ShardMapDelta.JoinRing join = (ShardMapDelta.JoinRing) change;
+        Table t = out.get(join.table());
+        if (t == null) {
+          throw new IllegalArgumentException("table " + join.table() + " does not exist");
+        }
+        out.put(t.name(), joined(t, join.node(), next));
       } else if (change instanceof ShardMapDelta.MergeShards) {
         ShardMapDelta.MergeShards merge = (ShardMapDelta.MergeShards) change;
         Table t = splittable(out, merge.left());
@@ -254,6 +262,27 @@ public final class ShardMap {
     return new ShardMap(next, out);
   }
 
+  /** {@code t} with {@code node} on its ring: each range its points cut becomes new shards of the same owner. */
+  private static Table joined(Table t, NodeId node, long epoch) {
+    ShardLayout layout = t.layout();
+    ShardLayout after = RingRanges.join(t.spec(), layout, node.value());
+    long[] starts = after.hashValues();
+    long[] old = layout.hashValues();
+    long number = t.nextShardNumber();
+    List<ShardAssignment> shards = new ArrayList<>(starts.length);
+    int at = 0; // the old range holding starts[i]
+    for (int i = 0; i < starts.length; i++) {
+      while (at + 1 < old.length && Long.compareUnsigned(old[at + 1], starts[i]) <= 0) {
+        at++;
+      }
+      ShardAssignment parent = t.shards().get(at);
+      boolean whole = old[at] == starts[i] && (i + 1 == starts.length ? at + 1 == old.length
+          : at + 1 < old.length && old[at + 1] == starts[i + 1]);
+      shards.add(whole ? parent : new ShardAssignment(new ShardId(t.name(), number++), parent.owner(), epoch));
+    }
+    return t.withLayout(after, shards, number);
+  }
+
   private static Table existing(SortedMap<String, Table> tables, ShardId shard) {
     Table t = tables.get(shard.table());
     if (t == null || t.positionOf(shard) < 0) {
@@ -267,7 +296,7 @@ public final class ShardMap {
     Table t = existing(tables, shard);
     if (!t.layout().splittable()) {
       throw new IllegalArgumentException("table " + t.name() + " is a " + t.spec().strategy().id()
-          + " table; only range and hashrange shards split and merge");
+          + " table; " + ShardLayout.SPLITTABLE);
     }
     return t;
   }

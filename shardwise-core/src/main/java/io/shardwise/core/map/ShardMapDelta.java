@@ -15,7 +15,7 @@ import java.util.List;
 public final class ShardMapDelta {
 
   /** One change. */
-  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards {}
+  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing {}
 
   /** A new table whose shard at position i is first owned by {@code owners.get(i)}. */
   public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) implements Change {
@@ -79,6 +79,14 @@ public final class ShardMapDelta {
    */
   public record MergeShards(ShardId left, ShardId right) implements Change {}
 
+  /**
+   * Puts {@code node}'s points on the ring of a {@code ring} or {@code tokens} table of hash ranges
+   * ({@link io.shardwise.core.partition.RingRanges}): every range one of its points falls inside is
+   * cut there, into new shards of the range's owner at the new epoch (no data moves; the planner then
+   * moves the new node's arcs to it).
+   */
+  public record JoinRing(String table, NodeId node) implements Change {}
+
   private final long baseEpoch;
   private final List<Change> changes;
 
@@ -131,6 +139,11 @@ public final class ShardMapDelta {
 
     public Builder splitShard(SplitShard split) {
       changes.add(split);
+      return this;
+    }
+
+    public Builder joinRing(String table, NodeId node) {
+      changes.add(new JoinRing(table, node));
       return this;
     }
 

@@ -16,7 +16,12 @@ import java.util.List;
  * <ul>
  *   <li>{@code range}: the ranges between {@link #splitPoints()};
  *   <li>{@code hashrange}: hash ranges starting at {@link #hashValues()};
- *   <li>{@code ring}, {@code tokens}: ring arcs ending at the points {@link #hashValues()};
+ *   <li>{@code ring}, {@code tokens}: hash ranges starting at {@link #hashValues()}, cut at the
+ *       points of the {@linkplain #ringMembers() ring's members} (one arc per point; the arc that
+ *       wraps past the top is two ranges, the last and the first), so a member that joins adds its
+ *       points by splitting ranges, and a range splits and merges as a {@code hashrange} one does
+ *       ({@link #hashRanges()}). A table created before rings were stored this way keeps one arc
+ *       per shard, ending at its point ({@link #hashValues()}), and hands whole arcs over;
  *   <li>{@code mod}, {@code slots}: {@code hash mod shardCount()};
  *   <li>{@code jump}, {@code rendezvous}: that function over {@code shardCount()} buckets.
  * </ul>
@@ -34,13 +39,16 @@ public final class ShardLayout {
   private final Partitioner byKey;
   private final HashPartitioner byHash;
   private final HashPointIndex index;
+  /** A ring or tokens layout of hash ranges: the members whose points cut them, in ring index order; empty otherwise. */
+  private final List<String> ringMembers;
 
-  private ShardLayout(Strategy strategy, HashFunction hash, int shards, List<byte[]> splitPoints, long[] hashValues) {
+  private ShardLayout(Strategy strategy, HashFunction hash, int shards, List<byte[]> splitPoints, long[] hashValues, List<String> ringMembers) {
     this.strategy = strategy;
     this.hash = hash;
     this.shards = shards;
     this.splitPoints = splitPoints;
     this.hashValues = hashValues;
+    this.ringMembers = ringMembers;
     switch (strategy) {
       case RANGE:
         this.byKey = RangePartitioner.of(splitPoints, 1);
@@ -102,20 +110,45 @@ public final class ShardLayout {
       throw new IllegalArgumentException(
           strategy + " layout with " + shards + " shards cannot have " + hashValues.length + " hash values");
     }
-    for (int i = 0; i < hashValues.length; i++) {
-      if (Long.compareUnsigned(hashValues[i], hash.maxValue()) > 0) {
-        throw new IllegalArgumentException("hash value " + Long.toUnsignedString(hashValues[i]) + " is outside " + hash.name());
-      }
-      if (i > 0 && Long.compareUnsigned(hashValues[i - 1], hashValues[i]) >= 0) {
-        throw new IllegalArgumentException("hash values must be strictly ascending at position " + i);
-      }
-    }
+    checkAscending(hash, hashValues);
     if (strategy == Strategy.HASHRANGE && hashValues[0] != 0) {
       throw new IllegalArgumentException("the first hash range must start at 0");
     }
     List<byte[]> copy = new ArrayList<>();
     splitPoints.forEach(p -> copy.add(p.clone()));
-    return new ShardLayout(strategy, hash, shards, List.copyOf(copy), hashValues.clone());
+    return new ShardLayout(strategy, hash, shards, List.copyOf(copy), hashValues.clone(), List.of());
+  }
+
+  /**
+   * A {@code ring} or {@code tokens} layout of hash ranges from stored values: the ranges start at
+   * {@code starts} (ascending, distinct, the first 0), and the ring's points are those of {@code
+   * members} (member i places the points of node i of {@link PartitionerSpec#create}).
+   *
+   * @throws IllegalArgumentException when the values do not describe such a layout
+   */
+  public static ShardLayout ringRanges(Strategy strategy, HashFunction hash, long[] starts, List<String> members) {
+    if (strategy != Strategy.RING && strategy != Strategy.TOKENS) {
+      throw new IllegalArgumentException("only ring and tokens layouts have ring members, not " + strategy);
+    }
+    if (members.isEmpty() || new java.util.HashSet<>(members).size() != members.size()) {
+      throw new IllegalArgumentException("a ring needs distinct members, not " + members);
+    }
+    if (starts.length == 0 || starts[0] != 0) {
+      throw new IllegalArgumentException("the first hash range of a ring must start at 0");
+    }
+    checkAscending(hash, starts);
+    return new ShardLayout(strategy, hash, starts.length, List.of(), starts.clone(), List.copyOf(members));
+  }
+
+  private static void checkAscending(HashFunction hash, long[] values) {
+    for (int i = 0; i < values.length; i++) {
+      if (Long.compareUnsigned(values[i], hash.maxValue()) > 0) {
+        throw new IllegalArgumentException("hash value " + Long.toUnsignedString(values[i]) + " is outside " + hash.name());
+      }
+      if (i > 0 && Long.compareUnsigned(values[i - 1], values[i]) >= 0) {
+        throw new IllegalArgumentException("hash values must be strictly ascending at position " + i);
+      }
+    }
   }
 
   /**
@@ -128,7 +161,19 @@ public final class ShardLayout {
    * nodes in contiguous blocks.
    */
   public static Initial initial(PartitionerSpec spec, int shards, int nodes, KeySample sample) {
-    Validation.positiveNodes(nodes);
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < Validation.positiveNodes(nodes); i++) {
+      names.add("n" + i);
+    }
+    return initial(spec, shards, names, sample);
+  }
+
+  /**
+   * {@link #initial(PartitionerSpec, int, int, KeySample)} on the named nodes: a {@code ring} or
+   * {@code tokens} table's members are {@code nodes}, in this order ({@link RingRanges#initial}).
+   */
+  public static Initial initial(PartitionerSpec spec, int shards, List<String> nodeNames, KeySample sample) {
+    int nodes = Validation.positiveNodes(nodeNames.size());
     Partitioner placed;
     switch (spec.strategy()) {
       case SLOTS:
@@ -136,8 +181,7 @@ public final class ShardLayout {
         break;
       case RING:
       case TOKENS:
-        placed = spec.create(nodes, sample);
-        break;
+        return RingRanges.initial(spec, nodeNames);
       case RANGE:
         placed = spec.needsSample() ? RangePartitioner.preSplit(sample, shards, nodes) : spec.create(nodes, sample);
         break;
@@ -162,34 +206,38 @@ public final class ShardLayout {
       for (int i = 0; i < count; i++) {
         values[i] = h.first(i);
       }
-    } else if (placed instanceof RingPartitioner) {
-      values = distinctPoints((RingPartitioner) placed, owners);
-      owners = Arrays.copyOf(owners, values.length);
     }
-    ShardLayout layout = of(spec.strategy(), spec.hash(), spec.strategy() == Strategy.RING || spec.strategy() == Strategy.TOKENS ? values.length : count, splits, values);
-    return new Initial(layout, owners);
-  }
-
-  /** Drops duplicate ring points (the first, which owns the value, stays), compacting owners. */
-  private static long[] distinctPoints(RingPartitioner ring, int[] owners) {
-    long[] out = new long[ring.shardCount()];
-    int n = 0;
-    for (int i = 0; i < ring.shardCount(); i++) {
-      long p = ring.point(i);
-      if (n > 0 && out[n - 1] == p) {
-        continue;
-      }
-      owners[n] = owners[i];
-      out[n++] = p;
-    }
-    return Arrays.copyOf(out, n);
+    return new Initial(of(spec.strategy(), spec.hash(), count, splits, values), owners);
   }
 
   // ------------------------------------------------------------------ splits and merges
 
-  /** True if shards of this layout can split and merge: {@code range} and {@code hashrange}. */
+  /** True if shards of this layout can split and merge: {@code range}, and every layout of {@link #hashRanges()}. */
   public boolean splittable() {
-    return strategy == Strategy.RANGE || strategy == Strategy.HASHRANGE;
+    return strategy == Strategy.RANGE || hashRanges();
+  }
+
+  /**
+   * True if every shard is one range of hashes ({@link #hashRangeFirst} to {@link #hashRangeLast}):
+   * {@code hashrange}, and {@code ring} or {@code tokens} stored as ranges ({@link #ringMembers()}).
+   */
+  public boolean hashRanges() {
+    return strategy == Strategy.HASHRANGE || !ringMembers.isEmpty();
+  }
+
+  /**
+   * The nodes whose points are on this {@code ring} or {@code tokens} layout of ranges, in ring index
+   * order ({@link RingRanges}); empty for other layouts, and for a ring of whole arcs.
+   */
+  public List<String> ringMembers() {
+    return ringMembers;
+  }
+
+  /** This ring layout of ranges with {@code member} joined: its ranges cut at {@code starts} ({@link RingRanges#startsAfterJoin}). */
+  ShardLayout withMember(String member, long[] starts) {
+    List<String> members = new ArrayList<>(ringMembers);
+    members.add(member);
+    return ringRanges(strategy, hash, starts, members);
   }
 
   /**
@@ -221,7 +269,7 @@ public final class ShardLayout {
    * @throws IllegalArgumentException unless {@code at} lies strictly inside the shard (above its first hash)
    */
   public ShardLayout splitAtHash(int position, long at) {
-    requireStrategy(Strategy.HASHRANGE, "split at a hash");
+    requireHashRanges("split at a hash");
     checkPosition(position);
     long first = hashValues[position];
     long last = position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
@@ -233,26 +281,26 @@ public final class ShardLayout {
     System.arraycopy(hashValues, 0, values, 0, position + 1);
     values[position + 1] = at;
     System.arraycopy(hashValues, position + 1, values, position + 2, shards - position - 1);
-    return of(strategy, hash, shards + 1, splitPoints, values);
+    return withHashValues(values);
   }
 
   /** The first hash of the {@code hashrange} shard at {@code position}. */
   public long hashRangeFirst(int position) {
-    requireStrategy(Strategy.HASHRANGE, "take a hash range");
+    requireHashRanges("take a hash range");
     checkPosition(position);
     return hashValues[position];
   }
 
   /** The last hash (inclusive) of the {@code hashrange} shard at {@code position}: the function's maximum for the last shard. */
   public long hashRangeLast(int position) {
-    requireStrategy(Strategy.HASHRANGE, "take a hash range");
+    requireHashRanges("take a hash range");
     checkPosition(position);
     return position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
   }
 
   /** The hash in the middle of the {@code hashrange} shard at {@code position}, or empty if it holds one hash. */
   public java.util.OptionalLong hashMidpoint(int position) {
-    requireStrategy(Strategy.HASHRANGE, "take a hash midpoint");
+    requireHashRanges("take a hash midpoint");
     checkPosition(position);
     long first = hashValues[position];
     long last = position + 1 < shards ? hashValues[position + 1] - 1 : hash.maxValue();
@@ -269,7 +317,7 @@ public final class ShardLayout {
    * when the shard holds fewer than {@code parts} hashes.
    */
   public long[] hashCutPoints(int position, int parts) {
-    requireStrategy(Strategy.HASHRANGE, "cut a hash range");
+    requireHashRanges("cut a hash range");
     checkPosition(position);
     if (parts < 2) {
       throw new IllegalArgumentException("a hash range is cut into 2 or more parts, not " + parts);
@@ -296,7 +344,7 @@ public final class ShardLayout {
    */
   public ShardLayout mergeWithNext(int position) {
     if (!splittable()) {
-      throw new IllegalArgumentException(strategy + " shards cannot merge; only range and hashrange shards split and merge");
+      throw new IllegalArgumentException(strategy + " shards cannot merge; " + SPLITTABLE);
     }
     checkPosition(position);
     if (position + 1 >= shards) {
@@ -310,13 +358,27 @@ public final class ShardLayout {
     long[] values = new long[shards - 1];
     System.arraycopy(hashValues, 0, values, 0, position + 1);
     System.arraycopy(hashValues, position + 2, values, position + 1, shards - position - 2);
-    return of(strategy, hash, shards - 1, splitPoints, values);
+    return withHashValues(values);
+  }
+
+  /** What can split and merge, for messages. */
+  public static final String SPLITTABLE = "only range, hashrange, and ring and tokens tables created as hash ranges split and merge";
+
+  private ShardLayout withHashValues(long[] values) {
+    return ringMembers.isEmpty() ? of(strategy, hash, values.length, splitPoints, values) : ringRanges(strategy, hash, values, ringMembers);
   }
 
   private void requireStrategy(Strategy wanted, String what) {
     if (strategy != wanted) {
       throw new IllegalArgumentException("cannot " + what + " in a " + strategy + " layout"
-          + (splittable() ? "" : "; only range and hashrange shards split and merge"));
+          + (splittable() ? "" : "; " + SPLITTABLE));
+    }
+  }
+
+  private void requireHashRanges(String what) {
+    if (!hashRanges()) {
+      throw new IllegalArgumentException("cannot " + what + " in a " + strategy + " layout"
+          + (splittable() ? "" : "; " + SPLITTABLE));
     }
   }
 
@@ -348,7 +410,7 @@ public final class ShardLayout {
     return out;
   }
 
-  /** Range starts ({@code hashrange}) or ring points ({@code ring}, {@code tokens}); empty otherwise. */
+  /** Range starts (every layout of {@link #hashRanges()}), or ring points (a ring of whole arcs); empty otherwise. */
   public long[] hashValues() {
     return hashValues.clone();
   }
@@ -371,6 +433,9 @@ public final class ShardLayout {
         return h == hash.maxValue() ? shards - 1 : index.lowerBound(h + 1) - 1;
       case RING:
       case TOKENS:
+        if (!ringMembers.isEmpty()) {
+          return h == hash.maxValue() ? shards - 1 : index.lowerBound(h + 1) - 1;
+        }
         int at = index.lowerBound(h);
         return at == shards ? 0 : at;
       default:

@@ -29,10 +29,12 @@ import java.util.TreeMap;
  *
  * <p>{@code mod}, {@code jump} and {@code rendezvous} tables cannot move incrementally: changing
  * the number of buckets re-places keys everywhere, so the plan has no moves and says what a full
- * rewrite would move. A {@code ring} or {@code tokens} table keeps its points: its arcs (one shard
- * each, many per node) change owner whole, so a joining node takes over existing arcs instead of
- * adding points that would split them; with tens of arcs per node the shares come out as even as
- * with slots, and only the arcs that change owner move. Deterministic and pure.
+ * rewrite would move. A {@code ring} or {@code tokens} table of hash ranges grows as consistent
+ * hashing does: once a joining node's points are on the ring ({@link
+ * io.shardwise.core.map.ShardMapDelta.JoinRing}), the plan moves exactly the ranges of its arcs to
+ * it and nothing else; after that it is balanced like any other table. A ring of whole arcs (made
+ * before rings were hash ranges) keeps its points, and a joining node takes over existing arcs
+ * whole. Deterministic and pure.
  */
 public final class RebalancePlanner {
 
@@ -51,12 +53,58 @@ public final class RebalancePlanner {
     if (strategy == Strategy.MOD || strategy == Strategy.JUMP || strategy == Strategy.RENDEZVOUS) {
       return rewriteOnly(map, table, nodes, sizes);
     }
+    if (!table.layout().ringMembers().isEmpty()) {
+      java.util.Optional<Plan> arcs = ringArcs(map, table, nodes, sizes);
+      if (arcs.isPresent()) {
+        return arcs.get();
+      }
+    }
     Plan plan = wholeShards(map, table, nodes, sizes);
-    if ((strategy == Strategy.RING || strategy == Strategy.TOKENS) && !plan.moves().isEmpty()) {
+    if ((strategy == Strategy.RING || strategy == Strategy.TOKENS) && table.layout().ringMembers().isEmpty() && !plan.moves().isEmpty()) {
       return new Plan(plan.table(), plan.baseEpoch(), plan.moves(), plan.forecast(),
           "ring arcs change owner whole; the ring's points stay where they are");
     }
     return plan;
+  }
+
+  /**
+   * A ring of ranges ({@link io.shardwise.core.partition.RingRanges}) whose members include live,
+   * non-draining nodes that own none of its ranges (they joined, or came back): each takes exactly
+   * the ranges its points own, from wherever they are, and nothing else moves. Empty when there is
+   * no such node; the usual whole-shard balancing applies then.
+   */
+  private static java.util.Optional<Plan> ringArcs(ShardMap map, Table table, List<NodeCapacity> nodes, Map<ShardId, ShardSize> sizes) {
+    List<NodeCapacity> targets = eligible(nodes);
+    java.util.Set<NodeId> owning = new java.util.TreeSet<>();
+    table.shards().forEach(s -> owning.add(s.owner()));
+    List<String> members = table.layout().ringMembers();
+    java.util.Set<NodeId> arriving = new java.util.TreeSet<>();
+    for (NodeCapacity n : targets) {
+      if (members.contains(n.node().value()) && !owning.contains(n.node())) {
+        arriving.add(n.node());
+      }
+    }
+    if (arriving.isEmpty()) {
+      return java.util.Optional.empty();
+    }
+    int[] memberOf = io.shardwise.core.partition.RingRanges.memberOfRanges(table.spec(), table.layout());
+    List<Move> moves = new ArrayList<>();
+    long movedBytes = 0;
+    for (int position = 0; position < memberOf.length; position++) {
+      NodeId to = NodeId.of(members.get(memberOf[position]));
+      ShardAssignment s = table.shards().get(position);
+      if (arriving.contains(to) && !s.owner().equals(to)) {
+        ShardSize size = size(sizes, s);
+        moves.add(new Move(s.id(), s.owner(), to, size.keys(), size.bytes()));
+        movedBytes += size.bytes();
+      }
+    }
+    if (moves.isEmpty()) {
+      return java.util.Optional.empty();
+    }
+    String note = "the ring points of " + arriving + " take over their arcs: " + moves.size() + " ranges move to "
+        + (arriving.size() == 1 ? "it" : "them") + ", and no other key moves";
+    return java.util.Optional.of(new Plan(table.name(), map.epoch(), moves, forecast(table, moves, sizes, targets, movedBytes), note));
   }
 
   private static List<NodeCapacity> eligible(List<NodeCapacity> nodes) {

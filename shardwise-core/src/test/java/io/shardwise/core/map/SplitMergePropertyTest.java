@@ -115,13 +115,73 @@ class SplitMergePropertyTest {
   @Test
   void otherStrategiesRefuseToSplitOrMerge() {
     for (Strategy s : new Strategy[] {Strategy.MOD, Strategy.JUMP, Strategy.RENDEZVOUS, Strategy.SLOTS, Strategy.RING, Strategy.TOKENS}) {
-      ShardMap map = create(s, 2, new Random(1));
+      ShardMap map = s == Strategy.RING || s == Strategy.TOKENS ? wholeArcs(s) : create(s, 2, new Random(1));
       Table t = map.table("t").orElseThrow();
       ShardId first = t.shards().get(0).id();
       assertThatThrownBy(() -> map.apply(ShardMapDelta.on(map).splitShard(ShardMapDelta.SplitShard.atHash(first, 12345)).build()))
-          .as(s.id()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("only range and hashrange shards split and merge");
+          .as(s.id()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(ShardLayout.SPLITTABLE);
       assertThatThrownBy(() -> map.apply(ShardMapDelta.on(map).mergeShards(first, t.shards().get(1).id()).build()))
-          .as(s.id()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("only range and hashrange shards split and merge");
+          .as(s.id()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(ShardLayout.SPLITTABLE);
+    }
+  }
+
+  /** A ring of whole arcs, as tables were stored before rings were hash ranges. */
+  private static ShardMap wholeArcs(Strategy strategy) {
+    PartitionerSpec spec = PartitionerSpec.builder(strategy).hash(HashFunctions.murmur3_128()).build();
+    ShardLayout layout = ShardLayout.of(strategy, spec.hash(), 3, List.of(), new long[] {10, 1L << 40, 1L << 62});
+    return ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, layout, NODES).build());
+  }
+
+  /**
+   * A ring of hash ranges splits, merges and moves exactly as a hashrange table does, and a node
+   * that joins cuts the ranges its points fall in without changing any key's owner: the ranges it
+   * cuts become new shards of the same owner, every other shard keeps its number and epoch, and
+   * each of its points ends a range.
+   */
+  @Property(tries = 200)
+  void ringTablesOfRangesStayExactThroughAnySequenceWithJoins(@ForAll long seed, @ForAll @IntRange(min = 1, max = 40) int steps) {
+    Random random = new Random(seed);
+    Strategy strategy = random.nextBoolean() ? Strategy.RING : Strategy.TOKENS;
+    ShardMap map = create(strategy, 0, random);
+    Table t = map.table("t").orElseThrow();
+    long[] starts = t.layout().hashValues();
+    Model<Long> model = Model.of(t, Long::compareUnsigned, i -> starts[i]);
+    int joined = 0;
+    for (int step = 0; step < steps; step++) {
+      ShardMap before = map;
+      if (random.nextInt(4) == 0 && joined < 3) {
+        NodeId node = NodeId.of("j" + joined++);
+        map = map.apply(ShardMapDelta.on(map).joinRing("t", node).build());
+        Table was = before.table("t").orElseThrow();
+        Table now = map.table("t").orElseThrow();
+        assertThat(now.layout().ringMembers()).endsWith(node.value()).hasSize(was.layout().ringMembers().size() + 1);
+        for (int i = 0; i < 200; i++) {
+          long h = random.nextLong();
+          assertThat(now.shards().get(now.layout().shardForHash(h)).owner()).as("a join changes no key's owner")
+              .isEqualTo(was.shards().get(was.layout().shardForHash(h)).owner());
+        }
+        List<Long> nowStarts = new ArrayList<>();
+        for (long v : now.layout().hashValues()) {
+          nowStarts.add(v);
+        }
+        long max = now.spec().hash().maxValue();
+        for (long p : io.shardwise.core.partition.RingRanges.pointsOf(now.spec(), now.layout().ringMembers().size() - 1)) {
+          assertThat(p == max || nowStarts.contains(p + 1)).as("point %s ends a range", Long.toUnsignedString(p)).isTrue();
+        }
+        checkEpochs(before, map);
+        Model<Long> next = Model.of(now, Long::compareUnsigned, i -> nowStarts.get(i));
+        for (ShardAssignment s : now.shards()) {
+          if (was.shard(s.id().number()).isEmpty()) {
+            assertThat(model.everIssued.add(s.id().number())).as("a join issues numbers never used before").isTrue();
+          }
+        }
+        next.everIssued.addAll(model.everIssued);
+        model = next;
+      } else {
+        map = step(map, model, random, false);
+        checkEpochs(before, map);
+      }
+      check(map, model, random, false);
     }
   }
 
@@ -137,7 +197,7 @@ class SplitMergePropertyTest {
       spec.splitPoints(points);
     }
     PartitionerSpec built = spec.build();
-    ShardLayout.Initial initial = ShardLayout.initial(built, shards, NODES.size(), KeySample.empty());
+    ShardLayout.Initial initial = ShardLayout.initial(built, shards, NODES.stream().map(NodeId::value).toList(), KeySample.empty());
     List<NodeId> owners = new ArrayList<>();
     for (int owner : initial.owners()) {
       owners.add(NODES.get(owner));

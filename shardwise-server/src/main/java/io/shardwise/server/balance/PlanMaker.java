@@ -81,6 +81,13 @@ public final class PlanMaker {
         record.addNotes("table " + table.name() + ": not planned while " + waitingFor + " may come back (absent, within the grace period)");
         continue;
       }
+      List<String> joining = RingJoins.missing(map, live.keySet(), drains, name -> name.equals(table.name())).stream()
+          .map(j -> j.node().value()).toList();
+      if (!joining.isEmpty()) {
+        record.addNotes("table " + table.name() + ": " + joining + " will join its ring when a plan is made"
+            + " ('shardwise rebalance plan', or the balancer unless the table is manual): their points cut the ranges they fall in,"
+            + " and then only their arcs move to them");
+      }
       Plan plan = RebalancePlanner.plan(map, table.name(), nodes, sizes);
       if (plan.note() != null) {
         record.addNotes("table " + table.name() + ": " + plan.note());

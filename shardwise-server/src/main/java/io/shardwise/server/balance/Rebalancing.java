@@ -44,6 +44,13 @@ public final class Rebalancing {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
     Set<NodeId> drains = new TreeSet<>(records.drains());
     drains.addAll(extraDrains);
+    if (store) {
+      ShardMap joined = RingJoins.join(coordinator, map, live.keySet(), drains, t -> true);
+      if (joined.epoch() != map.epoch()) {
+        awaitSizes(peers, live, joined);
+        map = joined;
+      }
+    }
     String reason = store ? "operator: rebalance plan"
         : extraDrains.isEmpty() ? "a preview: the plan the cluster would get now"
         : "a what-if: the plan if " + String.join(", ", extraDrains.stream().map(NodeId::value).toList()) + " were drained";
@@ -59,6 +66,28 @@ public final class Rebalancing {
       }
     }
     return records.create(plan);
+  }
+
+  /** How long a plan waits for the nodes to report the ranges a ring join made, before it counts them as empty. */
+  private static final java.time.Duration JOIN_SIZES_WAIT = java.time.Duration.ofSeconds(5);
+
+  /** Waits until the live nodes report a size for every shard of {@code map} they own (or {@link #JOIN_SIZES_WAIT} passes). */
+  private static void awaitSizes(Peers peers, Map<NodeId, NodeInfo> live, ShardMap map) {
+    long deadline = System.nanoTime() + JOIN_SIZES_WAIT.toNanos();
+    while (System.nanoTime() < deadline) {
+      Map<io.shardwise.core.map.ShardId, io.shardwise.core.plan.ShardSize> sizes = PlanMaker.sizes(peers, live);
+      boolean all = map.tables().values().stream().flatMap(t -> t.shards().stream())
+          .allMatch(s -> !live.containsKey(s.owner()) || sizes.containsKey(s.id()));
+      if (all) {
+        return;
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /** Approves a pending plan that abandons no data; see {@link #approve(String, boolean)}. */

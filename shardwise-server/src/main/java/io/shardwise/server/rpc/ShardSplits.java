@@ -54,7 +54,7 @@ public final class ShardSplits {
       Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
       ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
       if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
       }
       if (t.shards().size() >= MAX_SHARDS) {
         throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
@@ -68,7 +68,7 @@ public final class ShardSplits {
         split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
       } else {
         if (!request.getAtPartitionKey().isEmpty()) {
-          throw Errors.invalid("a hashrange shard splits at a hash (--at-hash H), or by size; not at a key");
+          throw Errors.invalid("a " + t.layout().strategy().id() + " shard splits at a hash (--at-hash H), or by size; not at a key");
         }
         int position = t.positionOf(s.id());
         long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
@@ -94,7 +94,7 @@ public final class ShardSplits {
       Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
       ShardAssignment left = shardOf(t, number, map.epoch());
       if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange shards split and merge");
+        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
       }
       int position = t.positionOf(left.id());
       if (position + 1 >= t.shards().size()) {
@@ -131,7 +131,7 @@ public final class ShardSplits {
     ShardMap map = coordinator.readMap().map();
     Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
     if (!t.layout().splittable()) {
-      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; only range and hashrange tables split");
+      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
     }
     if (shards <= t.shards().size() || shards > MAX_SHARDS) {
       throw Errors.invalid("table " + t.name() + " has " + t.shards().size() + " shards: --shards must be more than that and at most "
@@ -244,7 +244,7 @@ public final class ShardSplits {
     if (!t.layout().splittable()) {
       return request; // refused with the reason by split
     }
-    String alternative = "give --at KEY" + (t.layout().strategy() == Strategy.HASHRANGE ? " or --at-hash H" : "");
+    String alternative = "give --at KEY" + (t.layout().hashRanges() ? " or --at-hash H" : "");
     NodeInfo owner = coordinator.liveNodes().get(s.owner());
     if (owner == null) {
       throw Status.UNAVAILABLE.withDescription("shard " + s.id() + " belongs to " + s.owner() + ", which is not live: it finds the split"
@@ -258,11 +258,11 @@ public final class ShardSplits {
           ? request.toBuilder().setAtPartitionKey(point.getPartitionKey()).build()
           : request.toBuilder().setHasAtHash(true).setAtHash(point.getHash()).build();
     }
-    if (t.layout().strategy() == Strategy.HASHRANGE && point.getKeys() == 0) {
+    if (t.layout().hashRanges() && point.getKeys() == 0) {
       return request; // empty: the middle of its hashes
     }
     throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + (point.getKeys() == 0 ? " is empty"
-        : " holds a single partition key" + (t.layout().strategy() == Strategy.HASHRANGE ? " hash" : "") + " (" + point.getKeys() + " keys, "
+        : " holds a single partition key" + (t.layout().hashRanges() ? " hash" : "") + " (" + point.getKeys() + " keys, "
             + point.getBytes() + " bytes)") + ": there is no split by size; " + alternative
         + (point.getKeys() == 0 ? "" : " (a single hot or large partition is a hotspot to isolate, not a split)")).asRuntimeException();
   }

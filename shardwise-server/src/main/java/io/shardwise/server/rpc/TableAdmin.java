@@ -63,7 +63,7 @@ public final class TableAdmin {
       throw Errors.invalid("a range table of " + shards + " shards needs split points or sample keys to pre-split from"
           + " (--split-points or --sample-keys-file), or 1 shard");
     }
-    ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.size(), sample);
+    ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.stream().map(NodeId::value).toList(), sample);
     List<NodeId> owners = new ArrayList<>();
     for (int owner : initial.owners()) {
       owners.add(live.get(owner));
@@ -211,7 +211,8 @@ public final class TableAdmin {
         .setName(table.name())
         .setId(table.id())
         .setSpec(MapCodec.toProto(table.spec()))
-        .setMapEpoch(mapEpoch);
+        .setMapEpoch(mapEpoch)
+        .addAllRingMembers(table.layout().ringMembers());
     long[] hashValues = table.layout().hashValues();
     for (int position = 0; position < table.shards().size(); position++) {
       ShardAssignment s = table.shards().get(position);
@@ -228,7 +229,7 @@ public final class TableAdmin {
         if (range.end() != null) {
           shard.setEnd(ByteString.copyFrom(range.end())).setHasEnd(true);
         }
-      } else if (strategy == Strategy.HASHRANGE) {
+      } else if (table.layout().hashRanges()) {
         shard.setHashFirst(hashValues[position]);
         shard.setHashLast(position + 1 < hashValues.length ? hashValues[position + 1] - 1 : table.layout().hashFunction().maxValue());
       } else if (strategy == Strategy.RING || strategy == Strategy.TOKENS) {

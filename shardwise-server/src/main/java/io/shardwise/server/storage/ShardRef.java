@@ -20,14 +20,17 @@ import java.util.Objects;
  * <pre>
  *   range       [table id][0x01][encoded key]             the key itself
  *   hashrange   [table id][0x01][hash: 8 bytes][encoded key]  the partition key's hash
+ *   ring/tokens [table id][0x01][hash: 8 bytes][encoded key]  as hashrange, for rings of hash ranges
  *   other       [table id][shard number: 8 bytes][encoded key]
  * </pre>
  *
- * So a {@code range} or {@code hashrange} shard is the stretch of the keyspace between its bounds
- * whatever its number, and splitting or merging such shards changes only the map: no key is
- * rewritten. The strategies that cannot split ({@code mod}, {@code slots}, {@code ring}, {@code
- * tokens}, {@code jump}, {@code rendezvous}) keep a shard-number prefix ({@link Layout#BUCKET}),
- * exactly the layout every table had before (format 1), so their data needs no migration. The tag
+ * So a {@code range} or {@code hashrange} shard, and a range of a ring ({@link
+ * io.shardwise.core.partition.RingRanges}), is the stretch of the keyspace between its bounds
+ * whatever its number, and splitting or merging such shards, or a node joining a ring, changes only
+ * the map: no key is rewritten. The strategies that cannot split ({@code mod}, {@code slots},
+ * {@code jump}, {@code rendezvous}, and rings of whole arcs created before rings were ranges) keep
+ * a shard-number prefix ({@link Layout#BUCKET}), exactly the layout every table had before (format
+ * 1), so their data needs no migration. The tag
  * byte 0x01 keeps the two layouts of one table id apart: a shard number's first byte is 0x00.
  *
  * <p><b>Keys the store keeps for itself</b> lie inside the span and are told from user keys by the
@@ -87,18 +90,15 @@ public final class ShardRef {
    */
   public static ShardRef of(Table table, long number) {
     ShardLayout layout = table.layout();
-    switch (layout.strategy()) {
-      case RANGE: {
-        KeyRange r = layout.keyRangeOf(position(table, number));
-        return ofKeyRange(table.id(), number, r.start(), r.end());
-      }
-      case HASHRANGE: {
-        int position = position(table, number);
-        return ofHashRange(table.id(), number, layout.hashFunction(), layout.hashRangeFirst(position), layout.hashRangeLast(position));
-      }
-      default:
-        return new ShardRef(table.id(), number);
+    if (layout.strategy() == io.shardwise.core.partition.Strategy.RANGE) {
+      KeyRange r = layout.keyRangeOf(position(table, number));
+      return ofKeyRange(table.id(), number, r.start(), r.end());
     }
+    if (layout.hashRanges()) {
+      int position = position(table, number);
+      return ofHashRange(table.id(), number, layout.hashFunction(), layout.hashRangeFirst(position), layout.hashRangeLast(position));
+    }
+    return new ShardRef(table.id(), number);
   }
 
   private static int position(Table table, long number) {
