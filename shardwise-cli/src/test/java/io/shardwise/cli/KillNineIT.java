@@ -87,13 +87,20 @@ class KillNineIT {
    * the node ids.
    */
   private List<String> startThreeNodesWithTables(String... tables) throws Exception {
+    return startThreeNodesWithTables(HASH_RANGES, tables);
+  }
+
+  private static final io.shardwise.client.TableSpec HASH_RANGES = io.shardwise.client.TableSpec.builder("hashrange").shards(6).build();
+
+  /** Nodes n1..n3, and each table created with {@code spec}; returns the node ids. */
+  private List<String> startThreeNodesWithTables(io.shardwise.client.TableSpec spec, String... tables) throws Exception {
     List<String> nodes = List.of("n1", "n2", "n3");
     for (String n : nodes) {
       startNode(n);
     }
     try (ShardwiseClient admin = client(nodes)) {
       for (String table : tables) {
-        admin.createTable(table, io.shardwise.client.TableSpec.builder("hashrange").shards(6).build());
+        admin.createTable(table, spec);
       }
     }
     return nodes;
@@ -362,6 +369,34 @@ class KillNineIT {
     });
   }
 
+  /**
+   * The tables are {@code tokens} rings: the fourth node joins them (a map change that cuts the
+   * ranges its tokens fall in, with the histories' writes going on), and the source of the first
+   * move of its arcs is killed in the copy or catch-up. Afterwards the ring has the four members in
+   * joining order, and every bulk key is where {@code simulate}'s ring of four nodes puts it once
+   * the moves are done.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void theSourceOfARingArcKilledWhileANodeJoinsLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
+    faultInAMove(seed, "ring-join-kill-source", io.shardwise.client.TableSpec.builder("tokens").tokens(8).seed(seed).build(),
+        (moving, records, random) -> killAndRestart(moving.getFrom()));
+    try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      RebalanceRecords records = new RebalanceRecords(admin);
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (records.plans().stream().anyMatch(p -> !RebalanceRecords.finished(p.getState())) && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      io.shardwise.core.map.Table bulk = admin.syncedMap().table("bulk").orElseThrow();
+      assertThat(bulk.layout().ringMembers()).containsExactly("n1", "n2", "n3", "n4");
+      io.shardwise.core.partition.Partitioner lab = bulk.spec().create(4, io.shardwise.core.partition.KeySample.empty());
+      for (int batch = 0; batch < 24; batch++) {
+        byte[] pk = ("bulk-" + batch + "-0").getBytes(StandardCharsets.UTF_8);
+        assertThat(bulk.shardFor(pk).owner().value()).as("owner of bulk-%d-0", batch).isEqualTo(bulk.layout().ringMembers().get(lab.nodeFor(pk)));
+      }
+    }
+  }
+
   private Struck killAndRestart(String node) throws Exception {
     processes.kill9(node);
     startNode(node); // at once, on the same data directory: waits out its old session
@@ -380,7 +415,11 @@ class KillNineIT {
    * the struck move is settled (not left moving) — marked done only if the map shows its cutover.
    */
   private void faultInAMove(long seed, String scenario, MoveFault fault) throws Exception {
-    List<String> nodes = startThreeNodesWithTables("hist", "bulk");
+    faultInAMove(seed, scenario, HASH_RANGES, fault);
+  }
+
+  private void faultInAMove(long seed, String scenario, io.shardwise.client.TableSpec spec, MoveFault fault) throws Exception {
+    List<String> nodes = startThreeNodesWithTables(spec, "hist", "bulk");
     // Enough data that a throttled move takes seconds: the fault lands inside one.
     byte[] filler = new byte[1024];
     new SplittableRandom(seed).nextBytes(filler);

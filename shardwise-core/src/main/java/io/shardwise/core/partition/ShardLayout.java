@@ -430,13 +430,12 @@ public final class ShardLayout {
       case RANGE:
         throw new IllegalStateException("a range layout places raw keys, not hashes");
       case HASHRANGE:
-        return h == hash.maxValue() ? shards - 1 : index.lowerBound(h + 1) - 1;
       case RING:
       case TOKENS:
-        if (!ringMembers.isEmpty()) {
+        if (hashRanges()) { // the range whose start is the last at or below h
           return h == hash.maxValue() ? shards - 1 : index.lowerBound(h + 1) - 1;
         }
-        int at = index.lowerBound(h);
+        int at = index.lowerBound(h); // a ring of whole arcs: the first point at or above h
         return at == shards ? 0 : at;
       default:
         return byHash.shardForHash(h);
