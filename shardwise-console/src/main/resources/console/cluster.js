@@ -26,6 +26,7 @@ async function poll() {
 function draw(c) {
   drawStats(c);
   drawNodes(c);
+  drawTables(c);
   drawRebalancing(c);
   drawHeat(c);
   drawHot(c);
@@ -66,6 +67,36 @@ function drawNodes(c) {
   $("balance").textContent = `Peak-to-average over the nodes that can hold shards (up, not draining): shards ${b.shardsPeakToAverage}, ` +
     `bytes ${b.bytesPeakToAverage}, requests ${b.requestsPeakToAverage}. Orange: more than 1.25× the average. ` +
     `Sizes are ${c.sizesAgeSeconds}s old (read every 10 s).`;
+}
+
+// A measured value beside the threshold it is held against ("off" when the policy is off).
+function ofLimit(value, limit, fmt) {
+  if (limit === undefined) return fmt(value);
+  if (limit < 0) return `${fmt(value)} · split off`;
+  const share = value / limit;
+  return el("span", { class: share >= 1 ? "over" : "", title: `split at ${fmt(limit)}` }, `${fmt(value)} · ${Math.round(100 * share)}% of ${fmt(limit)}`);
+}
+
+function policyText(p) {
+  if (!p) return "fixed shards (this strategy does not split)";
+  const merge = p.mergeFraction < 0 ? "no merges" : `merge under ${Math.round(100 * p.mergeFraction)}% for ${p.mergeSeconds} s`;
+  const rate = p.splitRequestsPerSecond < 0 ? "" : ` or ${fmtInt(p.splitRequestsPerSecond)} req/s for ${p.splitRateSeconds} s`;
+  const size = p.splitBytes < 0 ? "no size splits" : `split past ${fmtBytes(p.splitBytes)}`;
+  return `${p.mode}: ${size}${rate}; ${merge}`;
+}
+
+function drawTables(c) {
+  const rows = (c.tableList || []).map((t) => {
+    const p = t.resizePolicy;
+    return el("tr", { "data-table": t.name },
+      el("td", {}, t.name), el("td", {}, t.strategy), el("td", { class: "num" }, fmtInt(t.shards)),
+      el("td", { class: "num largest" }, ofLimit(t.largestShardBytes, p && p.splitBytes, fmtBytes)),
+      el("td", { class: "num busiest" }, ofLimit(t.busiestShardRequestsPerSecond, p && p.splitRequestsPerSecond, fmtRate)),
+      el("td", { class: "muted policy" }, policyText(p)),
+      el("td", { class: "ring-members", title: "simulate's nodes 0, 1, … in order: each added its own points to the ring" },
+        t.ringMembers ? t.ringMembers.join(", ") : "–"));
+  });
+  $("tables").tBodies[0].replaceChildren(...rows);
 }
 
 function planSummary(p) {

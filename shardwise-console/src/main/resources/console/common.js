@@ -34,12 +34,13 @@ function svg(tag, attrs) {
 
 function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
 
+// Binary units with one decimal, as the CLI and the server print sizes (core.util.Bytes.human).
 function fmtBytes(n) {
-  if (n < 1000) return n + " B";
-  const units = ["kB", "MB", "GB", "TB"];
+  if (Math.abs(n) < 1024) return Math.round(n) + " B";
+  const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n, i = -1;
-  do { v /= 1000; i++; } while (v >= 1000 && i < units.length - 1);
-  return v.toFixed(v < 10 ? 2 : 1) + " " + units[i];
+  do { v /= 1024; i++; } while (Math.abs(v) >= 1024 && i < units.length - 1);
+  return v.toFixed(1) + " " + units[i];
 }
 
 function fmtPct(f) { return (100 * f).toFixed(1) + "%"; }

@@ -167,7 +167,7 @@ final class TableCommand {
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
       TableDescription t = client.describeTable(name, stats);
-      boolean splittable = t.spec().strategy().equals("range") || t.spec().strategy().equals("hashrange");
+      boolean splittable = t.spec().strategy().equals("range") || t.hashRanges(); // rings of hash ranges split and merge too
       PrintWriter out = spec.commandLine().getOut();
       if (common.output == OutputFormat.json) {
         ObjectNode o = json(t);

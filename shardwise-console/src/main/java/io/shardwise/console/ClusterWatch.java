@@ -143,7 +143,16 @@ final class ClusterWatch {
     ArrayNode tables = JSON.createArrayNode();
     int shardCount = 0;
     for (Table t : map.tables().values()) {
-      tables.addObject().put("name", t.name()).put("strategy", t.spec().strategy().id()).put("shards", t.shards().size());
+      ObjectNode to = tables.addObject().put("name", t.name()).put("strategy", t.spec().strategy().id()).put("shards", t.shards().size());
+      List<String> members = t.layout().ringMembers();
+      if (!members.isEmpty()) {
+        to.set("ringMembers", JSON.valueToTree(members)); // simulate's nodes 0, 1, … in order
+      }
+      if (t.layout().splittable()) {
+        PlanJson.policy(to.putObject("resizePolicy"), settings, t.name());
+      }
+      long largestBytes = 0;
+      double busiest = 0;
       for (ShardAssignment s : t.shards()) {
         shardCount++;
         String key = t.name() + "/" + s.id().number();
@@ -158,6 +167,8 @@ final class ClusterWatch {
             .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
             .put("requestsPerSecond", round(readRate + writeRate))
             .set("hotKeys", current ? hotKeys.getOrDefault(key, JSON.createArrayNode()) : JSON.createArrayNode());
+        largestBytes = Math.max(largestBytes, size[1]);
+        busiest = Math.max(busiest, readRate + writeRate);
         double[] n = perNode.computeIfAbsent(s.owner(), id -> new double[5]);
         n[0]++;
         n[1] += size[0];
@@ -165,6 +176,7 @@ final class ClusterWatch {
         n[3] += readRate;
         n[4] += writeRate;
       }
+      to.put("largestShardBytes", largestBytes).put("busiestShardRequestsPerSecond", round(busiest));
     }
     root.put("tables", map.tables().size());
     root.put("shards", shardCount);

@@ -173,6 +173,41 @@ class ConsoleApiTest {
   }
 
   @Test
+  void theTablesViewShowsRingMembersAndEachSplitPolicyBesideTheLargestShard() throws Exception {
+    ShardwiseClient client = cluster.client();
+    client.createTable("members", TableSpec.builder("ring").vnodes(8).build());
+    client.createTable("grows", TableSpec.builder("hashrange").shards(2).build());
+    byte[] value = new byte[1000];
+    for (int i = 0; i < 100; i++) {
+      client.put("grows", Key.of("g" + i), value);
+    }
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      JsonNode grows = table(get("/api/v1/cluster").body(), "grows");
+      // 100 values of 1,000 bytes over two shards: the larger holds at least half of them.
+      assertThat(grows.path("largestShardBytes").asLong()).isGreaterThanOrEqualTo(50_000);
+    });
+    JsonNode view = get("/api/v1/cluster").body();
+    JsonNode members = table(view, "members");
+    assertThat(members.get("strategy").asText()).isEqualTo("ring");
+    assertThat(members.get("ringMembers")).extracting(JsonNode::asText).hasSize(cluster.size()).doesNotHaveDuplicates();
+    JsonNode grows = table(view, "grows");
+    assertThat(grows.has("ringMembers")).isFalse();
+    JsonNode policy = grows.get("resizePolicy");
+    assertThat(policy.get("mode").asText()).isEqualTo("suggest");
+    assertThat(policy.get("splitBytes").asLong()).isEqualTo(512L << 20);
+    assertThat(policy.get("splitRequestsPerSecond").asLong()).isEqualTo(2_500);
+  }
+
+  private static JsonNode table(JsonNode view, String name) {
+    for (JsonNode t : view.get("tableList")) {
+      if (t.get("name").asText().equals(name)) {
+        return t;
+      }
+    }
+    return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+  }
+
+  @Test
   void aPendingPlanCanBeRejectedAndThenNotApproved() throws Exception {
     ShardwiseClient client = cluster.client();
     client.createTable("moving", TableSpec.builder("slots").slots(8).build());

@@ -189,6 +189,7 @@ class ConsoleBrowserTest {
         Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitBytes("events", 64 << 10).build());
       client.createTable("events", TableSpec.builder("range").shards(1).build());
+      client.createTable("circle", TableSpec.builder("ring").vnodes(4).build());
       byte[] filler = new byte[200];
       for (int i = 0; i < 1_000; i++) {
         client.put("events", Key.of(String.format("event-%05d", i)), filler);
@@ -199,6 +200,14 @@ class ConsoleBrowserTest {
           List<WebElement> pending = d.findElements(By.id("pending-plan"));
           return !pending.isEmpty() && pending.get(0).getText().contains("1 splits, 0 merges");
         });
+        // The tables section puts the shard that passed its split size beside that size, and names a ring's members.
+        // (sizes are read every 10 s: until then the shard shows 0 B)
+        browser.waiting(Duration.ofSeconds(30)).until(d ->
+            !d.findElements(By.cssSelector("#tables tr[data-table='events'] td.largest span.over")).isEmpty());
+        assertThat(browser.text(By.cssSelector("#tables tr[data-table='events'] td.largest"))).matches(".* KiB · \\d+% of 64.0 KiB");
+        assertThat(browser.text(By.cssSelector("#tables tr[data-table='events'] td.policy"))).startsWith("suggest: split past 64.0 KiB");
+        assertThat(browser.text(By.cssSelector("#tables tr[data-table='circle'] td.ring-members"))).isEqualTo("n1, n2, n3, n4");
+        assertThat(browser.text(By.cssSelector("#tables tr[data-table='users'] td.policy"))).contains("does not split");
         String planId = browser.attribute(By.id("pending-plan"), "data-plan");
         assertThat(browser.text(By.id("pending-plan"))).contains("split events/0").contains("past the split size of 64.0 KiB")
             .contains("only the map changes");

@@ -174,12 +174,13 @@ public final class RebalanceLoad {
     return new double[] {movedKeys / seconds, ratio};
   }
 
-  private static ShardwiseNode node(Path dir, EmbeddedZooKeeper zk, int i) {
+  /** Node {@code n<i>} of an in-process benchmark cluster: a fast balancer tick and a short drop grace. */
+  static ShardwiseNode node(Path dir, EmbeddedZooKeeper zk, int i) {
     return ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
         .withBalancerTick(Duration.ofMillis(100)).withDropGrace(Duration.ofSeconds(5)));
   }
 
-  private static Key key(int i) {
+  static Key key(int i) {
     return Key.of(String.format(Locale.ROOT, "user%010d", i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 }

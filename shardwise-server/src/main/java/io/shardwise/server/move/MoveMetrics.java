@@ -1,6 +1,7 @@
 package io.shardwise.server.move;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -11,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What a node's outgoing moves report (Micrometer): bytes and keys moved, moves in flight, the
- * write pause of each cutover, and the catch-up lag (keys written to moving shards and not yet
+ * write pause of each cutover, how many cutovers went in one map change, and the catch-up lag (keys written to moving shards and not yet
  * copied).
  */
 final class MoveMetrics {
@@ -19,6 +20,7 @@ final class MoveMetrics {
   private final Counter bytes;
   private final Counter keys;
   private final Timer pause;
+  private final DistributionSummary cutoversPerChange;
   private final Set<ChangeLog> active = ConcurrentHashMap.newKeySet();
 
   MoveMetrics(MeterRegistry registry) {
@@ -26,6 +28,8 @@ final class MoveMetrics {
     keys = Counter.builder("shardwise.move.keys").description("keys sent by moves from this node (snapshot and catch-up)").register(registry);
     pause = Timer.builder("shardwise.move.write.pause").description("writes paused per cutover").publishPercentiles(0.5, 0.99)
         .register(registry);
+    cutoversPerChange = DistributionSummary.builder("shardwise.move.cutovers.per.change")
+        .description("cutovers stored together in one compare-and-set of the map (a group commit)").register(registry);
     Gauge.builder("shardwise.moves.in.flight", active, Set::size).description("moves running from this node").register(registry);
     Gauge.builder("shardwise.move.catchup.lag", active, MoveMetrics::lag).description("keys written to moving shards, not yet copied")
         .register(registry);
@@ -50,6 +54,10 @@ final class MoveMetrics {
   void sent(long byteCount, long keyCount) {
     bytes.increment(byteCount);
     keys.increment(keyCount);
+  }
+
+  void cutOverTogether(int cutovers) {
+    cutoversPerChange.record(cutovers);
   }
 
   void paused(Duration d) {

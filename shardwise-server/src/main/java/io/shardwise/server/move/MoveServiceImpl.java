@@ -51,6 +51,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
   private final MoveDestination destination;
   private final Consumer<MoveProgress> listener;
   private final MoveMetrics metrics;
+  private final Cutovers cutovers;
   private final ConcurrentHashMap<ShardRef, String> outgoing = new ConcurrentHashMap<>();
 
   /**
@@ -66,6 +67,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     this.destination = new MoveDestination(node);
     this.listener = listener;
     this.metrics = new MoveMetrics(ctx.metrics());
+    this.cutovers = new Cutovers(node.maps(), metrics);
     try {
       Files.createDirectories(workDir);
       try (var old = Files.list(workDir)) {
@@ -112,7 +114,7 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
           + " is already being moved (move " + outgoing.get(shard) + ")").asRuntimeException());
       return;
     }
-    ShardMover mover = new ShardMover(node, targets, request, shard, metrics);
+    ShardMover mover = new ShardMover(node, targets, cutovers, request, shard, metrics);
     call.setOnCancelHandler(mover::cancel);
     try {
       mover.run(progress -> {

@@ -4,7 +4,6 @@ import io.grpc.Status;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
-import io.shardwise.core.map.ShardMapDelta;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.MoveShardRequest;
 import io.shardwise.server.shard.ChangeLog;
@@ -29,7 +28,9 @@ import org.slf4j.LoggerFactory;
  *   <li>catch up: send the current stored values of the keys written meanwhile, in rounds, until
  *       a round is small;
  *   <li>pause writes to the shard, send the last keys, pause reads too, and cut over with one
- *       compare-and-set of the map in ZooKeeper (the shard's epoch rises, the destination owns it);
+ *       compare-and-set of the map in ZooKeeper (the shard's epoch rises, the destination owns it),
+ *       together with the cutovers of other moves from this node that reach it at the same time
+ *       ({@link Cutovers});
  *   <li>install the new map here before the pause ends, so every paused request is routed again
  *       and answered with WRONG_SHARD (or forwarded) instead of being served here.
  * </ol>
@@ -59,11 +60,14 @@ final class ShardMover {
   private final ShardRef shard;
   private final NodeId to;
   private final MoveMetrics metrics;
+  private final Cutovers cutovers;
   private volatile boolean cancelled;
   private final MoveProgress.Builder progress = MoveProgress.newBuilder();
 
-  ShardMover(MoveNode node, MoveTarget.Factory targets, MoveShardRequest request, ShardRef shard, MoveMetrics metrics) {
+  ShardMover(MoveNode node, MoveTarget.Factory targets, Cutovers cutovers, MoveShardRequest request, ShardRef shard,
+      MoveMetrics metrics) {
     this.metrics = metrics;
+    this.cutovers = cutovers;
     this.node = node;
     this.targets = targets;
     this.request = request;
@@ -225,15 +229,17 @@ final class ShardMover {
   private Optional<ShardMap> cutOver(ShardAssignment planned) {
     NodeId self = node.self();
     try {
-      ShardMap stored = node.maps().updateMap(map -> {
+      ShardMap after = cutovers.cutOver(planned.id(), self, to, map -> {
         ShardAssignment now = checkMovable(map);
         if (now.epoch() != planned.epoch()) {
           throw new IllegalStateException("shard " + now.id() + " changed epoch during the move");
         }
-        return Optional.of(ShardMapDelta.on(map).moveShard(now.id(), self, to).build());
       });
-      node.hooks().cutOverStored(shard);
-      return Optional.of(stored);
+      Optional<ShardMap> decided = decide(after, planned);
+      if (decided.isPresent()) {
+        node.hooks().cutOverStored(shard);
+      }
+      return decided;
     } catch (RuntimeException e) {
       LOG.warn("move {}: the cutover of shard {} did not answer cleanly ({}); reading the map to learn its outcome",
           request.getMoveId(), request.getTable() + "/" + request.getNumber(), e.getMessage());
@@ -241,18 +247,25 @@ final class ShardMover {
     }
   }
 
+  /**
+   * What a map read after the cutover was sent says: empty if this node still owns the shard at the
+   * planned epoch (not stored); otherwise the map, in which the destination owns it (or the table
+   * was dropped, or it changed hands since) — this node must never serve it again, and the
+   * destination's copy is not ours to drop.
+   */
+  private Optional<ShardMap> decide(ShardMap map, ShardAssignment planned) {
+    Optional<ShardAssignment> now = map.shard(request.getTableId(), request.getNumber());
+    if (now.isPresent() && now.get().owner().equals(node.self()) && now.get().epoch() == planned.epoch()) {
+      return Optional.empty();
+    }
+    return Optional.of(map);
+  }
+
   private Optional<ShardMap> resolveFromMap(ShardAssignment planned) {
     long backoffMillis = 50;
     while (!node.store().isClosed()) {
       try {
-        ShardMap map = node.maps().syncedMap();
-        Optional<ShardAssignment> now = map.shard(request.getTableId(), request.getNumber());
-        if (now.isPresent() && now.get().owner().equals(node.self()) && now.get().epoch() == planned.epoch()) {
-          return Optional.empty();
-        }
-        // The destination owns it (or the table was dropped, or it changed hands since): this
-        // node must never serve it again, and the destination's copy is not ours to drop.
-        return Optional.of(map);
+        return decide(node.maps().syncedMap(), planned);
       } catch (RuntimeException unreachable) {
         node.sleep().accept(backoffMillis);
         backoffMillis = Math.min(2_000, backoffMillis * 2);

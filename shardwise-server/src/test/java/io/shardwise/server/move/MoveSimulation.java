@@ -382,7 +382,7 @@ final class MoveSimulation {
     stats.movesStarted++;
     movesRunning++;
     try {
-      new ShardMover(source.moveNode, targetsFor(source, incarnation), request, ref, metrics).run(progress -> {});
+      new ShardMover(source.moveNode, targetsFor(source, incarnation), source.cutovers, request, ref, metrics).run(progress -> {});
       stats.movesCutOver++;
       note("move " + moveId + " cut over");
     } catch (Crash c) {
@@ -725,6 +725,7 @@ final class MoveSimulation {
     AppliedMap map;
     MoveDestination destination;
     MoveNode moveNode;
+    Cutovers cutovers;
     Set<ShardRef> outgoing;
 
     SimNode(NodeId id, ShardEngine store, Path workDir) {
@@ -746,6 +747,7 @@ final class MoveSimulation {
             checkAlive(inc);
           }, workDir);
       destination = new MoveDestination(moveNode);
+      cutovers = new Cutovers(moveNode.maps(), metrics);
       applyMap(inc, stored); // a starting node reads the map before it serves
     }
 
@@ -755,6 +757,7 @@ final class MoveSimulation {
       map = null;
       destination = null;
       moveNode = null;
+      cutovers = null;
       outgoing = null;
     }
 

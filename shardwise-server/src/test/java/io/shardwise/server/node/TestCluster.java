@@ -46,8 +46,14 @@ final class TestCluster implements AutoCloseable {
    */
   static io.shardwise.proto.v1.MoveProgress moveShard(ShardwiseNode source, io.shardwise.core.map.Table table,
       io.shardwise.core.map.ShardAssignment shard, String to, String moveId) throws InterruptedException {
+    return moveShard(source, table, shard, to, moveId, 0);
+  }
+
+  /** {@link #moveShard}, its snapshot sent at most {@code bytesPerSecond} (0: as fast as it goes). */
+  static io.shardwise.proto.v1.MoveProgress moveShard(ShardwiseNode source, io.shardwise.core.map.Table table,
+      io.shardwise.core.map.ShardAssignment shard, String to, String moveId, long bytesPerSecond) throws InterruptedException {
     var request = io.shardwise.proto.v1.MoveShardRequest.newBuilder().setMoveId(moveId).setTable(table.name()).setTableId(table.id())
-        .setNumber(shard.id().number()).setTo(to).setShardEpoch(shard.epoch()).build();
+        .setNumber(shard.id().number()).setTo(to).setShardEpoch(shard.epoch()).setBandwidthBytesPerSecond(bytesPerSecond).build();
     io.grpc.ManagedChannel channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forTarget(source.address()).usePlaintext().build();
     try {
       io.shardwise.proto.v1.MoveProgress last = null;
