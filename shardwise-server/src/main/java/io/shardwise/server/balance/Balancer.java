@@ -125,7 +125,7 @@ public final class Balancer implements AutoCloseable {
 
   public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     Balancer b = new Balancer(self, coordinator, peers);
-    b.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics);
+    b.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, b::moveNow);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
@@ -554,9 +554,8 @@ public final class Balancer implements AutoCloseable {
    * of shards). Returns the last report, which the caller stores with the move's end.
    */
   private MoveProgress runMove(String planId, int index, MoveRecord move, NodeInfo source, BalancerSettings settings) {
-    MoveShardRequest request = MoveShardRequest.newBuilder().setMoveId(planId + "-" + index + "-" + move.getAttempts())
-        .setTable(move.getTable()).setTableId(move.getTableId()).setNumber(move.getNumber()).setTo(move.getTo())
-        .setShardEpoch(move.getShardEpoch()).setBandwidthBytesPerSecond(settings.getBandwidthBytesPerSecond()).build();
+    MoveShardRequest request = moveRequest(planId + "-" + index + "-" + move.getAttempts(), move.getTable(), move.getTableId(),
+        move.getNumber(), move.getShardEpoch(), move.getTo(), settings);
     Iterator<MoveProgress> progress = MoveServiceGrpc.newBlockingStub(peers.channel(source.getAddress())).moveShard(request);
     long lastWrite = System.currentTimeMillis();
     MoveProgress last = MoveProgress.getDefaultInstance();
@@ -568,6 +567,37 @@ public final class Balancer implements AutoCloseable {
         records.update(planId, r -> withMove(r, index, r.getMoves(index).toBuilder().setProgress(p)));
         lastWrite = now;
       }
+    }
+    return last;
+  }
+
+  private static MoveShardRequest moveRequest(String moveId, String table, long tableId, long number, long shardEpoch, String to,
+      BalancerSettings settings) {
+    return MoveShardRequest.newBuilder().setMoveId(moveId).setTable(table).setTableId(tableId).setNumber(number).setTo(to)
+        .setShardEpoch(shardEpoch).setBandwidthBytesPerSecond(settings.getBandwidthBytesPerSecond()).build();
+  }
+
+  /** How long a merge's move (of a shard under a quarter of its table's split size) may take before it is given up. */
+  private static final Duration MERGE_MOVE_DEADLINE = Duration.ofMinutes(10);
+
+  /**
+   * A merge's move ({@link Resizer.ShardMoves}): run now, on the ticking thread, and waited for.
+   * The shard is small and quiet by the merge policy, so this takes seconds; no other plan runs
+   * meanwhile. A leader that stops here leaves the move to finish or abandon on its source, and the
+   * next leader finds the shards on one node or moves again.
+   */
+  private MoveProgress moveNow(String moveId, io.shardwise.core.map.Table table, ShardAssignment shard, NodeId to) {
+    NodeInfo source = coordinator.liveNodesNow().get(shard.owner());
+    if (source == null) {
+      throw new IllegalStateException("the source " + shard.owner() + " is not live");
+    }
+    MoveShardRequest request = moveRequest(moveId, table.name(), table.id(), shard.id().number(), shard.epoch(), to.value(),
+        records.settings());
+    Iterator<MoveProgress> progress = MoveServiceGrpc.newBlockingStub(peers.channel(source.getAddress()))
+        .withDeadlineAfter(MERGE_MOVE_DEADLINE.toMillis(), TimeUnit.MILLISECONDS).moveShard(request);
+    MoveProgress last = MoveProgress.getDefaultInstance();
+    while (progress.hasNext()) {
+      last = progress.next();
     }
     return last;
   }

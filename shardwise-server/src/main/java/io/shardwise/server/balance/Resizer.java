@@ -11,6 +11,7 @@ import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.core.partition.Strategy;
 import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.NodeStatsRequest;
 import io.shardwise.proto.v1.NodeStatsResponse;
@@ -49,11 +50,14 @@ import org.slf4j.LoggerFactory;
  *       window splits at its load split point, the sampled key that divides its recent requests most
  *       evenly ({@link io.shardwise.server.hot.LoadSplitFinder}); a shard whose load is one hot key
  *       has no such point and is left to the hotspot tools;
- *   <li><b>merge</b>: two neighbours of one owner, both made by the balancer's own splits and merges
+ *   <li><b>merge</b>: two neighbours, both made by the balancer's own splits and merges
  *       ({@link RebalanceRecords#resized}), merge when their bytes together are under the merge
  *       fraction of the split size and their requests together stayed under that fraction of the
  *       split rate for the whole merge window. The fraction (0.25) is the hysteresis: a split leaves
- *       two halves of about half each, more than enough to stay apart.
+ *       two halves of about half each, more than enough to stay apart. Neighbours on two nodes
+ *       merge too: the smaller moves to the other's node first (never onto a draining node), then
+ *       they merge there — the move planner spreads a table's shards, so most neighbours are on
+ *       two nodes.
  * </ul>
  *
  * The plan then follows the table's mode like any plan: {@code manual} never resizes by itself,
@@ -69,6 +73,8 @@ final class Resizer {
   static final int MAX_RESIZES_PER_PLAN = 8;
 
   private final RebalanceRecords records;
+  private final Coordinator coordinator;
+  private final ShardMoves moves;
   private final ShardSplits splits;
   private final Peers peers;
   private final long everyMillis;
@@ -78,8 +84,10 @@ final class Resizer {
   private final Map<ShardId, String> refusals = new HashMap<>();
   private long lastLookMillis;
 
-  Resizer(Coordinator coordinator, Peers peers, Duration every, MeterRegistry metrics) {
+  Resizer(Coordinator coordinator, Peers peers, Duration every, MeterRegistry metrics, ShardMoves moves) {
     this.records = new RebalanceRecords(coordinator);
+    this.coordinator = coordinator;
+    this.moves = moves;
     this.splits = new ShardSplits(coordinator, peers);
     this.peers = peers;
     this.everyMillis = every.toMillis();
@@ -107,7 +115,8 @@ final class Resizer {
     NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true).build();
     List<NodeStatsResponse> answers = NodeStatsPoll.ask(peers, live.values(), request, STATS_DEADLINE).answers();
     Map<Long, Set<Long>> resized = new HashMap<>();
-    return propose(settings, map, answers, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable, this::refused);
+    return propose(settings, map, answers, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable,
+        records.drains(), this::refused);
   }
 
   private void refused(ShardId shard, String why) {
@@ -127,9 +136,10 @@ final class Resizer {
    *
    * @param resized each table's shards made by the balancer's splits and merges (by table id)
    * @param unsplittable shards known to have no split by size (one partition key)
+   * @param draining nodes being emptied: never the destination of a merge's move
    */
   static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers,
-      LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Refusals refusals) {
+      LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Set<NodeId> draining, Refusals refusals) {
     Map<ShardId, ShardInfo> stats = new HashMap<>();
     for (NodeStatsResponse node : answers) {
       for (ShardInfo s : node.getShardsList()) {
@@ -193,8 +203,20 @@ final class Resizer {
         ShardAssignment right = t.shards().get(i + 1);
         ShardInfo l = stats.get(left.id());
         ShardInfo r = stats.get(right.id());
-        if (l == null || r == null || !left.owner().equals(right.owner()) || splitting.contains(left.id()) || splitting.contains(right.id())
+        if (l == null || r == null || splitting.contains(left.id()) || splitting.contains(right.id())
             || !mine.contains(left.id().number()) || !mine.contains(right.id().number())) {
+          continue;
+        }
+        // On two nodes: the smaller moves to the larger's node first, never onto a draining node.
+        ShardAssignment staying = l.getApproximateBytes() >= r.getApproximateBytes() ? left : right;
+        ShardAssignment moving = staying == left ? right : left;
+        if (draining.contains(staying.owner())) {
+          ShardAssignment swap = staying;
+          staying = moving;
+          moving = swap;
+        }
+        boolean onTwoNodes = !left.owner().equals(right.owner());
+        if (onTwoNodes && draining.contains(staying.owner())) {
           continue;
         }
         long bytes = l.getApproximateBytes() + r.getApproximateBytes();
@@ -202,12 +224,20 @@ final class Resizer {
         boolean small = bytesLimit <= 0 || bytes < fraction * bytesLimit;
         boolean quiet = busiest >= 0 && (rpsLimit <= 0 || busiest < fraction * rpsLimit);
         if (small && quiet) {
-          mergesWanted.add(ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.MERGE).setTable(t.name()).setTableId(t.id())
-              .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(left.owner().value()).setBytes(bytes)
-              .setRequestsPerSecond(busiest).setState(ResizeRecord.State.WAITING)
-              .setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s, at most %,d requests/s in each of the last %d s%s",
-                  bytes(bytes), bytesLimit > 0 ? " (under " + Math.round(100 * fraction) + "% of " + bytes(bytesLimit) + ")" : "",
-                  busiest, mergeWindow, rpsLimit > 0 ? String.format(Locale.ROOT, " (under %.0f%% of %,d)", 100 * fraction, rpsLimit) : ""))
+          ResizeRecord.Builder merge = ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.MERGE).setTable(t.name()).setTableId(t.id())
+              .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(staying.owner().value()).setBytes(bytes)
+              .setRequestsPerSecond(busiest).setState(ResizeRecord.State.WAITING);
+          String first = "";
+          if (onTwoNodes) {
+            long movingBytes = (moving == left ? l : r).getApproximateBytes();
+            merge.setMovesFirst(true).setMovingNumber(moving.id().number()).setMovingFrom(moving.owner().value());
+            first = "; shard " + moving.id().number() + " moves from " + moving.owner() + " to " + staying.owner() + " first (about "
+                + bytes(movingBytes) + ")";
+          }
+          mergesWanted.add(merge.setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s, at most %,d requests/s in each of the"
+                  + " last %d s%s%s", bytes(bytes), bytesLimit > 0 ? " (under " + Math.round(100 * fraction) + "% of " + bytes(bytesLimit)
+                  + ")" : "", busiest, mergeWindow, rpsLimit > 0 ? String.format(Locale.ROOT, " (under %.0f%% of %,d)", 100 * fraction,
+                  rpsLimit) : "", first))
               .build());
           i++; // each shard in one merge at most
         }
@@ -276,6 +306,7 @@ final class Resizer {
         after = splits.split(request.build(), map);
         splitCount.increment();
       } else {
+        coLocate(r, before, b);
         after = splits.merge(r.getTable(), r.getNumber(), r.getRightNumber());
         mergeCount.increment();
       }
@@ -293,6 +324,9 @@ final class Resizer {
           r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged", id + (r.getKind() == ResizeRecord.Kind.MERGE ? " and "
               + r.getRightNumber() : ""), r.getWhy(), made, after.epoch(), table.shards().size(), table.name());
       return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addAllResultNumbers(made).build();
+    } catch (MoveFailed e) {
+      LOG.info("balancer: shards {} and {} were not merged: {}", id, r.getRightNumber(), e.getMessage());
+      return b.setState(ResizeRecord.State.FAILED).setError(e.getMessage()).build();
     } catch (StatusRuntimeException e) {
       if (r.getBySize() && e.getStatus().getCode() == Status.Code.FAILED_PRECONDITION) {
         unsplittable.add(id);
@@ -301,6 +335,54 @@ final class Resizer {
           e.getStatus().getDescription());
       return b.setState(ResizeRecord.State.FAILED).setError(String.valueOf(e.getStatus().getDescription())).build();
     }
+  }
+
+  /** Runs one move now and waits for its end: the balancer, over gRPC to the shard's owner. */
+  interface ShardMoves {
+    /**
+     * Moves {@code shard} of {@code table} to {@code to} and returns its last progress report.
+     *
+     * @throws RuntimeException if the move did not run to its end
+     */
+    MoveProgress move(String moveId, Table table, ShardAssignment shard, NodeId to);
+  }
+
+  /** A merge's move did not cut over: the merge does not run. */
+  private static final class MoveFailed extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    MoveFailed(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
+   * Before a merge of neighbours on two nodes: moves the one the plan named to the other's node (as
+   * the map has it now; nothing if they are on one node already, after a leader that stopped
+   * mid-plan, say), and checks in the map that it cut over.
+   */
+  private void coLocate(ResizeRecord r, Table table, ResizeRecord.Builder b) {
+    ShardAssignment left = table.shard(r.getNumber()).orElseThrow();
+    ShardAssignment right = table.shard(r.getRightNumber()).orElseThrow();
+    if (left.owner().equals(right.owner())) {
+      return;
+    }
+    ShardAssignment moving = r.getMovesFirst() && r.getMovingNumber() == right.id().number() ? right : left;
+    NodeId to = (moving == left ? right : left).owner();
+    String moveId = "merge-" + r.getTableId() + "-" + r.getNumber() + "-" + r.getRightNumber();
+    try {
+      MoveProgress done = moves.move(moveId, table, moving, to);
+      b.setMovedBytes(done.getTotalBytes());
+    } catch (RuntimeException e) {
+      String why = e instanceof StatusRuntimeException sre ? sre.getStatus().getDescription() : e.getMessage();
+      throw new MoveFailed("the move of shard " + moving.id() + " from " + moving.owner() + " to " + to + " first did not finish: " + why, e);
+    }
+    ShardMap after = coordinator.readMapSynced().map();
+    boolean moved = after.shard(table.id(), moving.id().number()).map(s -> s.owner().equals(to)).orElse(false);
+    if (!moved) {
+      throw new MoveFailed("the move of shard " + moving.id() + " to " + to + " ended but the map does not give it to " + to, null);
+    }
+    LOG.info("balancer: shard {} moved from {} to {} to merge with its neighbour", moving.id(), moving.owner(), to);
   }
 
   private static String bytes(long n) {

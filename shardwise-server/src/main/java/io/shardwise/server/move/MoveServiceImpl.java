@@ -292,17 +292,20 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
       return;
     }
     int parts = request.getParts();
-    // Only while this node serves it. A read of the shard: the bisection on RocksDB's estimates tried
-    // in fea6758 was removed after a growth test with it read an acknowledged key as absent.
-    var found = node.shards().maintain(shard, () -> parts > 2 ? store.sizeSplitPoints(shard, parts)
-        : store.sizeSplitPoint(shard).map(List::of).orElse(List.of()));
-    if (found.isEmpty()) {
+    // Only while this node serves it and no move copies it; the read itself runs outside the fence
+    // (its iterators read a consistent view of the data), so a shard of hundreds of MiB read for
+    // seconds never holds up a pause, a cutover or a map change. The point is advice: the split's
+    // compare-and-set checks the map. (fea6758 tried RocksDB's estimates instead of the read; the
+    // nodes read, as CockroachDB's split-key search does.)
+    if (node.shards().maintain(shard, () -> Boolean.TRUE).isEmpty()) {
       out.onError(Status.UNAVAILABLE.withDescription("shard " + shard + " is not served here now (moving, or not this node's yet)")
           .asRuntimeException());
       return;
     }
-    SizeSplitPointResponse.Builder b = SizeSplitPointResponse.newBuilder().setFound(!found.get().isEmpty());
-    for (ShardStore.SplitPoint p : found.get()) {
+    List<ShardStore.SplitPoint> found = parts > 2 ? store.sizeSplitPoints(shard, parts)
+        : store.sizeSplitPoint(shard).map(List::of).orElse(List.of());
+    SizeSplitPointResponse.Builder b = SizeSplitPointResponse.newBuilder().setFound(!found.isEmpty());
+    for (ShardStore.SplitPoint p : found) {
       com.google.protobuf.ByteString key = p.partitionKey() == null ? com.google.protobuf.ByteString.EMPTY
           : com.google.protobuf.ByteString.copyFrom(p.partitionKey());
       b.setBytes(p.bytes()).setKeys(p.keys());

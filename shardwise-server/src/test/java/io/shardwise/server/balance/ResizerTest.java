@@ -70,7 +70,7 @@ class ResizerTest {
 
   private static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> stats, Set<Long> resized,
       List<String> refusals) {
-    return Resizer.propose(settings, map, stats, id -> resized, Set.of(), (shard, why) -> refusals.add(shard + ": " + why));
+    return Resizer.propose(settings, map, stats, id -> resized, Set.of(), Set.of(), (shard, why) -> refusals.add(shard + ": " + why));
   }
 
   private static List<String> merges(List<ResizeRecord> r) {
@@ -115,13 +115,13 @@ class ResizerTest {
   }
 
   @Test
-  void neighboursMergeOnlyWhenBothAreTheBalancersSmallQuietAndOnOneNode() {
+  void neighboursMergeOnlyWhenBothAreTheBalancersSmallAndQuiet() {
     ShardMap map = map(N1, N1, N2, N2);
     Set<Long> all = Set.of(0L, 1L, 2L, 3L);
     long[] small = {1_000, 1_000, 1_000, 1_000};
     int[] quiet = {10, 10, 10, 10};
     assertThat(merges(propose(AUTO, map, stats(map, small, quiet, 10, Map.of()), all, new ArrayList<>())))
-        .containsExactly("0+1", "2+3"); // never 1+2: two nodes
+        .containsExactly("0+1", "2+3"); // each shard in one merge at most
     // Shards the table was created with (or an operator split) are not the balancer's: they stay.
     assertThat(merges(propose(AUTO, map, stats(map, small, quiet, 10, Map.of()), Set.of(0L, 2L, 3L), new ArrayList<>())))
         .containsExactly("2+3");
@@ -129,10 +129,40 @@ class ResizerTest {
     long[] halves = {(1 << 20) / 2, (1 << 20) / 2, 1_000, 1_000};
     assertThat(merges(propose(AUTO, map, stats(map, halves, quiet, 10, Map.of()), all, new ArrayList<>()))).containsExactly("2+3");
     // Busy together in the window: a quarter of the split rate is the most.
-    int[] busy = {200, 100, 10, 10};
-    assertThat(merges(propose(AUTO, map, stats(map, small, busy, 10, Map.of()), all, new ArrayList<>()))).containsExactly("2+3");
+    int[] busy = {300, 10, 10, 10};
+    assertThat(merges(propose(AUTO, map, stats(map, small, busy, 10, Map.of()), all, new ArrayList<>()))).containsExactly("1+2"); // 0 and 1 are busy together; 1 and 2 are not
     // Not watched for the whole merge window yet (just split, merged or moved): not yet.
     assertThat(propose(AUTO, map, stats(map, small, quiet, 9, Map.of()), all, new ArrayList<>())).isEmpty();
+  }
+
+  @Test
+  void neighboursOnTwoNodesMergeAfterTheSmallerMovesToTheOthersNodeNeverOntoADrainingOne() {
+    ShardMap map = map(N1, N2, N2, N2);
+    Set<Long> all = Set.of(0L, 1L, 2L, 3L);
+    long[] sizes = {3_000, 1_000, 600_000, 600_000}; // 2+3 together are past a quarter of 1 MiB
+    int[] quiet = {10, 10, 10, 10};
+    ResizeRecord merge = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(), (a, b) -> {})
+        .get(0);
+    assertThat(merges(List.of(merge))).containsExactly("0+1");
+    assertThat(merge.getMovesFirst()).isTrue();
+    assertThat(merge.getMovingNumber()).as("the smaller moves").isEqualTo(1);
+    assertThat(merge.getMovingFrom()).isEqualTo("n2");
+    assertThat(merge.getOwner()).as("where the merged shard will be").isEqualTo("n1");
+    assertThat(merge.getWhy()).endsWith("; shard 1 moves from n2 to n1 first (about 1,000 B)");
+
+    // The larger one's node is draining: the larger one moves instead.
+    ResizeRecord away = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(N1), (a, b) -> {})
+        .get(0);
+    assertThat(away.getMovingNumber()).isEqualTo(0);
+    assertThat(away.getMovingFrom()).isEqualTo("n1");
+    assertThat(away.getOwner()).isEqualTo("n2");
+    // Both nodes draining: no merge across them.
+    assertThat(Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(N1, N2), (a, b) -> {}))
+        .isEmpty();
+    // On one node nothing moves.
+    ShardMap one = map(N1, N1, N2, N2);
+    assertThat(Resizer.propose(AUTO, one, stats(one, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(), (a, b) -> {}).get(0)
+        .getMovesFirst()).isFalse();
   }
 
   @Test

@@ -263,6 +263,65 @@ class SplitMergeTest {
   }
 
   @org.junit.jupiter.api.Test
+  void neighboursOnTwoNodesMergeAfterTheBalancerMovesOneToTheOthersNode() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      RebalanceRecords records = new RebalanceRecords(admin);
+      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", TableSpec.builder("hashrange").shards(1).build());
+      Map<String, String> acknowledged = new ConcurrentHashMap<>();
+      for (int i = 0; i < 300; i++) {
+        client.put("t", Key.of("user" + i), b("v" + i));
+        acknowledged.put("user" + i, "v" + i);
+      }
+      // Two halves, made as the balancer makes them (so they may merge), then one moved to the other node.
+      long before = admin.syncedMap().table("t").orElseThrow().shards().get(0).id().number();
+      TableDescription halves = client.splitShardAtHash("t", before, Long.MIN_VALUE);
+      Table table = admin.syncedMap().table("t").orElseThrow();
+      records.addResized(table.id(), halves.shards().stream().map(d -> d.number()).toList(),
+          new java.util.TreeSet<>(halves.shards().stream().map(d -> d.number()).toList()));
+      ShardAssignment upper = table.shards().get(1);
+      String other = upper.owner().value().equals("n1") ? "n2" : "n1";
+      TestCluster.moveShard(cluster.node(upper.owner().value()), table, upper, other, "apart");
+      assertThat(admin.syncedMap().table("t").orElseThrow().shards()).extracting(ShardAssignment::owner).doesNotHaveDuplicates();
+
+      // Quiet and small: in auto mode the balancer moves the smaller next to the other and merges them, under writes.
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Thread writer = new Thread(() -> {
+        try {
+          for (int i = 0; !stop.get(); i++) {
+            String key = "user" + (i % 300);
+            client.put("t", Key.of(key), b("w" + i));
+            acknowledged.put(key, "w" + i);
+            Thread.sleep(20); // a trickle, far under the merge's quarter of the split rate
+          }
+        } catch (Throwable t) {
+          failed.set(t);
+        }
+      });
+      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1).setSplitBytes(1 << 20)
+          .setSplitRps(2_000).setMergeSeconds(2).build());
+      writer.start();
+      try {
+        await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null || admin.syncedMap().table("t").orElseThrow().shards().size() == 1);
+      } finally {
+        stop.set(true);
+        writer.join();
+      }
+      assertThat(failed.get()).isNull();
+      ResizeRecord merge = records.plans().stream().flatMap(p -> p.getResizesList().stream())
+          .filter(r -> r.getKind() == ResizeRecord.Kind.MERGE).findFirst().orElseThrow();
+      assertThat(merge.getState()).isEqualTo(ResizeRecord.State.DONE);
+      assertThat(merge.getMovesFirst()).isTrue();
+      assertThat(merge.getMovedBytes()).isPositive();
+      assertThat(merge.getWhy()).contains("moves from").contains("first");
+      checkReadBack(client, acknowledged);
+    }
+  }
+
+  @org.junit.jupiter.api.Test
   void inSuggestModeASplitWaitsForApprovalAsAPlan() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT);
         Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
