@@ -37,6 +37,17 @@ public final class Errors {
             .build());
   }
 
+  /**
+   * The shard the caller named is not in this node's map: a split or a merge replaced it since the
+   * caller's map. WRONG_SHARD, without an owner: the caller refreshes its map and routes again.
+   */
+  public static StatusRuntimeException shardReplaced(long mapEpoch, String shard) {
+    return of(
+        Status.FAILED_PRECONDITION,
+        "WRONG_SHARD: shard " + shard + " is not in the map at epoch " + mapEpoch + " (it was split or merged)",
+        ErrorInfo.newBuilder().setCode(ErrorInfo.Code.WRONG_SHARD).setMapEpoch(mapEpoch).build());
+  }
+
   /** This node's map is older than the caller's. UNAVAILABLE: retry shortly. */
   public static StatusRuntimeException mapBehind(long mapEpoch, long requestEpoch) {
     return of(

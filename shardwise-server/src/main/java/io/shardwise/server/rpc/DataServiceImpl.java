@@ -352,15 +352,41 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         (stub, header) -> stub.scan(request.toBuilder().setHeader(header).build()));
   }
 
+  /**
+   * A page token of a table whose shards split and merge (range and hash ranges): this byte, then
+   * the encoded key of the last row returned. The next page starts right after that key, in the
+   * shard that holds it by the map at that time, so the scan returns every row once however the
+   * shards split or merge between pages. Other tables' shards never change position, and their
+   * tokens are the position (4 bytes) and the key to resume from, inclusive.
+   */
+  private static final byte AFTER_KEY_TOKEN = 2;
+
   /** Reads shards of {@code span} in position order from the page token on, up to {@code limit} rows. */
   private ScanResponse scanShards(RequestHeader h, Table table, ShardSpan span, byte[] from, byte[] to, int limit, ByteString token) {
+    boolean ordered = table.layout().splittable();
     int position = span.first();
     byte[] resume = from;
+    byte[] after = null; // ordered: rows up to and including this key were returned
     if (!token.isEmpty()) {
-      ByteBuffer t = token.asReadOnlyByteBuffer();
-      position = t.getInt();
-      resume = new byte[t.remaining()];
-      t.get(resume);
+      if (ordered) {
+        if (token.byteAt(0) != AFTER_KEY_TOKEN || token.size() < 2) {
+          throw Errors.invalid("page token does not belong to this scan (it was made for a table of another layout)");
+        }
+        after = token.substring(1).toByteArray();
+        byte[] pk;
+        try {
+          pk = Key.decode(after).partitionKey();
+        } catch (IllegalArgumentException e) {
+          throw Errors.invalid("page token does not belong to this scan: " + e.getMessage());
+        }
+        position = table.positionOf(table.shardFor(pk).id());
+        resume = after;
+      } else {
+        ByteBuffer t = token.asReadOnlyByteBuffer();
+        position = t.getInt();
+        resume = new byte[t.remaining()];
+        t.get(resume);
+      }
       if (position < span.first() || position > span.last()) {
         throw Errors.invalid("page token does not belong to this scan");
       }
@@ -369,16 +395,33 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     int touched = 0;
     for (; position <= span.last(); position++, resume = from) {
       int want = limit - out.getRowsCount();
-      ShardScanResponse page = shardScan(h, table, position, resume, to, want);
+      boolean skipAfter = after != null;
+      ShardScanResponse page = shardScan(h, table, position, resume, to, skipAfter ? want + 1 : want);
       touched++;
-      out.addAllRows(page.getRowsList());
-      if (page.getHasMore()) {
+      List<KeyValue> rows = page.getRowsList();
+      if (skipAfter && !rows.isEmpty() && java.util.Arrays.equals(encoded(rows.get(0)), after)) {
+        rows = rows.subList(1, rows.size()); // the token's own row, returned by the last page
+      }
+      after = null;
+      boolean more = page.getHasMore();
+      if (rows.size() > want) {
+        rows = rows.subList(0, want);
+        more = true;
+      }
+      out.addAllRows(rows);
+      boolean full = out.getRowsCount() == limit;
+      if (ordered && (more || (full && position < span.last())) && out.getRowsCount() > 0) {
+        byte[] last = encoded(out.getRows(out.getRowsCount() - 1));
+        out.setNextPageToken(ByteString.copyFrom(new byte[] {AFTER_KEY_TOKEN}).concat(ByteString.copyFrom(last)));
+        break;
+      }
+      if (more) {
         ByteBuffer t = ByteBuffer.allocate(4 + page.getResumeFrom().size()).putInt(position);
         t.put(page.getResumeFrom().asReadOnlyByteBuffer());
         out.setNextPageToken(ByteString.copyFrom(t.array()));
         break;
       }
-      if (out.getRowsCount() == limit && position < span.last()) {
+      if (full && position < span.last()) {
         out.setNextPageToken(ByteString.copyFrom(ByteBuffer.allocate(4).putInt(position + 1).array()));
         break;
       }
@@ -386,16 +429,20 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return out.setHeader(header(ctx.map().current(), touched)).build();
   }
 
+  private static byte[] encoded(KeyValue row) {
+    return Key.of(row.getKey().getPartitionKey().toByteArray(), row.getKey().getSortKey().toByteArray()).encode();
+  }
+
   /** One shard's page, from this node's store or from its owner. */
   private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit) {
+    ShardAssignment shard = table.shards().get(position);
     ShardScanRequest.Builder request = ShardScanRequest.newBuilder().setHeader(h).setTable(table.name()).setPosition(position)
-        .setFrom(ByteString.copyFrom(from)).setLimit(limit);
+        .setNumber(shard.id().number()).setHasNumber(true).setFrom(ByteString.copyFrom(from)).setLimit(limit);
     if (to != null) {
       request.setTo(ByteString.copyFrom(to)).setHasTo(true);
     }
-    ShardAssignment shard = table.shards().get(position);
     if (!ctx.isRouter() && shard.owner().equals(ctx.self())) {
-      return localShardScan(ctx.map().current(), table, position, request.build());
+      return localShardScan(ctx.map().current(), table, shard, request.build());
     }
     String address = liveAddress(shard.owner());
     return ctx.peers().data(address).shardScan(request.setHeader(forwardHeader(ctx.map().current())).build());
@@ -406,20 +453,26 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(requests.timed("shard_scan", out), () -> {
       ShardMap map = mapFor(request.getHeader());
       Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      if (request.getPosition() >= table.shards().size()) {
+      ShardAssignment shard;
+      if (request.getHasNumber()) {
+        // Gone from this node's map: split or merged since the caller's map. The caller refreshes.
+        shard = table.shard(request.getNumber()).orElseThrow(() -> Errors.shardReplaced(map.epoch(), table.name() + "/"
+            + request.getNumber()));
+      } else if (request.getPosition() < table.shards().size()) {
+        shard = table.shards().get(request.getPosition());
+      } else {
         throw Errors.invalid("table " + table.name() + " has no shard at position " + request.getPosition());
       }
-      ShardAssignment shard = table.shards().get(request.getPosition());
       if (ctx.isRouter() || !shard.owner().equals(ctx.self())) {
         throw Errors.wrongShard(map.epoch(), shard.id().toString(), shard.owner().value(), nullToEmpty(ctx.addressOf(shard.owner())));
       }
-      return localShardScan(map, table, request.getPosition(), request);
+      return localShardScan(map, table, shard, request);
     });
   }
 
-  private ShardScanResponse localShardScan(ShardMap map, Table table, int position, ShardScanRequest request) {
+  private ShardScanResponse localShardScan(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
-    ScanPage page = ctx.shards().scan(ref(table, table.shards().get(position)), request.getFrom().toByteArray(),
+    ScanPage page = ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
         request.getHasTo() ? request.getTo().toByteArray() : null, limit);
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1));
     page.entries().forEach(e -> b.addRows(row(e)));

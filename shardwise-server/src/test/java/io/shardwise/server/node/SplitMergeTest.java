@@ -321,6 +321,64 @@ class SplitMergeTest {
     }
   }
 
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"range", "hashrange"})
+  void aPagedScanReturnsEveryRowOnceWhileTheShardsItCrossesSplitAndMerge(String strategy) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", strategy.equals("range") ? TableSpec.builder("range").splitPoints("user0100").build()
+          : TableSpec.builder("hashrange").shards(2).build());
+      List<Map.Entry<Key, byte[]>> rows = new java.util.ArrayList<>();
+      for (int i = 0; i < 300; i++) {
+        rows.add(Map.entry(Key.of(String.format("user%04d", i)), b("v" + i)));
+      }
+      client.batchPut("t", rows);
+      List<String> seen = new java.util.ArrayList<>();
+      io.shardwise.client.Scan scan = io.shardwise.client.Scan.all("t").limit(17);
+      io.shardwise.client.ScanPage page;
+      int pages = 0;
+      do {
+        page = client.scan(scan);
+        page.rows().forEach(r -> seen.add(new String(r.key().partitionKey(), StandardCharsets.UTF_8)));
+        scan = page.hasMore() ? scan.after(page) : scan;
+        pages++;
+        // Between pages: split the shard that holds the next row (at its middle), or merge two neighbours of one node.
+        Table now = admin.syncedMap().table("t").orElseThrow();
+        if (page.hasMore() && !page.rows().isEmpty()) {
+          byte[] last = page.rows().get(page.rows().size() - 1).key().partitionKey();
+          ShardAssignment holding = now.shardFor(last);
+          if (pages % 3 == 0) {
+            mergeAnyPair(client, now);
+          } else {
+            try {
+              client.splitShard("t", holding.id().number()); // by size: the owner's middle of the shard's bytes
+            } catch (ShardwiseException oneKey) {
+              // a shard of one partition key does not split; the next page tries again
+            }
+          }
+        }
+      } while (page.hasMore());
+      assertThat(pages).isGreaterThan(10);
+      assertThat(admin.syncedMap().table("t").orElseThrow().shards().size()).as("the table split meanwhile").isGreaterThan(2);
+      assertThat(seen).as("every row once").hasSize(300).doesNotHaveDuplicates();
+      if (strategy.equals("range")) {
+        assertThat(seen).isSorted();
+      }
+    }
+  }
+
+  /** Merges the first two neighbours that are on one node, if any. */
+  private static void mergeAnyPair(ShardwiseClient client, Table table) {
+    for (int i = 0; i + 1 < table.shards().size(); i++) {
+      if (table.shards().get(i).owner().equals(table.shards().get(i + 1).owner())) {
+        client.mergeShards("t", table.shards().get(i).id().number());
+        return;
+      }
+    }
+  }
+
   @org.junit.jupiter.api.Test
   void inSuggestModeASplitWaitsForApprovalAsAPlan() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 1, Limits.DEFAULT);
