@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.shardwise.core.hash.HashFunctions;
 import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.Replication;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
@@ -60,7 +61,26 @@ public final class MapCodec {
    */
   public static Table fromProto(TableMapProto t) {
     return ShardMap.table(t.getName(), t.getId(), fromProto(t.getSpec()), layout(t, List.of(t)), shards(t.getName(), t.getShardsList()),
-        t.getNextShardNumber());
+        t.getNextShardNumber(), replication(t), replicationChangedAt(t));
+  }
+
+  /** The replication a table's header stores (one replica when it stores none). */
+  public static Replication replication(TableMapProto header) {
+    return header.getReplicationFactor() == 0 ? Replication.NONE
+        : new Replication(header.getReplicationFactor(), header.getMinInSync());
+  }
+
+  /** The map epoch at which a table's header says its replication was set. */
+  public static long replicationChangedAt(TableMapProto header) {
+    return header.getReplicationChangedAt() == 0 ? header.getId() : header.getReplicationChangedAt();
+  }
+
+  private static TableMapProto.Builder withReplication(TableMapProto.Builder b, Table t) {
+    if (t.replication().replicated() || t.replicationChangedAt() != t.id()) {
+      b.setReplicationFactor(t.replication().factor()).setMinInSync(t.replication().minInSync())
+          .setReplicationChangedAt(t.replicationChangedAt());
+    }
+    return b;
   }
 
   /**
@@ -91,8 +111,9 @@ public final class MapCodec {
    * themselves do (a split, a merge, a new table); a move changes one shard part.
    */
   public static TableMapProto header(Table t) {
-    return TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
-        .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).addAllRingMembers(t.layout().ringMembers()).build();
+    return withReplication(TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setSpec(toProto(t.spec()))
+        .setShardCount(t.layout().shardCount()).setNextShardNumber(t.nextShardNumber()).addAllRingMembers(t.layout().ringMembers()), t)
+        .build();
   }
 
   /** {@code t}'s split points or hash values in runs of at most {@link #PART_ENTRIES} (and about {@link #PART_BYTES}). */
@@ -149,7 +170,8 @@ public final class MapCodec {
 
   /** The shards of {@code t} whose epoch is above {@code knownEpoch}: what changed since a map at that epoch. */
   public static TableShardChanges shardChanges(Table t, long knownEpoch) {
-    TableMapProto.Builder changed = TableMapProto.newBuilder().setName(t.name()).setId(t.id()).setShardCount(t.shards().size());
+    TableMapProto.Builder changed = withReplication(TableMapProto.newBuilder().setName(t.name()).setId(t.id())
+        .setShardCount(t.shards().size()), t);
     TableShardChanges.Builder out = TableShardChanges.newBuilder();
     List<ShardAssignment> shards = t.shards();
     for (int i = 0; i < shards.size(); i++) {
@@ -180,7 +202,8 @@ public final class MapCodec {
       }
       shards.set(position, changed.get(i));
     }
-    return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber()));
+    return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber(),
+        replication(table), replicationChangedAt(table)));
   }
 
   /** Shard assignments of table {@code tableName}. */
@@ -189,7 +212,15 @@ public final class MapCodec {
     java.util.Map<String, NodeId> owners = new java.util.HashMap<>(); // a few nodes own many shards: check each id once
     for (ShardAssignmentProto s : shards) {
       NodeId owner = owners.computeIfAbsent(s.getOwner(), NodeId::of);
-      out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch()));
+      if (s.getFollowersCount() == 0) {
+        out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch()));
+        continue;
+      }
+      List<NodeId> followers = new ArrayList<>(s.getFollowersCount());
+      s.getFollowersList().forEach(f -> followers.add(owners.computeIfAbsent(f, NodeId::of)));
+      List<NodeId> inSync = new ArrayList<>(s.getInSyncCount());
+      s.getInSyncList().forEach(f -> inSync.add(owners.computeIfAbsent(f, NodeId::of)));
+      out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch(), followers, inSync));
     }
     return out;
   }
@@ -235,7 +266,11 @@ public final class MapCodec {
   }
 
   private static ShardAssignmentProto toProto(ShardAssignment s) {
-    return ShardAssignmentProto.newBuilder().setNumber(s.id().number()).setOwner(s.owner().value()).setEpoch(s.epoch()).build();
+    ShardAssignmentProto.Builder b = ShardAssignmentProto.newBuilder().setNumber(s.id().number()).setOwner(s.owner().value())
+        .setEpoch(s.epoch());
+    s.followers().forEach(f -> b.addFollowers(f.value()));
+    s.inSync().forEach(f -> b.addInSync(f.value()));
+    return b.build();
   }
 
   public static ShardMap fromBytes(byte[] bytes) {

@@ -56,6 +56,38 @@ class MapCodecTest {
   }
 
   @Test
+  void replicasInSyncSetsAndTheReplicationSettingSurviveTheRoundTripAndTheClientsCatchUp() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.HASHRANGE).build();
+    ShardLayout layout = ShardLayout.initial(spec, 3, 3, KeySample.empty()).layout();
+    NodeId n1 = NODES.get(0);
+    NodeId n2 = NODES.get(1);
+    NodeId n3 = NODES.get(2);
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("r", spec, layout, List.of(n1, n2, n3),
+        List.of(List.of(n2, n3), List.of(n3, n1), List.of(n1, n2)), io.shardwise.core.map.Replication.of(3)).build());
+    var s0 = map.table("r").orElseThrow().shards().get(0);
+    ShardMap shrunk = map.apply(ShardMapDelta.on(map).add(new ShardMapDelta.ChangeInSync(s0.id(), n1, s0.epoch(), List.of(n3))).build());
+    ShardMap set = shrunk.apply(ShardMapDelta.on(shrunk).add(new ShardMapDelta.SetReplication("r",
+        new io.shardwise.core.map.Replication(3, 1))).build());
+
+    ShardMap back = MapCodec.fromBytes(MapCodec.toProto(set).toByteArray());
+    Table t = back.table("r").orElseThrow();
+    assertThat(t.shards()).isEqualTo(set.table("r").orElseThrow().shards());
+    assertThat(t.shards().get(0).followers()).containsExactly(n2, n3);
+    assertThat(t.shards().get(0).inSync()).containsExactly(n3);
+    assertThat(t.replication()).isEqualTo(new io.shardwise.core.map.Replication(3, 1));
+    assertThat(t.changedAt()).isEqualTo(set.epoch());
+    assertThat(MapCodec.replication(MapCodec.header(t))).as("the header alone carries it")
+        .isEqualTo(new io.shardwise.core.map.Replication(3, 1));
+
+    // A client at the first map catches up with the changed shards, and the setting with them.
+    Table mine = map.table("r").orElseThrow();
+    Table caughtUp = MapCodec.applyShardChanges(mine, MapCodec.shardChanges(set.table("r").orElseThrow(), map.epoch())).orElseThrow();
+    assertThat(caughtUp.shards()).isEqualTo(t.shards());
+    assertThat(caughtUp.replication()).isEqualTo(t.replication());
+    assertThat(caughtUp.changedAt()).isEqualTo(t.changedAt());
+  }
+
+  @Test
   void specsDefaultWhatIsUnsetAndRejectWhatMakesNoSense() {
     PartitionerSpec spec = MapCodec.fromProto(PartitioningSpec.newBuilder().setStrategy("ring").build());
     assertThat(spec.hash().name()).isEqualTo("murmur3-128");

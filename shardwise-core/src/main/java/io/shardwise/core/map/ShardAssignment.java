@@ -1,18 +1,99 @@
 package io.shardwise.core.map;
 
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
 /**
- * Who owns a shard, and since when: {@code epoch} is the map epoch at which the current owner got
- * the shard. It only rises; every ownership change raises it.
+ * Who holds a shard, and since when.
+ *
+ * <ul>
+ *   <li>{@code owner}: the node that serves the shard, its <em>leader</em> when it has replicas: it
+ *       orders the shard's writes and is where requests are routed.
+ *   <li>{@code followers}: the other nodes that keep a copy (a replica), in the order they were
+ *       added; empty for a table of one replica.
+ *   <li>{@code inSync}: the followers that have every write the leader acknowledged (Kafka's
+ *       in-sync replicas, the leader being always in sync with itself). A write is acknowledged
+ *       once every one of them has it, so any of them can take over without losing one.
+ *   <li>{@code epoch}: the map epoch at which any of the above last changed. It only rises. It is
+ *       also the leader epoch that fences the replication: a follower refuses entries from an
+ *       older one, and every leader's epochs are its own.
+ * </ul>
+ *
+ * @param followers distinct, without the owner
+ * @param inSync a subset of {@code followers}, in their order
  */
-public record ShardAssignment(ShardId id, NodeId owner, long epoch) {
+public record ShardAssignment(ShardId id, NodeId owner, long epoch, List<NodeId> followers, List<NodeId> inSync) {
 
   public ShardAssignment {
     if (epoch < 1) {
       throw new IllegalArgumentException("shard epoch must be at least 1, not " + epoch);
     }
+    followers = List.copyOf(followers);
+    inSync = List.copyOf(inSync);
+    Set<NodeId> seen = new HashSet<>();
+    seen.add(owner);
+    for (NodeId f : followers) {
+      if (!seen.add(f)) {
+        throw new IllegalArgumentException("shard " + id + ": " + f + " is " + (f.equals(owner) ? "its leader and a follower" : "a follower twice"));
+      }
+    }
+    int at = 0;
+    for (NodeId s : inSync) { // in the followers' order, each once
+      while (at < followers.size() && !followers.get(at).equals(s)) {
+        at++;
+      }
+      if (at == followers.size()) {
+        throw new IllegalArgumentException("shard " + id + ": in-sync " + inSync + " is not an ordered subset of its followers " + followers);
+      }
+      at++;
+    }
   }
 
+  /** A shard of one replica: {@code owner} alone. */
+  public ShardAssignment(ShardId id, NodeId owner, long epoch) {
+    this(id, owner, epoch, List.of(), List.of());
+  }
+
+  /** Every replica: the owner (leader) first, then the followers. */
+  public List<NodeId> replicas() {
+    List<NodeId> out = new ArrayList<>(1 + followers.size());
+    out.add(owner);
+    out.addAll(followers);
+    return out;
+  }
+
+  /** True if {@code node} keeps a replica: the owner or a follower. */
+  public boolean isReplica(NodeId node) {
+    return owner.equals(node) || followers.contains(node);
+  }
+
+  /** The owner (leader) and its in-sync followers: the replicas every acknowledged write is on. */
+  public List<NodeId> inSyncReplicas() {
+    List<NodeId> out = new ArrayList<>(1 + inSync.size());
+    out.add(owner);
+    out.addAll(inSync);
+    return out;
+  }
+
+  /** The same replicas under a new owner at {@code newEpoch}: a move of a shard of one replica. */
   ShardAssignment movedTo(NodeId newOwner, long newEpoch) {
-    return new ShardAssignment(id, newOwner, newEpoch);
+    return new ShardAssignment(id, newOwner, newEpoch, followers, inSync);
+  }
+
+  /** The same replicas as a new shard {@code newId} at {@code newEpoch}: a split's or a merge's result. */
+  ShardAssignment as(ShardId newId, long newEpoch) {
+    return new ShardAssignment(newId, owner, newEpoch, followers, inSync);
+  }
+
+  /** The same shard with these followers and in-sync set at {@code newEpoch}. */
+  ShardAssignment withFollowers(List<NodeId> newFollowers, List<NodeId> newInSync, long newEpoch) {
+    return new ShardAssignment(id, owner, newEpoch, newFollowers, newInSync);
+  }
+
+  /** The same leader and the same followers (in any order): what a merge requires of two neighbours. */
+  boolean sameReplicas(ShardAssignment other) {
+    return owner.equals(other.owner) && Set.copyOf(followers).equals(Set.copyOf(other.followers));
   }
 }

@@ -86,6 +86,15 @@ public final class ShardMap {
     return new Table(name, id, spec, layout, shards, nextShardNumber);
   }
 
+  /**
+   * Builds a table for {@link #restore} that keeps {@code replication}, set at map epoch {@code
+   * replicationChangedAt} (its id if never changed).
+   */
+  public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards,
+      long nextShardNumber, Replication replication, long replicationChangedAt) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt);
+  }
+
   public long epoch() {
     return epoch;
   }
@@ -175,9 +184,14 @@ public final class ShardMap {
         }
         List<ShardAssignment> shards = new ArrayList<>();
         for (int i = 0; i < c.owners().size(); i++) {
-          shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next));
+          List<NodeId> followers = c.followers().get(i);
+          if (followers.size() >= c.replication().factor()) {
+            throw new IllegalArgumentException("table " + c.name() + " keeps " + c.replication().factor() + " replicas; shard " + i
+                + " was given " + (followers.size() + 1));
+          }
+          shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next, followers, followers));
         }
-        out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards));
+        out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards, 0, c.replication(), next));
       } else if (change instanceof ShardMapDelta.RestoreTable) {
         Table t = ((ShardMapDelta.RestoreTable) change).table();
         if (out.containsKey(t.name())) {
@@ -193,9 +207,9 @@ public final class ShardMap {
         }
         List<ShardAssignment> shards = new ArrayList<>();
         for (ShardAssignment s : t.shards()) {
-          shards.add(new ShardAssignment(s.id(), s.owner(), next));
+          shards.add(s.as(s.id(), next));
         }
-        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber()));
+        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber(), t.replication(), next));
       } else if (change instanceof ShardMapDelta.DropTable) {
         String name = ((ShardMapDelta.DropTable) change).name();
         if (out.remove(name) == null) {
@@ -211,8 +225,8 @@ public final class ShardMap {
         ShardAssignment parent = t.shards().get(position);
         long number = t.nextShardNumber();
         List<ShardAssignment> shards = new ArrayList<>(t.shards());
-        shards.set(position, new ShardAssignment(new ShardId(t.name(), number), parent.owner(), next));
-        shards.add(position + 1, new ShardAssignment(new ShardId(t.name(), number + 1), parent.owner(), next));
+        shards.set(position, parent.as(new ShardId(t.name(), number), next)); // both halves on every replica of the parent
+        shards.add(position + 1, parent.as(new ShardId(t.name(), number + 1), next));
         out.put(t.name(), t.withLayout(layout, shards, number + 2));
       } else if (change instanceof ShardMapDelta.JoinRing) {
         ShardMapDelta.JoinRing join = (ShardMapDelta.JoinRing) change;
@@ -233,17 +247,94 @@ public final class ShardMap {
           throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " are not adjacent (positions " + left + " and "
               + right + "); only a shard and the one right after it merge");
         }
-        NodeId owner = t.shards().get(left).owner();
-        if (!t.shards().get(right).owner().equals(owner)) {
-          throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " belong to " + owner + " and "
-              + t.shards().get(right).owner() + "; move one to the other's owner first");
+        ShardAssignment a = t.shards().get(left);
+        ShardAssignment b = t.shards().get(right);
+        if (!a.owner().equals(b.owner())) {
+          throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " belong to " + a.owner() + " and "
+              + b.owner() + "; move one to the other's owner first");
+        }
+        if (!a.sameReplicas(b)) {
+          throw new IllegalArgumentException("shards " + merge.left() + " and " + merge.right() + " have the followers " + a.followers()
+              + " and " + b.followers() + "; only shards with the same replicas merge");
         }
         ShardLayout layout = t.layout().mergeWithNext(left);
         long number = t.nextShardNumber();
         List<ShardAssignment> shards = new ArrayList<>(t.shards());
         shards.remove(right);
-        shards.set(left, new ShardAssignment(new ShardId(t.name(), number), owner, next));
+        List<NodeId> inSync = new ArrayList<>(a.inSync());
+        inSync.retainAll(b.inSync()); // in sync for the merged shard only if in sync for both halves
+        shards.set(left, new ShardAssignment(new ShardId(t.name(), number), a.owner(), next, a.followers(), inSync));
         out.put(t.name(), t.withLayout(layout, shards, number + 1));
+      } else if (change instanceof ShardMapDelta.SetReplication r) {
+        Table t = out.get(r.table());
+        if (t == null) {
+          throw new IllegalArgumentException("table " + r.table() + " does not exist");
+        }
+        out.put(t.name(), t.withReplication(r.replication(), next));
+      } else if (change instanceof ShardMapDelta.AddFollower add) {
+        Table t = existing(out, add.shard());
+        int position = t.positionOf(add.shard());
+        ShardAssignment s = t.shards().get(position);
+        if (s.isReplica(add.node())) {
+          throw new IllegalArgumentException("shard " + s.id() + " already has a replica on " + add.node());
+        }
+        if (s.followers().size() + 1 >= ShardMapDelta.MAX_REPLICAS_IN_FLIGHT) {
+          throw new IllegalArgumentException("shard " + s.id() + " has " + (s.followers().size() + 1) + " replicas; no more are added");
+        }
+        List<NodeId> followers = new ArrayList<>(s.followers());
+        followers.add(add.node());
+        out.put(t.name(), t.withShard(position, s.withFollowers(followers, s.inSync(), next)));
+      } else if (change instanceof ShardMapDelta.RemoveFollower remove) {
+        Table t = existing(out, remove.shard());
+        int position = t.positionOf(remove.shard());
+        ShardAssignment s = t.shards().get(position);
+        if (!s.followers().contains(remove.node())) {
+          throw new IllegalArgumentException("shard " + s.id() + " has no follower on " + remove.node()
+              + (s.owner().equals(remove.node()) ? " (it leads it: change the leader first)" : ""));
+        }
+        List<NodeId> followers = new ArrayList<>(s.followers());
+        followers.remove(remove.node());
+        List<NodeId> inSync = new ArrayList<>(s.inSync());
+        inSync.remove(remove.node());
+        out.put(t.name(), t.withShard(position, s.withFollowers(followers, inSync, next)));
+      } else if (change instanceof ShardMapDelta.ChangeInSync isr) {
+        Table t = existing(out, isr.shard());
+        int position = t.positionOf(isr.shard());
+        ShardAssignment s = t.shards().get(position);
+        if (!s.owner().equals(isr.leader()) || s.epoch() != isr.leaderEpoch()) {
+          throw new IllegalArgumentException("shard " + s.id() + " is led by " + s.owner() + " at epoch " + s.epoch() + ", not by "
+              + isr.leader() + " at " + isr.leaderEpoch() + "; only its leader changes its in-sync replicas");
+        }
+        List<NodeId> ordered = new ArrayList<>();
+        for (NodeId f : s.followers()) {
+          if (isr.inSync().contains(f)) {
+            ordered.add(f);
+          }
+        }
+        if (ordered.size() != isr.inSync().size()) {
+          throw new IllegalArgumentException("shard " + s.id() + ": in-sync " + isr.inSync() + " are not all followers " + s.followers());
+        }
+        out.put(t.name(), t.withShard(position, s.withFollowers(s.followers(), ordered, next)));
+      } else if (change instanceof ShardMapDelta.ChangeLeader lead) {
+        Table t = existing(out, lead.shard());
+        int position = t.positionOf(lead.shard());
+        ShardAssignment s = t.shards().get(position);
+        if (!s.owner().equals(lead.from())) {
+          throw new IllegalArgumentException("shard " + s.id() + " is led by " + s.owner() + ", not " + lead.from());
+        }
+        if (!s.inSync().contains(lead.to())) {
+          throw new IllegalArgumentException("shard " + s.id() + ": " + lead.to() + " is not an in-sync follower " + s.inSync()
+              + "; only one may lead (it has every acknowledged write)");
+        }
+        List<NodeId> followers = new ArrayList<>(s.followers());
+        followers.set(followers.indexOf(lead.to()), lead.from()); // the old leader takes the new one's place
+        List<NodeId> inSync = new ArrayList<>();
+        for (NodeId f : followers) {
+          if (f.equals(lead.from()) ? lead.fromInSync() : s.inSync().contains(f)) {
+            inSync.add(f);
+          }
+        }
+        out.put(t.name(), t.withShard(position, new ShardAssignment(s.id(), lead.to(), next, followers, inSync)));
       } else {
         ShardMapDelta.MoveShard m = (ShardMapDelta.MoveShard) change;
         Table t = out.get(m.shard().table());
@@ -255,6 +346,10 @@ public final class ShardMap {
         if (!current.owner().equals(m.from())) {
           throw new IllegalArgumentException(
               "shard " + m.shard() + " belongs to " + current.owner() + ", not " + m.from() + "; re-plan the move");
+        }
+        if (!current.followers().isEmpty()) {
+          throw new IllegalArgumentException("shard " + m.shard() + " has followers " + current.followers()
+              + "; a replicated shard changes nodes a replica at a time (add a follower, change the leader, remove one)");
         }
         out.put(t.name(), t.withShard(position, current.movedTo(m.to(), next)));
       }
@@ -278,7 +373,7 @@ public final class ShardMap {
       ShardAssignment parent = t.shards().get(at);
       boolean whole = old[at] == starts[i] && (i + 1 == starts.length ? at + 1 == old.length
           : at + 1 < old.length && old[at + 1] == starts[i + 1]);
-      shards.add(whole ? parent : new ShardAssignment(new ShardId(t.name(), number++), parent.owner(), epoch));
+      shards.add(whole ? parent : parent.as(new ShardId(t.name(), number++), epoch));
     }
     return t.withLayout(after, shards, number);
   }

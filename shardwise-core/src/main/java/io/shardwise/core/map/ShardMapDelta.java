@@ -15,15 +15,66 @@ import java.util.List;
 public final class ShardMapDelta {
 
   /** One change. */
-  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing {}
+  public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing,
+      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader {}
 
-  /** A new table whose shard at position i is first owned by {@code owners.get(i)}. */
-  public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) implements Change {
+  /**
+   * A new table whose shard at position i is led by {@code owners.get(i)}, with the followers
+   * {@code followers.get(i)} (empty lists for a table of one replica), all in sync: a new shard
+   * holds nothing yet, so every replica has every write.
+   */
+  public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
+      Replication replication) implements Change {
     public CreateTable {
       Tables.checkName(name);
       owners = List.copyOf(owners);
+      List<List<NodeId>> copy = new ArrayList<>();
+      followers.forEach(f -> copy.add(List.copyOf(f)));
+      followers = List.copyOf(copy);
+      if (followers.size() != owners.size()) {
+        throw new IllegalArgumentException("table " + name + ": " + owners.size() + " owners but followers for " + followers.size() + " shards");
+      }
+    }
+
+    /** A table of one replica per shard. */
+    public CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) {
+      this(name, spec, layout, owners, java.util.Collections.nCopies(owners.size(), List.of()), Replication.NONE);
     }
   }
+
+  /**
+   * Sets how many replicas a table's shards keep and how many must be in sync for a write to be
+   * acknowledged. The shards' replicas do not change here: the balancer adds and removes followers
+   * until every shard has {@code replication.factor()} of them.
+   */
+  public record SetReplication(String table, Replication replication) implements Change {}
+
+  /**
+   * Adds {@code node} as a follower of a shard, not in sync: it is being built (a snapshot, then the
+   * replication log) and joins the in-sync set when its leader finds it caught up.
+   */
+  public record AddFollower(ShardId shard, NodeId node) implements Change {}
+
+  /** Removes a follower (never the leader: change the leader first) from a shard's replicas. */
+  public record RemoveFollower(ShardId shard, NodeId node) implements Change {}
+
+  /**
+   * The leader's change of its in-sync followers: refused unless {@code leader} still leads the
+   * shard at {@code leaderEpoch}, so a deposed leader can never shrink the set its successor relies
+   * on. Shrinks when a follower falls behind, grows when one has caught up.
+   */
+  public record ChangeInSync(ShardId shard, NodeId leader, long leaderEpoch, List<NodeId> inSync) implements Change {
+    public ChangeInSync {
+      inSync = List.copyOf(inSync);
+    }
+  }
+
+  /**
+   * Makes the in-sync follower {@code to} the shard's leader in place of {@code from}, which stays a
+   * follower: in sync if {@code fromInSync} (a handover in which the old leader stopped writing and
+   * the new one had all of its log), out of sync otherwise (a failover: it must catch up first).
+   */
+  public record ChangeLeader(ShardId shard, NodeId from, NodeId to, boolean fromInSync) implements Change {}
 
   /** Removes a table and all its shards. */
   public record DropTable(String name) implements Change {}
@@ -87,6 +138,9 @@ public final class ShardMapDelta {
    */
   public record JoinRing(String table, NodeId node) implements Change {}
 
+  /** The most replicas a shard may have at once: its table's factor, and one more while a replica is rebuilt elsewhere. */
+  public static final int MAX_REPLICAS_IN_FLIGHT = Replication.MAX_FACTOR + 1;
+
   private final long baseEpoch;
   private final List<Change> changes;
 
@@ -119,6 +173,18 @@ public final class ShardMapDelta {
 
     public Builder createTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) {
       changes.add(new CreateTable(name, spec, layout, owners));
+      return this;
+    }
+
+    public Builder createTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
+        Replication replication) {
+      changes.add(new CreateTable(name, spec, layout, owners, followers, replication));
+      return this;
+    }
+
+    /** Any change: the replication changes are built here directly. */
+    public Builder add(Change change) {
+      changes.add(change);
       return this;
     }
 

@@ -18,21 +18,30 @@ public final class Table {
   private final PartitionerSpec spec;
   private final ShardLayout layout;
   private final List<ShardAssignment> shards;
+  private final Replication replication;
+  private final long replicationChangedAt;
   private final long changedAt;
   private final long nextShardNumber;
   /** Shard number to position, built on first use once numbers no longer equal positions. */
   private volatile java.util.Map<Long, Integer> positions;
 
   Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards) {
-    this(name, id, spec, layout, shards, 0);
+    this(name, id, spec, layout, shards, 0, Replication.NONE, id);
+  }
+
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber) {
+    this(name, id, spec, layout, shards, nextShardNumber, Replication.NONE, id);
   }
 
   /**
    * @param nextShardNumber the number the next new shard gets (splits and merges make new shards;
    *     numbers are never reused); 0: one above the highest number here, as for a map stored before
    *     tables recorded it
+   * @param replicationChangedAt the map epoch of the table's last change of {@code replication}
+   *     (its creation if never), which {@link #changedAt} covers too
    */
-  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber) {
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber,
+      Replication replication, long replicationChangedAt) {
     this.name = Tables.checkName(name);
     if (id < 1) {
       throw new IllegalArgumentException("table id must be at least 1, not " + id);
@@ -48,7 +57,12 @@ public final class Table {
     this.spec = spec;
     this.layout = layout;
     this.shards = List.copyOf(shards);
-    long latest = id;
+    this.replication = replication;
+    if (replicationChangedAt < id) {
+      throw new IllegalArgumentException("table " + name + ": replication changed at epoch " + replicationChangedAt + ", before the table existed");
+    }
+    this.replicationChangedAt = replicationChangedAt;
+    long latest = replicationChangedAt;
     for (ShardAssignment s : this.shards) {
       latest = Math.max(latest, s.epoch());
     }
@@ -144,14 +158,29 @@ public final class Table {
     return id.table().equals(name) ? positionOf(id.number()) : -1;
   }
 
+  /** How many replicas each shard keeps, and how many must have a write before it is acknowledged. */
+  public Replication replication() {
+    return replication;
+  }
+
+  /** The map epoch at which {@link #replication} was last set (the table's id if never). */
+  public long replicationChangedAt() {
+    return replicationChangedAt;
+  }
+
   Table withShard(int position, ShardAssignment shard) {
     List<ShardAssignment> next = new ArrayList<>(shards);
     next.set(position, shard);
-    return new Table(name, id, spec, layout, next, nextShardNumber);
+    return new Table(name, id, spec, layout, next, nextShardNumber, replication, replicationChangedAt());
   }
 
   /** The table with a new layout and the shards to match, the next shard number raised to {@code nextShardNumber}. */
   Table withLayout(ShardLayout newLayout, List<ShardAssignment> newShards, long newNextShardNumber) {
-    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber);
+    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber, replication, replicationChangedAt());
+  }
+
+  /** The table keeping {@code newReplication} from map epoch {@code epoch} on (its shards converge to it as the balancer adds or removes replicas). */
+  Table withReplication(Replication newReplication, long epoch) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber, newReplication, epoch);
   }
 }

@@ -289,7 +289,7 @@ final class MapChunks {
           shards.addAll(chunk(name).shards(header.getName()));
         }
         table = ShardMap.table(header.getName(), header.getId(), sameHeader ? before.table().spec() : MapCodec.fromProto(header.getSpec()),
-            layout, shards, header.getNextShardNumber());
+            layout, shards, header.getNextShardNumber(), MapCodec.replication(header), MapCodec.replicationChangedAt(header));
       }
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));
@@ -352,7 +352,8 @@ final class MapChunks {
       }
       boolean sameTable = ref != null && before != null && ref.getId() == table.id() && before.id() == table.id();
       TableRootProto.Builder r = TableRootProto.newBuilder().setName(table.name()).setId(table.id());
-      if (sameTable && before.spec() == table.spec() && before.layout() == table.layout() && before.nextShardNumber() == table.nextShardNumber()) {
+      if (sameTable && before.spec() == table.spec() && before.layout() == table.layout() && before.nextShardNumber() == table.nextShardNumber()
+          && before.replicationChangedAt() == table.replicationChangedAt()) {
         r.setHeaderChunk(ref.getHeaderChunk()).addAllLayoutChunks(ref.getLayoutChunksList());
       } else {
         r.setHeaderChunk(reuseOrWrite(sameTable ? List.of(ref.getHeaderChunk()) : List.of(), 0, MapCodec.header(table), table, next, written));

@@ -1,0 +1,38 @@
+package io.shardwise.core.map;
+
+/**
+ * How many copies of each shard a table keeps, and how many must have a write before it is
+ * acknowledged.
+ *
+ * @param factor replicas per shard: the leader and {@code factor - 1} followers, on distinct nodes
+ *     (1: no replication, as before replicas existed)
+ * @param minInSync the fewest in-sync replicas (the leader counted) with which the leader still
+ *     acknowledges writes; with fewer it refuses them, so an acknowledged write is on at least this
+ *     many nodes. Kafka's {@code min.insync.replicas}.
+ */
+public record Replication(int factor, int minInSync) {
+
+  /** The most replicas a shard may have. */
+  public static final int MAX_FACTOR = 7;
+
+  /** One replica: what every table had before replication. */
+  public static final Replication NONE = new Replication(1, 1);
+
+  public Replication {
+    if (factor < 1 || factor > MAX_FACTOR) {
+      throw new IllegalArgumentException("a table keeps 1 to " + MAX_FACTOR + " replicas of each shard, not " + factor);
+    }
+    if (minInSync < 1 || minInSync > factor) {
+      throw new IllegalArgumentException("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
+    }
+  }
+
+  /** The default for {@code factor} replicas: a majority of them, at least 1 (2 of 3, 3 of 5). */
+  public static Replication of(int factor) {
+    return new Replication(factor, factor / 2 + 1);
+  }
+
+  public boolean replicated() {
+    return factor > 1;
+  }
+}
