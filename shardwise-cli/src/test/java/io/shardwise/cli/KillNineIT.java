@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.shardwise.bench.history.AvailabilityProbe;
 import io.shardwise.bench.history.HistoryRecorder;
-import io.shardwise.bench.history.LinearizabilityChecker;
-import io.shardwise.bench.history.Op;
+import io.shardwise.history.LinearizabilityChecker;
+import io.shardwise.history.Op;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.core.key.Key;
 import io.shardwise.proto.v1.BalancerSettings;

@@ -212,15 +212,16 @@ public final class MapCodec {
     java.util.Map<String, NodeId> owners = new java.util.HashMap<>(); // a few nodes own many shards: check each id once
     for (ShardAssignmentProto s : shards) {
       NodeId owner = owners.computeIfAbsent(s.getOwner(), NodeId::of);
+      long leaderEpoch = s.getLeaderEpoch() == 0 ? s.getEpoch() : s.getLeaderEpoch();
       if (s.getFollowersCount() == 0) {
-        out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch()));
+        out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch(), leaderEpoch, List.of(), List.of()));
         continue;
       }
       List<NodeId> followers = new ArrayList<>(s.getFollowersCount());
       s.getFollowersList().forEach(f -> followers.add(owners.computeIfAbsent(f, NodeId::of)));
       List<NodeId> inSync = new ArrayList<>(s.getInSyncCount());
       s.getInSyncList().forEach(f -> inSync.add(owners.computeIfAbsent(f, NodeId::of)));
-      out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch(), followers, inSync));
+      out.add(new ShardAssignment(new ShardId(tableName, s.getNumber()), owner, s.getEpoch(), leaderEpoch, followers, inSync));
     }
     return out;
   }
@@ -268,6 +269,9 @@ public final class MapCodec {
   private static ShardAssignmentProto toProto(ShardAssignment s) {
     ShardAssignmentProto.Builder b = ShardAssignmentProto.newBuilder().setNumber(s.id().number()).setOwner(s.owner().value())
         .setEpoch(s.epoch());
+    if (s.leaderEpoch() != s.epoch()) {
+      b.setLeaderEpoch(s.leaderEpoch());
+    }
     s.followers().forEach(f -> b.addFollowers(f.value()));
     s.inSync().forEach(f -> b.addInSync(f.value()));
     return b.build();

@@ -1,5 +1,8 @@
 package io.shardwise.bench.history;
 
+import io.shardwise.history.LinearizabilityChecker;
+import io.shardwise.history.Op;
+
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.VersionMismatchException;
 import io.shardwise.client.Versioned;

@@ -16,19 +16,25 @@ import java.util.Set;
  *   <li>{@code inSync}: the followers that have every write the leader acknowledged (Kafka's
  *       in-sync replicas, the leader being always in sync with itself). A write is acknowledged
  *       once every one of them has it, so any of them can take over without losing one.
- *   <li>{@code epoch}: the map epoch at which any of the above last changed. It only rises. It is
- *       also the leader epoch that fences the replication: a follower refuses entries from an
- *       older one, and every leader's epochs are its own.
+ *   <li>{@code epoch}: the map epoch at which any of the above last changed. It only rises.
+ *   <li>{@code leaderEpoch}: the map epoch at which the current leader took the shard over (it
+ *       changes with the leader only, not with the followers or the in-sync set). It fences the
+ *       replication: every entry a leader appends carries it, a follower refuses entries of an
+ *       older one, and no two leaders ever have the same. A split, a merge or a ring join makes new
+ *       shards, and so new leader epochs.
  * </ul>
  *
  * @param followers distinct, without the owner
  * @param inSync a subset of {@code followers}, in their order
  */
-public record ShardAssignment(ShardId id, NodeId owner, long epoch, List<NodeId> followers, List<NodeId> inSync) {
+public record ShardAssignment(ShardId id, NodeId owner, long epoch, long leaderEpoch, List<NodeId> followers, List<NodeId> inSync) {
 
   public ShardAssignment {
     if (epoch < 1) {
       throw new IllegalArgumentException("shard epoch must be at least 1, not " + epoch);
+    }
+    if (leaderEpoch < 1 || leaderEpoch > epoch) {
+      throw new IllegalArgumentException("shard " + id + ": leader epoch " + leaderEpoch + " is not in [1, " + epoch + "]");
     }
     followers = List.copyOf(followers);
     inSync = List.copyOf(inSync);
@@ -51,9 +57,14 @@ public record ShardAssignment(ShardId id, NodeId owner, long epoch, List<NodeId>
     }
   }
 
-  /** A shard of one replica: {@code owner} alone. */
+  /** A shard of one replica: {@code owner} alone, its leader since {@code epoch}. */
   public ShardAssignment(ShardId id, NodeId owner, long epoch) {
-    this(id, owner, epoch, List.of(), List.of());
+    this(id, owner, epoch, epoch, List.of(), List.of());
+  }
+
+  /** A shard whose leader took it over at {@code epoch}, the last change of it. */
+  public ShardAssignment(ShardId id, NodeId owner, long epoch, List<NodeId> followers, List<NodeId> inSync) {
+    this(id, owner, epoch, epoch, followers, inSync);
   }
 
   /** Every replica: the owner (leader) first, then the followers. */
@@ -79,17 +90,17 @@ public record ShardAssignment(ShardId id, NodeId owner, long epoch, List<NodeId>
 
   /** The same replicas under a new owner at {@code newEpoch}: a move of a shard of one replica. */
   ShardAssignment movedTo(NodeId newOwner, long newEpoch) {
-    return new ShardAssignment(id, newOwner, newEpoch, followers, inSync);
+    return new ShardAssignment(id, newOwner, newEpoch, newEpoch, followers, inSync);
   }
 
   /** The same replicas as a new shard {@code newId} at {@code newEpoch}: a split's or a merge's result. */
   ShardAssignment as(ShardId newId, long newEpoch) {
-    return new ShardAssignment(newId, owner, newEpoch, followers, inSync);
+    return new ShardAssignment(newId, owner, newEpoch, newEpoch, followers, inSync);
   }
 
   /** The same shard with these followers and in-sync set at {@code newEpoch}. */
   ShardAssignment withFollowers(List<NodeId> newFollowers, List<NodeId> newInSync, long newEpoch) {
-    return new ShardAssignment(id, owner, newEpoch, newFollowers, newInSync);
+    return new ShardAssignment(id, owner, newEpoch, leaderEpoch, newFollowers, newInSync);
   }
 
   /** The same leader and the same followers (in any order): what a merge requires of two neighbours. */

@@ -301,9 +301,9 @@ public final class ShardMap {
         Table t = existing(out, isr.shard());
         int position = t.positionOf(isr.shard());
         ShardAssignment s = t.shards().get(position);
-        if (!s.owner().equals(isr.leader()) || s.epoch() != isr.leaderEpoch()) {
+        if (!s.owner().equals(isr.leader()) || s.epoch() != isr.shardEpoch()) {
           throw new IllegalArgumentException("shard " + s.id() + " is led by " + s.owner() + " at epoch " + s.epoch() + ", not by "
-              + isr.leader() + " at " + isr.leaderEpoch() + "; only its leader changes its in-sync replicas");
+              + isr.leader() + " at " + isr.shardEpoch() + "; only its leader changes its in-sync replicas");
         }
         List<NodeId> ordered = new ArrayList<>();
         for (NodeId f : s.followers()) {
@@ -334,7 +334,7 @@ public final class ShardMap {
             inSync.add(f);
           }
         }
-        out.put(t.name(), t.withShard(position, new ShardAssignment(s.id(), lead.to(), next, followers, inSync)));
+        out.put(t.name(), t.withShard(position, new ShardAssignment(s.id(), lead.to(), next, next, followers, inSync)));
       } else {
         ShardMapDelta.MoveShard m = (ShardMapDelta.MoveShard) change;
         Table t = out.get(m.shard().table());

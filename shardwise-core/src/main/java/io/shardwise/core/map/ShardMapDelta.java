@@ -60,10 +60,11 @@ public final class ShardMapDelta {
 
   /**
    * The leader's change of its in-sync followers: refused unless {@code leader} still leads the
-   * shard at {@code leaderEpoch}, so a deposed leader can never shrink the set its successor relies
-   * on. Shrinks when a follower falls behind, grows when one has caught up.
+   * shard and it is still at {@code shardEpoch} (nothing of it changed since the leader looked), so
+   * a deposed leader can never shrink the set its successor relies on. Shrinks when a follower falls
+   * behind, grows when one has caught up.
    */
-  public record ChangeInSync(ShardId shard, NodeId leader, long leaderEpoch, List<NodeId> inSync) implements Change {
+  public record ChangeInSync(ShardId shard, NodeId leader, long shardEpoch, List<NodeId> inSync) implements Change {
     public ChangeInSync {
       inSync = List.copyOf(inSync);
     }

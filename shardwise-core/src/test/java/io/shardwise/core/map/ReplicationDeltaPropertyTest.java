@@ -107,6 +107,9 @@ class ReplicationDeltaPropertyTest {
     for (ShardAssignment s : map.table("t").orElseThrow().shards()) {
       NodeId was = leaderAtEpoch.putIfAbsent(s.id().number() + "@" + s.epoch(), s.owner());
       assertThat(was == null || was.equals(s.owner())).as("shard %s epoch %d led by %s and %s", s.id(), s.epoch(), was, s.owner()).isTrue();
+      was = leaderAtEpoch.putIfAbsent(s.id().number() + " leader epoch " + s.leaderEpoch(), s.owner());
+      assertThat(was == null || was.equals(s.owner())).as("shard %s leader epoch %d led by %s and %s", s.id(), s.leaderEpoch(), was,
+          s.owner()).isTrue();
     }
   }
 
@@ -120,6 +123,8 @@ class ReplicationDeltaPropertyTest {
       var was = old.shard(s.id().number());
       if (was.isPresent() && !was.get().equals(s)) {
         assertThat(s.epoch()).as("a changed shard gets the new epoch").isEqualTo(after.epoch());
+        assertThat(s.leaderEpoch()).as("the leader epoch changes with the leader only")
+            .isEqualTo(was.get().owner().equals(s.owner()) ? was.get().leaderEpoch() : after.epoch());
         if (!was.get().owner().equals(s.owner()) && !(change instanceof ShardMapDelta.MoveShard)) { // a move copies the data itself
           assertThat(was.get().inSyncReplicas()).as("the new leader of %s was in sync", s.id()).contains(s.owner());
         }
@@ -130,7 +135,7 @@ class ReplicationDeltaPropertyTest {
     if (change instanceof ShardMapDelta.ChangeInSync isr) {
       ShardAssignment was = old.shard(isr.shard().number()).orElseThrow();
       assertThat(isr.leader()).isEqualTo(was.owner());
-      assertThat(isr.leaderEpoch()).isEqualTo(was.epoch());
+      assertThat(isr.shardEpoch()).isEqualTo(was.epoch());
     }
     if (change instanceof ShardMapDelta.SplitShard split) {
       ShardAssignment parent = old.shard(split.shard().number()).orElseThrow();

@@ -42,6 +42,23 @@ public interface ShardEngine {
   long[] apply(List<Mutation> batch) throws VersionMismatchException;
 
   /**
+   * What {@link #apply} would do, without doing it: per mutation the result {@code apply} would
+   * give, and the stored values the batch would leave (user keys and write-id records) — a
+   * replicated shard's log entry. Nothing is written. The caller keeps other writers off these keys
+   * until the effects are written, or the evaluation is stale.
+   *
+   * @throws VersionMismatchException as {@link #apply}
+   * @throws IllegalArgumentException as {@link #apply}
+   */
+  Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException;
+
+  /** A batch evaluated: the result of each mutation, and the stored values it leaves (none: nothing to write). */
+  record Evaluation(long[] results, List<StoredValue> effects) {}
+
+  /** The replication logs of the shards this engine keeps. */
+  ReplicaStorage replicaStorage();
+
+  /**
    * Writes {@code shard} as of now (a consistent snapshot) to {@code file}, stored values as they
    * are. No file is created for an empty shard ({@code entries == 0}).
    */

@@ -90,6 +90,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private final List<ColumnFamilyHandle> handles;
   private final ShardTrash trash;
   private final StoreFormat format;
+  private final ReplicaLogs replicaLogs;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
   private final LongAdder inUse = new LongAdder();
   private final ShardTraffic traffic = new ShardTraffic();
@@ -111,6 +112,13 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
     this.format = new StoreFormat(db, handles.get(2));
+    this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions);
+  }
+
+  /** The replication logs of this node's replicated shards, in a column family of their own. */
+  @Override
+  public ReplicaStorage replicaStorage() {
+    return replicaLogs;
   }
 
   /**
@@ -140,7 +148,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       RocksDB db = RocksDB.open(dbOptions, directory.toString(), List.of(
           new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
           new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY, trashOptions),
-          new ColumnFamilyDescriptor(StoreFormat.COLUMN_FAMILY, trashOptions)), handles);
+          new ColumnFamilyDescriptor(StoreFormat.COLUMN_FAMILY, trashOptions),
+          new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY, trashOptions)), handles);
       ShardStore store = new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
       try {
         store.version = store.format.version(store.isEmpty());
@@ -273,68 +282,19 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
     enter();
     try {
-      int n = batch.size();
-      byte[][] storeKeys = new byte[n][];
-      byte[][] recordKeys = new byte[n][];
-      TreeSet<Integer> stripeSet = new TreeSet<>();
-      TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
-      for (int i = 0; i < n; i++) {
-        Mutation m = batch.get(i);
-        storeKeys[i] = m.shard().storeKey(m.key());
-        if (!seen.add(storeKeys[i])) {
-          throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
-        }
-        stripeSet.add(stripeOf(storeKeys[i]));
-        if (m.requestId() != null) {
-          recordKeys[i] = m.shard().recordKey(m.key(), m.requestId());
-          if (!seen.add(recordKeys[i])) {
-            throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
-          }
-          stripeSet.add(stripeOf(recordKeys[i]));
-        }
-      }
-      List<ReentrantLock> held = lock(stripeSet);
+      Keys keys = keysOf(batch);
+      List<ReentrantLock> held = lock(keys.stripes);
       try {
-        long[] versions = new long[n];
-        long now = System.currentTimeMillis();
-        boolean anyWrite = false;
-        try (WriteBatch writes = new WriteBatch()) {
-          for (int i = 0; i < n; i++) {
-            Mutation m = batch.get(i);
-            if (recordKeys[i] != null) {
-              byte[] record = read(recordKeys[i]);
-              if (record != null) {
-                versions[i] = recordedResult(record); // a retry: answered, not applied again
-                continue;
-              }
+        Evaluation e = evaluateHeld(batch, keys);
+        if (!e.effects().isEmpty()) {
+          try (WriteBatch writes = new WriteBatch()) {
+            for (StoredValue v : e.effects()) {
+              writes.put(v.storeKey(), v.stored());
             }
-            byte[] raw = read(storeKeys[i]);
-            long stored = raw == null ? versionFloor(m.shard()) : version(raw);
-            boolean live = raw != null && raw[0] != TOMBSTONE;
-            long current = live ? stored : 0;
-            if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
-              throw new VersionMismatchException(m.expectedVersion(), current);
-            }
-            if (m.value() == null && !live) {
-              versions[i] = 0; // deleting an absent key writes nothing
-            } else {
-              versions[i] = stored + 1;
-              writes.put(storeKeys[i], m.value() == null ? tombstone(versions[i], now) : encode(m.value(), versions[i]));
-              anyWrite = true;
-            }
-            if (recordKeys[i] != null) {
-              writes.put(recordKeys[i], encode(requestRecord(versions[i], now), 1));
-              anyWrite = true;
-            }
-          }
-          if (anyWrite) {
             db.write(writeOptions, writes);
           }
         }
-        for (Mutation m : batch) {
-          traffic.write(m.shard());
-        }
-        return versions;
+        return e.results();
       } catch (RocksDBException e) {
         throw new StorageException("batch write failed: " + e.getMessage(), e);
       } finally {
@@ -343,6 +303,92 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     } finally {
       exit();
     }
+  }
+
+  /**
+   * What {@link #apply} would write, without writing it: the results and the stored values the
+   * batch leaves. The caller must keep every other writer off these keys until the effects are
+   * written (a replicated shard's leader holds their latches until its log entry is applied).
+   */
+  @Override
+  public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
+    enter();
+    try {
+      Keys keys = keysOf(batch);
+      List<ReentrantLock> held = lock(keys.stripes);
+      try {
+        return evaluateHeld(batch, keys);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /** A batch's store keys and write-id record keys, checked for repeats, and the lock stripes they fall in. */
+  private record Keys(byte[][] storeKeys, byte[][] recordKeys, TreeSet<Integer> stripes) {}
+
+  private Keys keysOf(List<Mutation> batch) {
+    int n = batch.size();
+    byte[][] storeKeys = new byte[n][];
+    byte[][] recordKeys = new byte[n][];
+    TreeSet<Integer> stripeSet = new TreeSet<>();
+    TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
+    for (int i = 0; i < n; i++) {
+      Mutation m = batch.get(i);
+      storeKeys[i] = m.shard().storeKey(m.key());
+      if (!seen.add(storeKeys[i])) {
+        throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
+      }
+      stripeSet.add(stripeOf(storeKeys[i]));
+      if (m.requestId() != null) {
+        recordKeys[i] = m.shard().recordKey(m.key(), m.requestId());
+        if (!seen.add(recordKeys[i])) {
+          throw new IllegalArgumentException("write id " + i + " of the batch repeats an earlier write id");
+        }
+        stripeSet.add(stripeOf(recordKeys[i]));
+      }
+    }
+    return new Keys(storeKeys, recordKeys, stripeSet);
+  }
+
+  /** The results and effects of {@code batch}, its stripes held. */
+  private Evaluation evaluateHeld(List<Mutation> batch, Keys keys) throws VersionMismatchException {
+    int n = batch.size();
+    long[] versions = new long[n];
+    long now = System.currentTimeMillis();
+    List<StoredValue> effects = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Mutation m = batch.get(i);
+      if (keys.recordKeys[i] != null) {
+        byte[] record = read(keys.recordKeys[i]);
+        if (record != null) {
+          versions[i] = recordedResult(record); // a retry: answered, not applied again
+          continue;
+        }
+      }
+      byte[] raw = read(keys.storeKeys[i]);
+      long stored = raw == null ? versionFloor(m.shard()) : version(raw);
+      boolean live = raw != null && raw[0] != TOMBSTONE;
+      long current = live ? stored : 0;
+      if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
+        throw new VersionMismatchException(m.expectedVersion(), current);
+      }
+      if (m.value() == null && !live) {
+        versions[i] = 0; // deleting an absent key writes nothing
+      } else {
+        versions[i] = stored + 1;
+        effects.add(new StoredValue(keys.storeKeys[i], m.value() == null ? tombstone(versions[i], now) : encode(m.value(), versions[i])));
+      }
+      if (keys.recordKeys[i] != null) {
+        effects.add(new StoredValue(keys.recordKeys[i], encode(requestRecord(versions[i], now), 1)));
+      }
+    }
+    for (Mutation m : batch) {
+      traffic.write(m.shard());
+    }
+    return new Evaluation(versions, effects);
   }
 
   // ------------------------------------------------------------------ request records

@@ -28,7 +28,7 @@ import java.util.TreeSet;
  * node keeps it, as kill -9 keeps RocksDB's data. {@code MoveSimulationTest} runs the same
  * schedules on {@link ShardStore} too, so the two are held to one behaviour. Not thread-safe.
  */
-final class MemoryEngine implements ShardEngine {
+public final class MemoryEngine implements ShardEngine {
 
   private static final byte VALUE = 0;
   private static final byte TOMBSTONE = 1;
@@ -50,6 +50,15 @@ final class MemoryEngine implements ShardEngine {
 
   @Override
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
+    Evaluation e = evaluate(batch);
+    for (StoredValue v : e.effects()) {
+      data.put(v.storeKey(), v.stored());
+    }
+    return e.results();
+  }
+
+  @Override
+  public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
     int n = batch.size();
     TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
     byte[][] keys = new byte[n][];
@@ -68,7 +77,7 @@ final class MemoryEngine implements ShardEngine {
       }
     }
     long[] versions = new long[n];
-    TreeMap<byte[], byte[]> writes = new TreeMap<>(Arrays::compareUnsigned);
+    List<StoredValue> effects = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
       if (records[i] != null && data.containsKey(records[i])) {
@@ -86,14 +95,31 @@ final class MemoryEngine implements ShardEngine {
         versions[i] = 0;
       } else {
         versions[i] = stored + 1;
-        writes.put(keys[i], encode(m.value(), versions[i]));
+        effects.add(new StoredValue(keys[i], encode(m.value(), versions[i])));
       }
       if (records[i] != null) {
-        writes.put(records[i], encode(ByteBuffer.allocate(8).putLong(versions[i]).array(), 1));
+        effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(8).putLong(versions[i]).array(), 1)));
       }
     }
-    data.putAll(writes);
-    return versions;
+    return new Evaluation(versions, effects);
+  }
+
+  private final MemoryReplicaStorage replicas = new MemoryReplicaStorage(this);
+
+  @Override
+  public io.shardwise.server.storage.ReplicaStorage replicaStorage() {
+    return replicas;
+  }
+
+  /** Writes stored values as they are ({@code null}: removed), for {@link MemoryReplicaStorage#apply}. */
+  void write(List<StoredValue> values) {
+    for (StoredValue v : values) {
+      if (v.stored() == null) {
+        data.remove(v.storeKey());
+      } else {
+        data.put(v.storeKey(), v.stored());
+      }
+    }
   }
 
   @Override

@@ -1,8 +1,8 @@
-package io.shardwise.bench.history;
+package io.shardwise.history;
 
-import static io.shardwise.bench.history.Op.Outcome.FAILED;
-import static io.shardwise.bench.history.Op.Outcome.OK;
-import static io.shardwise.bench.history.Op.Outcome.UNKNOWN;
+import static io.shardwise.history.Op.Outcome.FAILED;
+import static io.shardwise.history.Op.Outcome.OK;
+import static io.shardwise.history.Op.Outcome.UNKNOWN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.shardwise.bench.history;
+package io.shardwise.history;
 
 /**
  * One operation on one key as a client saw it: what it asked, when it was invoked and when it

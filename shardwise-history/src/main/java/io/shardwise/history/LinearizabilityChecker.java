@@ -1,4 +1,4 @@
-package io.shardwise.bench.history;
+package io.shardwise.history;
 
 import java.util.ArrayList;
 import java.util.Arrays;

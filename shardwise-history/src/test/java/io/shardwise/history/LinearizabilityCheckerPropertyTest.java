@@ -1,4 +1,4 @@
-package io.shardwise.bench.history;
+package io.shardwise.history;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,0 +1,72 @@
+package io.shardwise.server.replication;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.server.storage.LogEntry;
+import io.shardwise.server.storage.ShardRef;
+import java.util.List;
+
+/**
+ * What leaders and followers say to each other, as the protocol sees it (the gRPC edge turns these
+ * into protobuf and back). One message from a leader node to a follower node carries every shard
+ * that leader leads and that follower follows, so a node pays one round trip per follower node,
+ * not per shard.
+ */
+final class Messages {
+
+  private Messages() {}
+
+  /**
+   * One shard's part of an append: the entries after {@code prevOffset} (none: a heartbeat that
+   * carries the commit), which the follower takes only if its entry at {@code prevOffset} has
+   * {@code prevEpoch} — then its log equals the leader's up to there (Raft's log-matching check).
+   *
+   * @param epoch the leader's epoch for the shard (its shard epoch in the map)
+   * @param commit the leader's commit offset: the follower applies its log up to it
+   */
+  record ShardAppend(ShardRef shard, long epoch, long prevOffset, long prevEpoch, List<LogEntry> entries, long commit) {
+    ShardAppend {
+      entries = List.copyOf(entries);
+    }
+
+    /** The offset of the last entry this append makes the follower hold in the leader's order. */
+    long end() {
+      return prevOffset + entries.size();
+    }
+  }
+
+  /** A leader node's message to one follower node. */
+  record AppendBatch(NodeId leader, List<ShardAppend> shards) {
+    AppendBatch {
+      shards = List.copyOf(shards);
+    }
+  }
+
+  /** How a follower took one shard's append. */
+  enum Outcome {
+    /** Taken: the follower's log equals the leader's up to {@code matched}. */
+    OK,
+    /** Refused: the follower knows a newer epoch of the shard ({@code knownEpoch}); the sender no longer leads it. */
+    STALE_EPOCH,
+    /** Refused: the entry at {@code prevOffset} differs or is missing; send again from {@code matched + 1}. */
+    MISMATCH,
+    /** Refused: the follower has no replica of the shard (it has not applied the map that gives it one yet). */
+    NOT_REPLICA,
+    /** Refused: the follower lacks entries the leader's log no longer holds; it needs the data as a snapshot. */
+    NEEDS_SNAPSHOT
+  }
+
+  /**
+   * A follower's answer for one shard.
+   *
+   * @param matched OK: the offset up to which its log equals the leader's; MISMATCH: an offset below
+   *     the conflict, where the leader tries again
+   */
+  record ShardReply(ShardRef shard, Outcome outcome, long matched, long knownEpoch) {}
+
+  /** A follower node's answer to an {@link AppendBatch}, with the map epoch it had applied when it answered. */
+  record AppendReply(NodeId follower, long mapEpoch, List<ShardReply> shards) {
+    AppendReply {
+      shards = List.copyOf(shards);
+    }
+  }
+}

@@ -1,0 +1,556 @@
+package io.shardwise.server.replication;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.server.replication.Messages.Outcome;
+import io.shardwise.server.replication.Messages.ShardAppend;
+import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.storage.LogEntry;
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ReplicaStorage;
+import io.shardwise.server.storage.ReplicaStorage.LogState;
+import io.shardwise.server.storage.ShardEngine;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.VersionMismatchException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.LongSupplier;
+
+/**
+ * One shard's replica on this node, and the replication protocol for it: Kafka's leader and
+ * in-sync replicas, with Raft's log matching.
+ *
+ * <p><b>The leader</b> orders the shard's writes. A write takes latches on its keys ({@link
+ * KeyLatches}), is evaluated against the shard's data (versions, conditions, write ids), and its
+ * effects — the stored values it leaves — become the next entry of the shard's log, appended here
+ * durably. The entry is sent to every follower ({@link Replicator}); it is <em>committed</em> once
+ * every in-sync replica holds it, and only then applied to the leader's data and acknowledged.
+ * So the data of every replica only ever holds committed writes, reads of it never see a write
+ * that could still be lost, and a replica that returns from a crash never has to undo anything in
+ * its data — only a log suffix, which is not data yet.
+ *
+ * <p><b>A follower</b> takes the leader's entries if its log matches the leader's just before them
+ * (the entry at {@code prevOffset} has {@code prevEpoch}); otherwise it says so and the leader
+ * goes back until they match, and the follower replaces its divergent suffix. It applies its log
+ * up to the leader's commit. It refuses entries of an older leader epoch than it knows.
+ *
+ * <p><b>In sync.</b> The map (changed only by compare-and-set in ZooKeeper) names the in-sync
+ * followers. The leader asks to drop a follower that has not been caught up for {@code lagMax},
+ * and to take back one that has caught up to its commit ({@link #inSyncChange}); until the map says
+ * so, it waits for every follower the map names. A new leader is only ever an in-sync follower, so
+ * it has every committed entry; it commits its whole log before it serves anything ({@link #ready}).
+ *
+ * <p>Thread-safe: the state is guarded by this object; futures complete outside the lock.
+ */
+final class Replica {
+
+  /** What this node is for the shard. */
+  enum Role { LEADER, FOLLOWER, GONE }
+
+  /** A refusal that happened before anything was appended: the write was not applied and may be retried. */
+  static final class NotApplied extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final Reason reason;
+
+    enum Reason { NOT_LEADER, NOT_READY, NOT_ENOUGH_REPLICAS }
+
+    NotApplied(Reason reason, String message) {
+      super(message, null, false, false);
+      this.reason = reason;
+    }
+  }
+
+  /** A write whose entry was appended but whose fate this replica will not learn: it may yet be committed by another leader. */
+  static final class OutcomeUnknown extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    OutcomeUnknown(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  /** What the leader knows of one follower. */
+  private static final class Progress {
+    long next; // the next offset to send
+    long match; // the highest offset known to equal the leader's log
+    long caughtUpNanos; // when it last held everything the leader had
+    boolean needsSnapshot;
+
+    Progress(long next, long now) {
+      this.next = next;
+      this.caughtUpNanos = now;
+    }
+  }
+
+  private final NodeId self;
+  private final ShardRef ref;
+  private final ShardEngine engine;
+  private final ReplicaStorage storage;
+  private final LongSupplier nanos;
+  private final ReplicationConfig config;
+  private final Runnable changed;
+  private final KeyLatches latches = new KeyLatches();
+
+  private Role role = Role.FOLLOWER;
+  private NodeId leader;
+  private long leaderEpoch; // the newest leader epoch known
+  private long shardEpoch; // the shard's epoch in the newest map applied
+  // Leader only:
+  private final Map<NodeId, Progress> progress = new HashMap<>();
+  private List<NodeId> inSync = List.of();
+  private int minInSync = 1;
+  private long commit;
+  private long readyAt; // the leader's last offset when it took over: committed before it serves
+  private CompletableFuture<Void> ready = new CompletableFuture<>();
+  private final TreeMap<Long, List<CompletableFuture<Void>>> waiters = new TreeMap<>();
+  // An in-sync change asked of the map and not yet seen in it (the map may have stored it even if
+  // the answer was lost): until the map moves past proposedAt, commits wait for the followers of
+  // both the current and the proposed set, so a follower the map may already name in sync is never
+  // left out of a commit (Kafka's "maximal ISR", KIP-497).
+  private List<NodeId> proposed;
+  private long proposedAt;
+  private boolean proposalFailed;
+
+  /**
+   * @param changed called (outside any lock) when the leader has something new to send: an entry
+   *     appended, or a commit its followers have not heard of
+   */
+  Replica(NodeId self, ShardRef ref, ShardEngine engine, LongSupplier nanos, ReplicationConfig config, Runnable changed) {
+    this.changed = changed;
+    this.self = self;
+    this.ref = ref;
+    this.engine = engine;
+    this.storage = engine.replicaStorage();
+    this.nanos = nanos;
+    this.config = config;
+  }
+
+  ShardRef ref() {
+    return ref;
+  }
+
+  synchronized Role role() {
+    return role;
+  }
+
+  synchronized long leaderEpoch() {
+    return leaderEpoch;
+  }
+
+  /** The followers to send to (a leader's), in no particular order. */
+  synchronized List<NodeId> followers() {
+    return role == Role.LEADER ? new ArrayList<>(progress.keySet()) : List.of();
+  }
+
+  synchronized long commit() {
+    return role == Role.LEADER ? commit : storage.state(ref).appliedOffset();
+  }
+
+  /** The log and applied position as stored. */
+  LogState logState() {
+    return storage.state(ref);
+  }
+
+  // ------------------------------------------------------------------ the map
+
+  /**
+   * Brings the replica in line with the map's assignment of the shard (this node a replica of it
+   * there): leads, follows, or takes a new in-sync set. Futures to complete go to {@code after}.
+   */
+  synchronized void update(ShardAssignment a, int minInSyncReplicas, List<Runnable> after) {
+    if (a.epoch() < shardEpoch) {
+      return; // an older map than one already applied
+    }
+    shardEpoch = a.epoch();
+    if (proposed != null && a.epoch() > proposedAt) {
+      proposed = null; // the map moved on: it holds the proposal, or the proposal can no longer apply
+    }
+    if (a.owner().equals(self)) {
+      if (role != Role.LEADER || leaderEpoch != a.leaderEpoch()) {
+        takeOver(a, after);
+      }
+      minInSync = minInSyncReplicas;
+      inSync = a.inSync();
+      long now = nanos.getAsLong();
+      LogState s = storage.state(ref);
+      progress.keySet().retainAll(a.followers());
+      for (NodeId f : a.followers()) {
+        progress.computeIfAbsent(f, n -> new Progress(s.lastOffset() + 1, now));
+      }
+      advanceCommit(after); // a smaller in-sync set may commit at once
+    } else {
+      if (role == Role.LEADER) {
+        stepDown("shard " + ref + " is led by " + a.owner() + " from epoch " + a.leaderEpoch(), after);
+      }
+      role = Role.FOLLOWER;
+      if (a.leaderEpoch() >= leaderEpoch) {
+        leaderEpoch = a.leaderEpoch();
+        leader = a.owner();
+      }
+    }
+  }
+
+  /** This node is no longer a replica of the shard. */
+  synchronized void remove(List<Runnable> after) {
+    if (role == Role.LEADER) {
+      stepDown("shard " + ref + " is no longer replicated on " + self, after);
+    }
+    role = Role.GONE;
+  }
+
+  /** Becomes the leader at {@code a.leaderEpoch()}: it must commit its whole log before it serves. */
+  private void takeOver(ShardAssignment a, List<Runnable> after) {
+    if (role == Role.LEADER) {
+      stepDown("shard " + ref + " changed leader epoch", after);
+    }
+    role = Role.LEADER;
+    leader = self;
+    leaderEpoch = a.leaderEpoch();
+    LogState s = storage.state(ref);
+    commit = s.appliedOffset(); // everything applied was committed
+    readyAt = s.lastOffset(); // entries after it were appended by an earlier leader: commit them first
+    progress.clear();
+    ready = new CompletableFuture<>();
+  }
+
+  /** Stops leading: appended writes not yet applied end with an unknown outcome (another leader may commit them). */
+  private void stepDown(String why, List<Runnable> after) {
+    role = Role.FOLLOWER;
+    CompletableFuture<Void> wasReady = ready;
+    after.add(() -> wasReady.completeExceptionally(new NotApplied(NotApplied.Reason.NOT_LEADER, why)));
+    ready = new CompletableFuture<>();
+    List<CompletableFuture<Void>> pending = new ArrayList<>();
+    waiters.values().forEach(pending::addAll);
+    waiters.clear();
+    OutcomeUnknown unknown = new OutcomeUnknown(why + "; a write it had appended may still be committed by the new leader");
+    after.add(() -> pending.forEach(f -> f.completeExceptionally(unknown)));
+    progress.clear();
+  }
+
+  // ------------------------------------------------------------------ the leader's writes
+
+  /**
+   * Applies {@code batch} (all of it in this shard) through the log: completes with the results
+   * once its entry is committed and applied here, or fails — {@link NotApplied} when nothing was
+   * appended, {@link OutcomeUnknown} when an entry was and its fate is not known here.
+   */
+  CompletableFuture<long[]> write(List<Mutation> batch) {
+    List<byte[]> keys = new ArrayList<>(batch.size() * 2);
+    for (Mutation m : batch) {
+      keys.add(m.shard().storeKey(m.key()));
+      if (m.requestId() != null) {
+        keys.add(m.shard().recordKey(m.key(), m.requestId()));
+      }
+    }
+    CompletableFuture<Void> whenReady;
+    synchronized (this) {
+      if (role != Role.LEADER) {
+        return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node does not lead shard " + ref));
+      }
+      whenReady = ready;
+    }
+    return whenReady.thenCompose(v -> latches.acquire(keys)).thenCompose(held -> {
+      CompletableFuture<long[]> out;
+      try {
+        out = evaluateAndAppend(batch);
+      } catch (RuntimeException | VersionMismatchException e) {
+        held.release();
+        return CompletableFuture.failedFuture(e);
+      }
+      return out.whenComplete((r, t) -> held.release());
+    });
+  }
+
+  /** Under the write's latches: evaluates, appends, and returns the future of its application. */
+  private CompletableFuture<long[]> evaluateAndAppend(List<Mutation> batch) throws VersionMismatchException {
+    synchronized (this) {
+      checkCanWrite();
+    }
+    ShardEngine.Evaluation e = engine.evaluate(batch); // nothing else writes these keys until we release them
+    if (e.effects().isEmpty()) {
+      return CompletableFuture.completedFuture(e.results()); // a retry answered from its record, or a delete of nothing
+    }
+    CompletableFuture<Void> applied = new CompletableFuture<>();
+    List<Runnable> after = new ArrayList<>();
+    synchronized (this) {
+      checkCanWrite(); // it may have stepped down while evaluating: then nothing is appended
+      LogState s = storage.state(ref);
+      LogEntry entry = new LogEntry(s.lastOffset() + 1, leaderEpoch, e.effects());
+      storage.append(ref, List.of(entry));
+      waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
+      advanceCommit(after); // alone in sync: committed at once
+      if (!progress.isEmpty()) {
+        after.add(changed);
+      }
+    }
+    after.forEach(Runnable::run);
+    long[] results = e.results();
+    return applied.thenApply(v -> results);
+  }
+
+  private void checkCanWrite() {
+    if (role != Role.LEADER) {
+      throw new NotApplied(NotApplied.Reason.NOT_LEADER, "this node no longer leads shard " + ref);
+    }
+    if (!ready.isDone()) {
+      throw new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " has a new leader that is still committing its log");
+    }
+    if (1 + inSync.size() < minInSync) {
+      throw new NotApplied(NotApplied.Reason.NOT_ENOUGH_REPLICAS, "shard " + ref + " has " + (1 + inSync.size())
+          + " in-sync replica" + (inSync.isEmpty() ? "" : "s") + " " + inSyncNames() + "; writes need " + minInSync);
+    }
+  }
+
+  private String inSyncNames() {
+    List<String> names = new ArrayList<>();
+    names.add(self.value());
+    inSync.forEach(n -> names.add(n.value()));
+    return names.toString();
+  }
+
+  /** Completes once this leader has committed its log (at once if it already has); fails if it stops leading. */
+  synchronized CompletableFuture<Void> whenReady() {
+    return role == Role.LEADER ? ready : CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER,
+        "this node does not lead shard " + ref));
+  }
+
+  // ------------------------------------------------------------------ the leader's side of replication
+
+  /**
+   * What to send {@code follower} now: entries from where it stands, or only the commit when it
+   * has everything ({@code heartbeat}: even if it knows the commit already); null when there is
+   * nothing to say or this node does not lead.
+   */
+  synchronized ShardAppend nextAppend(NodeId follower, boolean heartbeat) {
+    Progress p = progress.get(follower);
+    if (role != Role.LEADER || p == null || p.needsSnapshot) {
+      return null;
+    }
+    LogState s = storage.state(ref);
+    if (p.next <= s.baseOffset()) {
+      p.needsSnapshot = true; // what it lacks is no longer in the log
+      return null;
+    }
+    long prev = p.next - 1;
+    long prevEpoch = storage.epochOf(ref, prev);
+    List<LogEntry> entries = p.next <= s.lastOffset()
+        ? storage.read(ref, p.next, config.maxEntriesPerAppend(), config.maxBytesPerAppend()) : List.of();
+    if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit) {
+      return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
+    }
+    return new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit);
+  }
+
+  /** A follower's reply to {@code sent}. Futures to complete go to {@code after}. */
+  synchronized void onReply(NodeId follower, ShardAppend sent, ShardReply reply, List<Runnable> after) {
+    Progress p = progress.get(follower);
+    if (role != Role.LEADER || sent.epoch() != leaderEpoch || p == null) {
+      return; // an answer to a leader this node no longer is
+    }
+    long now = nanos.getAsLong();
+    switch (reply.outcome()) {
+      case OK -> {
+        p.match = Math.max(p.match, reply.matched());
+        p.next = Math.max(p.next, p.match + 1);
+        if (p.match >= storage.state(ref).lastOffset()) {
+          p.caughtUpNanos = now;
+        }
+        advanceCommit(after);
+      }
+      case MISMATCH -> p.next = Math.max(storage.state(ref).baseOffset() + 1, Math.min(p.next - 1, reply.matched() + 1));
+      case NEEDS_SNAPSHOT -> p.needsSnapshot = true;
+      case STALE_EPOCH, NOT_REPLICA -> {
+        // A newer leader exists (the map will say so), or the follower has not applied the map yet: nothing to do here.
+      }
+      default -> throw new IllegalStateException("unknown outcome " + reply.outcome());
+    }
+  }
+
+  /** The commit is the least offset every in-sync replica holds; entries up to it are applied here and their writers answered. */
+  private void advanceCommit(List<Runnable> after) {
+    if (role != Role.LEADER) {
+      return;
+    }
+    LogState s = storage.state(ref);
+    long c = s.lastOffset();
+    for (NodeId f : maximalInSync()) {
+      Progress p = progress.get(f);
+      c = Math.min(c, p == null ? 0 : p.match);
+    }
+    if (c > commit) {
+      commit = c;
+      if (!progress.isEmpty()) {
+        after.add(changed); // the followers learn the new commit with the next message
+      }
+    }
+    applyUpTo(commit);
+    long applied = storage.state(ref).appliedOffset();
+    List<CompletableFuture<Void>> done = new ArrayList<>();
+    while (!waiters.isEmpty() && waiters.firstKey() <= applied) {
+      done.addAll(waiters.pollFirstEntry().getValue());
+    }
+    if (!done.isEmpty()) {
+      after.add(() -> done.forEach(f -> f.complete(null)));
+    }
+    if (!ready.isDone() && commit >= readyAt) {
+      CompletableFuture<Void> r = ready;
+      after.add(() -> r.complete(null));
+    }
+  }
+
+  private void applyUpTo(long offset) {
+    LogState s = storage.state(ref);
+    while (s.appliedOffset() < Math.min(offset, s.lastOffset())) {
+      List<LogEntry> entries = storage.read(ref, s.appliedOffset() + 1, config.maxEntriesPerAppend(), config.maxBytesPerAppend());
+      List<LogEntry> upTo = new ArrayList<>(entries.size());
+      for (LogEntry e : entries) {
+        if (e.offset() <= offset) {
+          upTo.add(e);
+        }
+      }
+      storage.apply(ref, upTo);
+      s = storage.state(ref);
+    }
+  }
+
+  /** The followers a commit waits for: the in-sync ones, and those a proposed change would add. */
+  private List<NodeId> maximalInSync() {
+    if (proposed == null) {
+      return inSync;
+    }
+    List<NodeId> all = new ArrayList<>(inSync);
+    for (NodeId f : proposed) {
+      if (!all.contains(f)) {
+        all.add(f);
+      }
+    }
+    return all;
+  }
+
+  /** An in-sync set to ask the map for, guarded by the shard epoch it was computed at. */
+  record InSyncProposal(List<NodeId> inSync, long shardEpoch) {}
+
+  /**
+   * The change of the in-sync set the leader should ask the map for now, if any: followers caught
+   * up to the commit join it; in-sync followers that have not been caught up for {@code lagMax}
+   * leave it. While one is unanswered nothing new is proposed; one that failed is proposed again,
+   * under the same guard, so that a change that was stored after all cannot be applied twice. The
+   * caller reports back with {@link #proposalDone}.
+   */
+  synchronized InSyncProposal inSyncChange() {
+    if (role != Role.LEADER || !ready.isDone()) {
+      return null;
+    }
+    if (proposed != null) {
+      if (!proposalFailed) {
+        return null;
+      }
+      proposalFailed = false;
+      return new InSyncProposal(proposed, proposedAt);
+    }
+    long now = nanos.getAsLong();
+    long lastOffset = storage.state(ref).lastOffset();
+    List<NodeId> next = new ArrayList<>();
+    boolean changed = false;
+    for (Map.Entry<NodeId, Progress> e : progress.entrySet()) {
+      NodeId f = e.getKey();
+      Progress p = e.getValue();
+      boolean in = inSync.contains(f);
+      boolean lagging = p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos();
+      boolean caughtUp = p.match >= commit && p.match >= readyAt && !p.needsSnapshot;
+      if (in && lagging) {
+        changed = true; // leaves
+      } else if (in || caughtUp) {
+        changed |= !in;
+        next.add(f);
+      }
+    }
+    if (!changed) {
+      return null;
+    }
+    proposed = next;
+    proposedAt = shardEpoch;
+    return new InSyncProposal(next, shardEpoch);
+  }
+
+  /**
+   * The answer to a proposal: {@code failed} if it may not have been stored (it is proposed again
+   * at the next look, unless the map has moved on meanwhile). A stored one ends when the node
+   * applies the map that holds it.
+   */
+  synchronized void proposalDone(boolean failed) {
+    if (proposed != null && failed) {
+      proposalFailed = true;
+    }
+  }
+
+  synchronized long shardEpoch() {
+    return shardEpoch;
+  }
+
+  // ------------------------------------------------------------------ the follower's side
+
+  /** A leader's append for this shard, from {@code from}. Futures to complete go to {@code after}. */
+  synchronized ShardReply onAppend(NodeId from, ShardAppend a, List<Runnable> after) {
+    if (role == Role.GONE) {
+      return new ShardReply(ref, Outcome.NOT_REPLICA, 0, leaderEpoch);
+    }
+    if (a.epoch() < leaderEpoch || (a.epoch() == leaderEpoch && role == Role.LEADER)) {
+      return new ShardReply(ref, Outcome.STALE_EPOCH, 0, leaderEpoch);
+    }
+    if (a.epoch() > leaderEpoch || role == Role.LEADER) {
+      if (role == Role.LEADER) {
+        stepDown("shard " + ref + " has a newer leader, " + from + " at epoch " + a.epoch(), after);
+      }
+      leaderEpoch = a.epoch();
+      leader = from;
+      role = Role.FOLLOWER;
+    }
+    LogState s = storage.state(ref);
+    long prevEpoch = storage.epochOf(ref, a.prevOffset());
+    if (a.prevOffset() < s.baseOffset()) {
+      // Entries up to our base are applied here, so committed: they match the leader's. Skip them.
+      long skip = s.baseOffset() - a.prevOffset();
+      if (skip >= a.entries().size()) {
+        return new ShardReply(ref, Outcome.OK, Math.max(a.end(), s.baseOffset()), leaderEpoch);
+      }
+      ShardAppend rest = new ShardAppend(ref, a.epoch(), s.baseOffset(), storage.epochOf(ref, s.baseOffset()),
+          a.entries().subList((int) skip, a.entries().size()), a.commit());
+      return onAppend(from, rest, after);
+    }
+    if (prevEpoch != a.prevEpoch()) {
+      // Missing, or another leader's: back to where our log surely matches or ends.
+      long hint = Math.min(a.prevOffset() - 1, s.lastOffset());
+      while (hint > s.baseOffset() && hint > s.appliedOffset() && storage.epochOf(ref, hint) > a.prevEpoch()) {
+        hint--; // an entry of an epoch newer than the leader's at prevOffset cannot be in the leader's log there
+      }
+      return new ShardReply(ref, Outcome.MISMATCH, Math.max(s.baseOffset(), hint), leaderEpoch);
+    }
+    List<LogEntry> toAppend = new ArrayList<>();
+    for (LogEntry e : a.entries()) {
+      if (toAppend.isEmpty() && e.offset() <= s.lastOffset()) {
+        if (storage.epochOf(ref, e.offset()) == e.epoch()) {
+          continue; // already held
+        }
+        storage.truncateAfter(ref, e.offset() - 1); // a suffix the leader does not have: it was never committed
+        s = storage.state(ref);
+      }
+      toAppend.add(e);
+    }
+    storage.append(ref, toAppend);
+    long matched = a.end();
+    applyUpTo(Math.min(a.commit(), matched));
+    return new ShardReply(ref, Outcome.OK, matched, leaderEpoch);
+  }
+
+  @Override
+  public synchronized String toString() {
+    LogState s = storage.state(ref);
+    return ref + " " + role + " leader epoch " + leaderEpoch + " log (" + s.baseOffset() + ", " + s.lastOffset() + "] applied "
+        + s.appliedOffset() + (role == Role.LEADER ? " commit " + commit + " in sync " + inSync : " leader " + leader);
+  }
+}

@@ -1,0 +1,341 @@
+package io.shardwise.server.replication;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.server.replication.Messages.AppendBatch;
+import io.shardwise.server.replication.Messages.AppendReply;
+import io.shardwise.server.replication.Messages.Outcome;
+import io.shardwise.server.replication.Messages.ShardAppend;
+import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ShardEngine;
+import io.shardwise.server.storage.ShardRef;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The replicas of one node, and the node's end of the replication protocol ({@link Replica} is the
+ * protocol of one shard): it keeps a replica for every shard of a replicated table this node holds
+ * a copy of, as the map it applies says; sends each follower node, in one message at a time, the
+ * entries of every shard this node leads and that node follows; answers other leaders' messages;
+ * and asks the map to change a shard's in-sync set when its leader here says so.
+ *
+ * <p>Everything it needs from outside comes through interfaces — {@link Transport} for the
+ * messages, {@link MapUpdates} for the map, an executor for sending, a clock — so that the
+ * replication simulation runs this class as the nodes do, with lost messages and crashes.
+ *
+ * <p>Thread-safe.
+ */
+public final class Replicator {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
+
+  /** Sends a message to a follower node; {@code done} hears its reply or why there is none. */
+  public interface Transport {
+    void send(NodeId to, AppendBatch batch, BiConsumer<AppendReply, Throwable> done);
+  }
+
+  /**
+   * Changes the stored map by compare-and-set, asynchronously: {@code done} hears the stored map
+   * (after this node has applied it), or why there is none — which does not say the change was not
+   * stored.
+   */
+  public interface MapUpdates {
+    void update(Function<ShardMap, Optional<ShardMapDelta>> change, BiConsumer<ShardMap, Throwable> done);
+  }
+
+  /** One follower node: at most one message to it is on its way. */
+  private static final class Sender {
+    final NodeId to;
+    final Set<Replica> shards = ConcurrentHashMap.newKeySet();
+    boolean inFlight;
+    boolean again;
+    long lastSentNanos;
+    long failedAtNanos;
+
+    Sender(NodeId to) {
+      this.to = to;
+    }
+  }
+
+  private final NodeId self;
+  private final ShardEngine engine;
+  private final Transport transport;
+  private final MapUpdates maps;
+  private final java.util.concurrent.Executor executor;
+  private final LongSupplier nanos;
+  private final ReplicationConfig config;
+  private final ConcurrentHashMap<ShardRef, Replica> replicas = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<NodeId, Sender> senders = new ConcurrentHashMap<>();
+  private volatile long mapEpoch;
+
+  /**
+   * @param executor runs the sending of messages (never on the caller's stack: a write must not
+   *     wait for a message to another node to be handed over)
+   */
+  public Replicator(NodeId self, ShardEngine engine, Transport transport, MapUpdates maps, java.util.concurrent.Executor executor,
+      LongSupplier nanos, ReplicationConfig config) {
+    this.self = self;
+    this.engine = engine;
+    this.transport = transport;
+    this.maps = maps;
+    this.executor = executor;
+    this.nanos = nanos;
+    this.config = config;
+  }
+
+  /** True if shards of {@code t} go through the replication log here: its replication factor is above one. */
+  public static boolean replicated(Table t) {
+    return t.replication().replicated();
+  }
+
+  /** The replica of {@code shard} on this node, if it keeps one. */
+  public Optional<Replica> replica(ShardRef shard) {
+    return Optional.ofNullable(replicas.get(shard));
+  }
+
+  /** Every replica on this node. */
+  public Map<ShardRef, Replica> replicas() {
+    return Map.copyOf(replicas);
+  }
+
+  // ------------------------------------------------------------------ the map
+
+  /**
+   * Brings the replicas in line with {@code next}: a replica for every shard of a replicated table
+   * that names this node as its leader or a follower, leading or following as it says; replicas
+   * of shards it no longer names are removed (their data is the node's to keep or trash, not this
+   * class's). Only tables changed since {@code previous} are visited.
+   *
+   * @return the replicas removed
+   */
+  public List<ShardRef> apply(ShardMap previous, ShardMap next) {
+    mapEpoch = Math.max(mapEpoch, next.epoch());
+    List<Runnable> after = new ArrayList<>();
+    Set<ShardRef> seen = new HashSet<>();
+    Set<Long> changedTables = new HashSet<>();
+    for (Table t : next.tables().values()) {
+      if (t.unchangedSince(previous)) {
+        continue;
+      }
+      changedTables.add(t.id());
+      if (!replicated(t)) {
+        continue;
+      }
+      for (ShardAssignment a : t.shards()) {
+        if (!a.isReplica(self)) {
+          continue;
+        }
+        ShardRef ref = ShardRef.of(t, a.id().number());
+        seen.add(ref);
+        Replica r = replicas.computeIfAbsent(ref, x -> new Replica(self, x, engine, nanos, config, () -> wake(x)));
+        r.update(a, t.replication().minInSync(), after);
+        index(r, a);
+      }
+    }
+    List<ShardRef> removed = new ArrayList<>();
+    for (Replica r : replicas.values()) {
+      ShardRef ref = r.ref();
+      boolean tableGone = next.tableById(ref.tableId()).isEmpty();
+      if (!seen.contains(ref) && (tableGone || changedTables.contains(ref.tableId()))) {
+        r.remove(after);
+        replicas.remove(ref);
+        senders.values().forEach(s -> s.shards.remove(r));
+        removed.add(ref);
+      }
+    }
+    after.forEach(Runnable::run);
+    return removed;
+  }
+
+  /** Files the replica under the follower nodes it sends to (only while it leads). */
+  private void index(Replica r, ShardAssignment a) {
+    boolean leads = a.owner().equals(self);
+    for (Sender s : senders.values()) {
+      if (!leads || !a.followers().contains(s.to)) {
+        s.shards.remove(r);
+      }
+    }
+    if (leads) {
+      for (NodeId f : a.followers()) {
+        senders.computeIfAbsent(f, Sender::new).shards.add(r);
+      }
+      wake(r.ref());
+    }
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /**
+   * Writes {@code batch} (all in {@code shard}) through the shard's log, if this node leads it:
+   * completes once it is committed and applied, with the results {@link ShardEngine#apply} would
+   * give. Fails with {@link Replica.NotApplied} if nothing was appended, or {@link
+   * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
+   */
+  public CompletableFuture<long[]> write(ShardRef shard, List<Mutation> batch) {
+    Replica r = replicas.get(shard);
+    if (r == null) {
+      return CompletableFuture.failedFuture(new Replica.NotApplied(Replica.NotApplied.Reason.NOT_LEADER,
+          "this node keeps no replica of shard " + shard));
+    }
+    return r.write(batch);
+  }
+
+  // ------------------------------------------------------------------ sending
+
+  /** The replica has something to send: its followers' senders run soon. */
+  private void wake(ShardRef shard) {
+    Replica r = replicas.get(shard);
+    if (r == null) {
+      return;
+    }
+    for (NodeId f : r.followers()) {
+      Sender s = senders.get(f);
+      if (s != null) {
+        executor.execute(() -> pump(s, false));
+      }
+    }
+  }
+
+  /** Sends {@code s.to} what it lacks of every shard this node leads and it follows, unless a message is already on its way. */
+  private void pump(Sender s, boolean heartbeat) {
+    List<ShardAppend> shards = new ArrayList<>();
+    synchronized (s) {
+      if (s.inFlight) {
+        s.again = true;
+        return;
+      }
+      for (Replica r : s.shards) {
+        ShardAppend a = r.nextAppend(s.to, heartbeat);
+        if (a != null) {
+          shards.add(a);
+        }
+      }
+      if (shards.isEmpty()) {
+        return;
+      }
+      s.inFlight = true;
+      s.again = false;
+      s.lastSentNanos = nanos.getAsLong();
+    }
+    Map<ShardRef, ShardAppend> sent = new HashMap<>();
+    shards.forEach(a -> sent.put(a.shard(), a));
+    transport.send(s.to, new AppendBatch(self, shards), (reply, failure) -> {
+      List<Runnable> after = new ArrayList<>();
+      if (reply != null) {
+        for (ShardReply r : reply.shards()) {
+          Replica replica = replicas.get(r.shard());
+          ShardAppend a = sent.get(r.shard());
+          if (replica != null && a != null) {
+            replica.onReply(s.to, a, r, after);
+          }
+        }
+      }
+      boolean again;
+      synchronized (s) {
+        s.inFlight = false;
+        again = s.again && failure == null;
+        if (failure != null) {
+          s.failedAtNanos = nanos.getAsLong(); // the next heartbeat tries again; no tight loop against a dead node
+        }
+      }
+      after.forEach(Runnable::run);
+      if (again || (reply != null && anyMore(reply))) {
+        executor.execute(() -> pump(s, false));
+      }
+    });
+  }
+
+  /** True if the reply calls for another message at once: a follower to walk back to where it matches. */
+  private static boolean anyMore(AppendReply reply) {
+    for (ShardReply r : reply.shards()) {
+      if (r.outcome() == Outcome.MISMATCH) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The heartbeat: every follower node that has heard nothing for {@code heartbeat} gets every
+   * shard's commit (and whatever else it lacks); every leader replica whose in-sync set should
+   * change asks the map for it. Called every heartbeat interval (and by the simulation's clock).
+   */
+  public void tick() {
+    long now = nanos.getAsLong();
+    for (Sender s : senders.values()) {
+      boolean due;
+      synchronized (s) {
+        due = !s.inFlight && now - s.lastSentNanos >= config.heartbeat().toNanos() && !s.shards.isEmpty();
+      }
+      if (due) {
+        pump(s, true);
+      }
+    }
+    for (Replica r : replicas.values()) {
+      Replica.InSyncProposal p = r.inSyncChange();
+      if (p != null) {
+        proposeInSync(r, p.inSync(), p.shardEpoch());
+      }
+    }
+  }
+
+  private void proposeInSync(Replica r, List<NodeId> inSync, long guard) {
+    ShardRef ref = r.ref();
+    maps.update(map -> {
+      Table t = map.tableById(ref.tableId()).orElse(null);
+      ShardAssignment a = t == null ? null : t.shard(ref.shardNumber()).orElse(null);
+      if (a == null || !a.owner().equals(self) || a.epoch() != guard) {
+        return Optional.empty(); // the shard changed since we looked: look again at the next tick
+      }
+      return Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.ChangeInSync(a.id(), self, guard, inSync)).build());
+    }, (stored, failure) -> {
+      r.proposalDone(failure != null);
+      if (failure != null) {
+        LOG.info("replication: shard {}: the in-sync change to {} was not stored: {}", ref, inSync, failure.toString());
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ following
+
+  /** Another leader's message: each shard's append taken or refused, as its replica here decides. */
+  public AppendReply onAppend(AppendBatch batch) {
+    List<Runnable> after = new ArrayList<>();
+    List<ShardReply> replies = new ArrayList<>(batch.shards().size());
+    for (ShardAppend a : batch.shards()) {
+      Replica r = replicas.get(a.shard());
+      replies.add(r == null ? new ShardReply(a.shard(), Outcome.NOT_REPLICA, 0, 0) : r.onAppend(batch.leader(), a, after));
+    }
+    after.forEach(Runnable::run);
+    return new AppendReply(self, mapEpoch, replies);
+  }
+
+  /** Every replica's state, one line each (for logs and tests). */
+  public List<String> describe() {
+    List<String> out = new ArrayList<>();
+    replicas.values().forEach(r -> out.add(r.toString()));
+    return out;
+  }
+
+  /** Shards this node replicates with {@code consumer}: for tests that look at every replica. */
+  void forEach(Consumer<Replica> consumer) {
+    replicas.values().forEach(consumer);
+  }
+}

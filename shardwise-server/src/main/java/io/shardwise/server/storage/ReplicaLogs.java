@@ -1,0 +1,268 @@
+package io.shardwise.server.storage;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * {@link ReplicaStorage} in the store's RocksDB, in a column family of its own ({@value
+ * #COLUMN_FAMILY}): entry {@code o} of shard {@code n} of table {@code t} under {@code [0][t][n][o]}
+ * (big-endian, so a shard's entries lie in offset order), and the shard's base and applied
+ * position under {@code [1][t][n]}. Applying writes the entries' effects into the data and the new
+ * applied position here in one RocksDB batch, across both column families.
+ */
+final class ReplicaLogs implements ReplicaStorage {
+
+  static final String COLUMN_FAMILY_NAME = "replication";
+  static final byte[] COLUMN_FAMILY = COLUMN_FAMILY_NAME.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  private static final byte ENTRY = 0;
+  private static final byte STATE = 1;
+
+  private final ShardStore store;
+  private final RocksDB db;
+  private final ColumnFamilyHandle column;
+  private final WriteOptions writeOptions;
+  /** What each shard's log holds: read from RocksDB once, then kept up to date here. */
+  private final ConcurrentHashMap<ShardRef, LogState> states = new ConcurrentHashMap<>();
+
+  ReplicaLogs(ShardStore store, RocksDB db, ColumnFamilyHandle column, WriteOptions writeOptions) {
+    this.store = store;
+    this.db = db;
+    this.column = column;
+    this.writeOptions = writeOptions;
+  }
+
+  private static byte[] shardKey(byte kind, ShardRef shard, int extra) {
+    return ByteBuffer.allocate(17 + extra).put(kind).putLong(shard.tableId()).putLong(shard.shardNumber()).array();
+  }
+
+  private static byte[] entryKey(ShardRef shard, long offset) {
+    byte[] key = shardKey(ENTRY, shard, 8);
+    ByteBuffer.wrap(key, 17, 8).putLong(offset);
+    return key;
+  }
+
+  @Override
+  public LogState state(ShardRef shard) {
+    return states.computeIfAbsent(shard, this::load);
+  }
+
+  private LogState load(ShardRef shard) {
+    store.enter();
+    try {
+      byte[] raw = db.get(column, shardKey(STATE, shard, 0));
+      long baseOffset = 0;
+      long baseEpoch = 0;
+      long appliedOffset = 0;
+      long appliedEpoch = 0;
+      if (raw != null) {
+        ByteBuffer in = ByteBuffer.wrap(raw);
+        baseOffset = in.getLong();
+        baseEpoch = in.getLong();
+        appliedOffset = in.getLong();
+        appliedEpoch = in.getLong();
+      }
+      long lastOffset = baseOffset;
+      long lastEpoch = baseEpoch;
+      try (Slice lower = new Slice(entryKey(shard, 0));
+          ReadOptions read = new ReadOptions().setIterateLowerBound(lower);
+          RocksIterator it = db.newIterator(column, read)) {
+        it.seekForPrev(entryKey(shard, Long.MAX_VALUE));
+        if (it.isValid() && it.key().length == 25 && sameShard(it.key(), shard)) {
+          lastOffset = ByteBuffer.wrap(it.key(), 17, 8).getLong();
+          lastEpoch = ByteBuffer.wrap(it.value(), 0, 8).getLong();
+        }
+        it.status();
+      }
+      return new LogState(baseOffset, baseEpoch, lastOffset, lastEpoch, appliedOffset, appliedEpoch);
+    } catch (RocksDBException e) {
+      throw new StorageException("reading the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  private static boolean sameShard(byte[] key, ShardRef shard) {
+    ByteBuffer k = ByteBuffer.wrap(key);
+    return k.get() == ENTRY && k.getLong() == shard.tableId() && k.getLong() == shard.shardNumber();
+  }
+
+  private static byte[] stateValue(LogState s) {
+    return ByteBuffer.allocate(32).putLong(s.baseOffset()).putLong(s.baseEpoch()).putLong(s.appliedOffset()).putLong(s.appliedEpoch())
+        .array();
+  }
+
+  @Override
+  public void append(ShardRef shard, List<LogEntry> entries) {
+    if (entries.isEmpty()) {
+      return;
+    }
+    LogState after = state(shard).appended(shard, entries);
+    store.enter();
+    try (WriteBatch batch = new WriteBatch()) {
+      for (LogEntry e : entries) {
+        batch.put(column, entryKey(shard, e.offset()), e.encode());
+      }
+      db.write(writeOptions, batch);
+      states.put(shard, after);
+    } catch (RocksDBException e) {
+      throw new StorageException("appending to the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public void truncateAfter(ShardRef shard, long offset) {
+    LogState s = state(shard);
+    if (offset >= s.lastOffset()) {
+      return;
+    }
+    LogState after = s.truncated(shard, offset, epochOf(shard, offset));
+    store.enter();
+    try {
+      db.deleteRange(column, writeOptions, entryKey(shard, offset + 1), entryKey(shard, Long.MAX_VALUE));
+      states.put(shard, after);
+    } catch (RocksDBException e) {
+      throw new StorageException("truncating the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public List<LogEntry> read(ShardRef shard, long fromOffset, int maxEntries, long maxBytes) {
+    List<LogEntry> out = new ArrayList<>();
+    LogState s = state(shard);
+    if (fromOffset <= s.baseOffset() || fromOffset > s.lastOffset()) {
+      return out;
+    }
+    store.enter();
+    try (Slice upper = new Slice(entryKey(shard, Long.MAX_VALUE));
+        ReadOptions read = new ReadOptions().setIterateUpperBound(upper);
+        RocksIterator it = db.newIterator(column, read)) {
+      long bytes = 0;
+      for (it.seek(entryKey(shard, fromOffset)); it.isValid() && out.size() < maxEntries && (out.isEmpty() || bytes < maxBytes); it.next()) {
+        LogEntry e = LogEntry.decode(ByteBuffer.wrap(it.key(), 17, 8).getLong(), it.value());
+        out.add(e);
+        bytes += e.bytes();
+      }
+      it.status();
+      return out;
+    } catch (RocksDBException e) {
+      throw new StorageException("reading the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public long epochOf(ShardRef shard, long offset) {
+    LogState s = state(shard);
+    if (offset == s.baseOffset()) {
+      return s.baseEpoch();
+    }
+    if (offset == s.lastOffset()) {
+      return s.lastEpoch();
+    }
+    if (offset < s.baseOffset() || offset > s.lastOffset()) {
+      return -1;
+    }
+    store.enter();
+    try {
+      byte[] raw = db.get(column, entryKey(shard, offset));
+      return raw == null ? -1 : ByteBuffer.wrap(raw, 0, 8).getLong();
+    } catch (RocksDBException e) {
+      throw new StorageException("reading the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public void apply(ShardRef shard, List<LogEntry> entries) {
+    if (entries.isEmpty()) {
+      return;
+    }
+    LogState after = state(shard).applied(shard, entries);
+    store.enter();
+    try (WriteBatch batch = new WriteBatch()) {
+      for (LogEntry e : entries) {
+        for (ShardEngine.StoredValue v : e.effects()) {
+          if (v.stored() == null) {
+            batch.delete(v.storeKey());
+          } else {
+            batch.put(v.storeKey(), v.stored());
+          }
+        }
+      }
+      batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
+      db.write(writeOptions, batch);
+      states.put(shard, after);
+    } catch (RocksDBException e) {
+      throw new StorageException("applying the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public void trim(ShardRef shard, long offset) {
+    LogState s = state(shard);
+    if (offset <= s.baseOffset()) {
+      return;
+    }
+    LogState after = s.trimmed(shard, offset, epochOf(shard, offset));
+    store.enter();
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, offset + 1));
+      batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
+      db.write(writeOptions, batch);
+      states.put(shard, after);
+    } catch (RocksDBException e) {
+      throw new StorageException("trimming the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public void reset(ShardRef shard, long baseOffset, long baseEpoch) {
+    LogState after = LogState.at(baseOffset, baseEpoch);
+    store.enter();
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
+      batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
+      db.write(writeOptions, batch);
+      states.put(shard, after);
+    } catch (RocksDBException e) {
+      throw new StorageException("starting the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  @Override
+  public void forget(ShardRef shard) {
+    store.enter();
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
+      batch.delete(column, shardKey(STATE, shard, 0));
+      db.write(writeOptions, batch);
+      states.remove(shard);
+    } catch (RocksDBException e) {
+      throw new StorageException("removing the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+}

@@ -1,0 +1,735 @@
+package io.shardwise.server.replication;
+
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.Replication;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.history.LinearizabilityChecker;
+import io.shardwise.history.Op;
+import io.shardwise.server.move.MemoryEngine;
+import io.shardwise.server.replication.Messages.AppendBatch;
+import io.shardwise.server.replication.Messages.AppendReply;
+import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ReplicaStorage;
+import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.VersionMismatchException;
+import io.shardwise.server.storage.Versioned;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * One seeded schedule of the replication protocol, in one thread: the real {@link Replicator}s and
+ * {@link Replica}s of three nodes on {@link MemoryEngine}s, a map kept in memory with
+ * compare-and-set, a network that delivers, delays and loses messages and replies in an order the
+ * seed picks, a clock the seed advances, crashes (a node's process is gone, its engine — data and
+ * logs — stays: kill -9) and restarts, partitions that cut a node off from the others and from
+ * ZooKeeper, and a controller that moves the leadership of a shard whose leader is gone to an
+ * in-sync follower, as the balancer's leader does.
+ *
+ * <p>Clients write (puts, conditional puts, deletes, each with a write id, retried under the same
+ * id when the outcome is unknown) and read at the leader their map names. Every operation is
+ * recorded with its outcome, and the history of each key is checked for linearizability ({@link
+ * LinearizabilityChecker}): nothing acknowledged is lost, nothing is applied twice, nothing is
+ * read that was never written. After every event, and at the end, the replicas are checked
+ * against each other: no replica's data ever holds an entry that differs from the final leader's
+ * log at the same offset (its data only ever holds committed writes), and at the end every replica
+ * the map names in sync holds exactly the leader's data.
+ */
+final class ReplicationSimulation {
+
+  /** A broken invariant. */
+  static final class Violation extends AssertionError {
+    private static final long serialVersionUID = 1L;
+
+    Violation(String message) {
+      super(message);
+    }
+  }
+
+  /** What a campaign of schedules did, summed. */
+  static final class Stats {
+    long events;
+    long writesOk;
+    long writesFailed;
+    long writesUnknown;
+    long reads;
+    long messagesLost;
+    long crashes;
+    long partitions;
+    long failovers;
+    long inSyncChanges;
+
+    void add(Stats o) {
+      events += o.events;
+      writesOk += o.writesOk;
+      writesFailed += o.writesFailed;
+      writesUnknown += o.writesUnknown;
+      reads += o.reads;
+      messagesLost += o.messagesLost;
+      crashes += o.crashes;
+      partitions += o.partitions;
+      failovers += o.failovers;
+      inSyncChanges += o.inSyncChanges;
+    }
+
+    @Override
+    public String toString() {
+      return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
+          + reads + " reads, " + messagesLost + " messages lost, " + crashes + " crashes, " + partitions + " partitions, " + failovers
+          + " failovers, " + inSyncChanges + " in-sync changes stored";
+    }
+  }
+
+  private static final int NODES = 3;
+  private static final int SHARDS = 2;
+  private static final int KEYS = 6;
+  private static final int CLIENTS = 3;
+  private static final int EVENTS = 400;
+  private static final int TRACE = 80;
+  private static final long TICK_NANOS = Duration.ofMillis(50).toNanos();
+  private static final ReplicationConfig CONFIG = new ReplicationConfig(Duration.ofMillis(500), Duration.ofMillis(100), 4, 1 << 20,
+      Duration.ofSeconds(10));
+
+  private final long seed;
+  private final Random rnd;
+  private final Stats stats = new Stats();
+  private final ArrayDeque<String> trace = new ArrayDeque<>();
+  private final List<SimNode> nodes = new ArrayList<>();
+  private final List<SimClient> clients = new ArrayList<>();
+  private final List<Event> pending = new ArrayList<>();
+  private final Map<String, List<Op>> history = new TreeMap<>();
+  private ShardMap stored;
+  private long clock;
+  private long step;
+  private long writeCounter;
+
+  /** Something the world will do later: a message or reply on its way, a task, a map change. */
+  private record Event(String what, Runnable action, Runnable lost) {}
+
+  ReplicationSimulation(long seed) {
+    this.seed = seed;
+    this.rnd = new Random(seed);
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.MOD).build();
+    ShardLayout layout = ShardLayout.initial(spec, SHARDS, NODES, KeySample.empty()).layout();
+    List<NodeId> owners = new ArrayList<>();
+    List<List<NodeId>> followers = new ArrayList<>();
+    for (int i = 0; i < SHARDS; i++) {
+      List<NodeId> all = new ArrayList<>();
+      for (int n = 1; n <= NODES; n++) {
+        all.add(NodeId.of("n" + n));
+      }
+      java.util.Collections.shuffle(all, rnd);
+      owners.add(all.get(0));
+      followers.add(all.subList(1, NODES));
+    }
+    stored = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, layout, owners, followers,
+        Replication.of(3)).build());
+    for (int n = 1; n <= NODES; n++) {
+      nodes.add(new SimNode(NodeId.of("n" + n)));
+    }
+    nodes.forEach(SimNode::start);
+    for (int c = 0; c < CLIENTS; c++) {
+      clients.add(new SimClient(c));
+    }
+  }
+
+  /** Runs the schedule; returns what it did, or throws {@link Violation} with the seed and the last events. */
+  Stats run() {
+    try {
+      for (int i = 0; i < EVENTS; i++) {
+        step();
+      }
+      finish();
+    } catch (Violation | RuntimeException e) {
+      throw new Violation("seed " + seed + ": " + e + "\nlast events:\n  " + String.join("\n  ", trace)
+          + "\nreplay: mvn -pl shardwise-server test -Dtest=ReplicationSimulationTest -Dshardwise.sim.seed=" + seed);
+    }
+    return stats;
+  }
+
+  List<String> trace() {
+    return List.copyOf(trace);
+  }
+
+  private void note(String event) {
+    if (trace.size() == TRACE) {
+      trace.removeFirst();
+    }
+    trace.addLast("[" + step + "] " + event);
+  }
+
+  private boolean chance(double p) {
+    return rnd.nextDouble() < p;
+  }
+
+  // ------------------------------------------------------------------ the scheduler
+
+  private void step() {
+    step++;
+    stats.events++;
+    int r = rnd.nextInt(100);
+    if (r < 22) {
+      clientOp(clients.get(rnd.nextInt(CLIENTS)));
+    } else if (r < 62) {
+      runPending();
+    } else if (r < 74) {
+      clock += TICK_NANOS;
+      for (SimNode n : nodes) {
+        if (n.up) {
+          n.replicator.tick();
+        }
+      }
+    } else if (r < 82) {
+      SimNode n = nodes.get(rnd.nextInt(NODES));
+      if (n.up && n.zk()) {
+        note(n.id + " applies the map at epoch " + stored.epoch() + " (watch)");
+        n.applyMap(stored);
+      }
+    } else if (r < 87) {
+      controller();
+    } else if (r < 90) {
+      SimNode n = nodes.get(rnd.nextInt(NODES));
+      if (n.up) {
+        note("CRASH " + n.id);
+        stats.crashes++;
+        n.crash();
+      }
+    } else if (r < 94) {
+      SimNode n = nodes.get(rnd.nextInt(NODES));
+      if (!n.up) {
+        n.start();
+        note("restart " + n.id + " at map epoch " + n.map.epoch());
+      }
+    } else if (r < 97) {
+      SimNode n = nodes.get(rnd.nextInt(NODES));
+      if (n.up && !n.isolated && nodes.stream().noneMatch(x -> x.isolated)) {
+        note("PARTITION " + n.id + " (from the other nodes and from ZooKeeper)");
+        stats.partitions++;
+        n.isolated = true;
+      }
+    } else {
+      for (SimNode n : nodes) {
+        if (n.isolated) {
+          note("heal " + n.id);
+          n.isolated = false;
+        }
+      }
+    }
+    checkReplicas(false);
+  }
+
+  /** Runs one pending event, or loses it. */
+  private void runPending() {
+    if (pending.isEmpty()) {
+      return;
+    }
+    Event e = pending.remove(rnd.nextInt(pending.size()));
+    if (chance(0.05)) {
+      note("lost: " + e.what());
+      stats.messagesLost++;
+      e.lost().run();
+      return;
+    }
+    note(e.what());
+    e.action().run();
+  }
+
+  private void later(String what, Runnable action, Runnable lost) {
+    pending.add(new Event(what, action, lost));
+  }
+
+  private SimNode node(NodeId id) {
+    return nodes.stream().filter(n -> n.id.equals(id)).findFirst().orElseThrow();
+  }
+
+  // ------------------------------------------------------------------ the controller
+
+  /** The balancer leader's failover: a shard whose leader is gone from ZooKeeper gets a live in-sync follower as its leader. */
+  private void controller() {
+    Table t = stored.table("t").orElseThrow();
+    for (ShardAssignment a : t.shards()) {
+      if (node(a.owner()).zk()) {
+        continue;
+      }
+      for (NodeId f : a.inSync()) {
+        if (node(f).zk()) {
+          ShardMap before = stored;
+          stored = stored.apply(ShardMapDelta.on(stored).add(new ShardMapDelta.ChangeLeader(a.id(), a.owner(), f, false)).build());
+          stats.failovers++;
+          note("FAILOVER " + a.id() + ": " + a.owner() + " -> " + f + " (map epoch " + before.epoch() + " -> " + stored.epoch() + ")");
+          break;
+        }
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ nodes
+
+  private final class SimNode {
+    final NodeId id;
+    final MemoryEngine engine = new MemoryEngine();
+    boolean up;
+    boolean isolated;
+    int incarnation;
+    Replicator replicator;
+    ShardMap map = ShardMap.EMPTY;
+
+    SimNode(NodeId id) {
+      this.id = id;
+    }
+
+    /** Reachable by ZooKeeper: its session lives. */
+    boolean zk() {
+      return up && !isolated;
+    }
+
+    void start() {
+      up = true;
+      int inc = ++incarnation;
+      map = ShardMap.EMPTY;
+      replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc),
+          task -> later(id + " runs a task", () -> {
+            if (alive(inc)) {
+              task.run();
+            }
+          }, () -> {
+            if (alive(inc)) {
+              task.run(); // a task is never lost; it only runs late
+            }
+          }),
+          () -> clock, CONFIG);
+      applyMap(stored); // a starting node reads the map before it serves
+    }
+
+    boolean alive(int inc) {
+      return up && incarnation == inc;
+    }
+
+    void crash() {
+      up = false;
+      isolated = false;
+      replicator = null;
+      map = ShardMap.EMPTY;
+      for (SimClient c : clients) {
+        c.crashed(this);
+      }
+    }
+
+    void applyMap(ShardMap next) {
+      if (next.epoch() <= map.epoch()) {
+        return;
+      }
+      ShardMap previous = map;
+      map = next;
+      replicator.apply(previous, next);
+    }
+  }
+
+  private Replicator.Transport transport(SimNode from, int inc) {
+    return (to, batch, done) -> {
+      SimNode dest = node(to);
+      later(from.id + " -> " + to + ": append " + describe(batch), () -> {
+        if (!from.alive(inc)) {
+          return; // the sender died: nobody hears the reply
+        }
+        if (!dest.up || dest.isolated || from.isolated) {
+          done.accept(null, new IllegalStateException(to + " unreachable"));
+          return;
+        }
+        AppendReply reply = dest.replicator.onAppend(batch);
+        later(to + " -> " + from.id + ": reply " + reply.shards(), () -> {
+          if (from.alive(inc)) {
+            done.accept(from.isolated || dest.isolated ? null : reply, from.isolated || dest.isolated ? new IllegalStateException("cut off") : null);
+          }
+        }, () -> {
+          if (from.alive(inc)) {
+            done.accept(null, new IllegalStateException("reply lost"));
+          }
+        });
+      }, () -> {
+        if (from.alive(inc)) {
+          done.accept(null, new IllegalStateException("request lost"));
+        }
+      });
+    };
+  }
+
+  private static String describe(AppendBatch batch) {
+    List<String> parts = new ArrayList<>();
+    for (Messages.ShardAppend a : batch.shards()) {
+      parts.add(a.shard().shardNumber() + "@" + a.epoch() + " prev " + a.prevOffset() + "/" + a.prevEpoch() + " +" + a.entries().size()
+          + " commit " + a.commit());
+    }
+    return parts.toString();
+  }
+
+  private Replicator.MapUpdates mapUpdates(SimNode from, int inc) {
+    return (change, done) -> later(from.id + " changes the map", () -> {
+      if (!from.alive(inc)) {
+        return;
+      }
+      if (from.isolated) {
+        done.accept(null, new IllegalStateException("ZooKeeper unreachable"));
+        return;
+      }
+      Optional<ShardMapDelta> delta = change.apply(stored);
+      if (delta.isPresent()) {
+        stored = stored.apply(delta.get());
+        stats.inSyncChanges++;
+        note(from.id + ": map stored at epoch " + stored.epoch() + " " + delta.get().changes());
+      }
+      ShardMap answer = stored;
+      if (chance(0.1)) {
+        note(from.id + ": the map change's reply was lost");
+        done.accept(null, new IllegalStateException("connection loss"));
+        return;
+      }
+      from.applyMap(answer);
+      done.accept(answer, null);
+    }, () -> {
+      if (from.alive(inc)) {
+        done.accept(null, new IllegalStateException("not sent"));
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ clients
+
+  /** One operation a client has sent and not yet heard the end of. */
+  private final class Pending {
+    final String key;
+    final Op.Kind kind;
+    final String value;
+    final long expected;
+    final byte[] writeId;
+    final long invoked;
+    SimNode at;
+
+    Pending(String key, Op.Kind kind, String value, long expected, byte[] writeId) {
+      this.key = key;
+      this.kind = kind;
+      this.value = value;
+      this.expected = expected;
+      this.writeId = writeId;
+      this.invoked = step;
+    }
+  }
+
+  private final class SimClient {
+    final int id;
+    ShardMap map = ShardMap.EMPTY;
+    Pending inFlight; // sent, no answer yet
+    Pending unknown; // its outcome is unknown: retried under the same write id, or given up
+
+    SimClient(int id) {
+      this.id = id;
+    }
+
+    void crashed(SimNode n) {
+      // Its answer will never come: the outcome is unknown (it may have been appended and replicated).
+      if (inFlight != null && inFlight.at == n) {
+        ended(inFlight, Op.Outcome.UNKNOWN, 0, false);
+      }
+    }
+
+    /** Records how {@code p} ended; an unknown outcome is kept for a retry. */
+    void ended(Pending p, Op.Outcome outcome, long version, boolean found) {
+      if (inFlight == p) {
+        inFlight = null;
+      }
+      if (outcome == Op.Outcome.UNKNOWN) {
+        stats.writesUnknown++;
+        unknown = p;
+        note("client " + id + ": " + p.kind + " " + p.key + " unknown");
+        return;
+      }
+      if (unknown == p) {
+        unknown = null;
+      }
+      Op op = switch (p.kind) {
+        case PUT -> Op.put(id, p.value, p.invoked, step, outcome, version);
+        case PUT_IF_VERSION -> Op.putIfVersion(id, p.value, p.expected, p.invoked, step, outcome, version);
+        case DELETE -> Op.delete(id, p.invoked, step, outcome, found);
+        case GET -> throw new IllegalStateException("reads end at once");
+      };
+      if (outcome == Op.Outcome.OK) {
+        stats.writesOk++;
+      } else {
+        stats.writesFailed++;
+      }
+      history.computeIfAbsent(p.key, k -> new ArrayList<>()).add(op);
+      note("client " + id + ": " + op);
+    }
+
+    /** Gives up on the unknown operation: it goes into the history as unknown. */
+    void abandon() {
+      Pending p = unknown;
+      unknown = null;
+      Op op = switch (p.kind) {
+        case PUT -> Op.put(id, p.value, p.invoked, step, Op.Outcome.UNKNOWN, 0);
+        case PUT_IF_VERSION -> Op.putIfVersion(id, p.value, p.expected, p.invoked, step, Op.Outcome.UNKNOWN, 0);
+        case DELETE -> Op.delete(id, p.invoked, step, Op.Outcome.UNKNOWN, false);
+        case GET -> throw new IllegalStateException("reads end at once");
+      };
+      history.computeIfAbsent(p.key, k -> new ArrayList<>()).add(op);
+    }
+  }
+
+  private void clientOp(SimClient c) {
+    if (c.inFlight != null) {
+      return; // one operation at a time per client
+    }
+    if (chance(0.3)) {
+      c.map = stored; // a refresh
+    }
+    if (c.unknown != null) {
+      if (chance(0.7)) {
+        send(c, c.unknown); // the same write id: answered from its record if it was applied
+      } else {
+        c.abandon();
+      }
+      return;
+    }
+    String key = "k" + rnd.nextInt(KEYS);
+    int kind = rnd.nextInt(100);
+    if (kind < 30) {
+      read(c, key);
+      return;
+    }
+    String value = "v" + (++writeCounter);
+    byte[] writeId = ("c" + c.id + "-" + writeCounter).getBytes(StandardCharsets.UTF_8);
+    Pending p = kind < 65 ? new Pending(key, Op.Kind.PUT, value, 0, writeId)
+        : kind < 85 ? new Pending(key, Op.Kind.PUT_IF_VERSION, value, rnd.nextInt(4), writeId)
+            : new Pending(key, Op.Kind.DELETE, null, 0, writeId);
+    send(c, p);
+  }
+
+  private ShardRef refOf(ShardMap map, String key) {
+    Table t = map.table("t").orElseThrow();
+    return ShardRef.of(t, t.shardFor(Key.of(key).partitionKey()).id().number());
+  }
+
+  private void send(SimClient c, Pending p) {
+    Table t = (c.map.epoch() == 0 ? stored : c.map).table("t").orElseThrow();
+    SimNode target = node(t.shardFor(Key.of(p.key).partitionKey()).owner());
+    if (!target.up || target.isolated) {
+      note("client " + c.id + ": " + p.kind + " " + p.key + ": " + target.id + " unreachable");
+      c.map = stored;
+      if (c.unknown == null) {
+        stats.writesFailed++; // never sent: nothing happened (not recorded: a definite failure)
+      }
+      return;
+    }
+    ShardRef ref = refOf(stored, p.key); // MOD: a key's shard number never changes
+    Mutation m = new Mutation(ref, Key.of(p.key).encode(), p.value == null ? null : p.value.getBytes(StandardCharsets.UTF_8),
+        p.kind == Op.Kind.PUT_IF_VERSION ? p.expected : Mutation.ANY).withRequestId(p.writeId);
+    p.at = target;
+    c.inFlight = p;
+    note("client " + c.id + ": sends " + p.kind + " " + p.key + (p.value == null ? "" : "=" + p.value) + " to " + target.id);
+    CompletableFuture<long[]> f = target.replicator.write(ref, List.of(m));
+    f.whenComplete((results, failure) -> {
+      if (c.inFlight != p) {
+        return; // already ended (its node crashed)
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+      if (cause == null) {
+        long version = results[0];
+        ended(c, p, Op.Outcome.OK, version, version > 0);
+      } else if (cause instanceof VersionMismatchException vm) {
+        ended(c, p, Op.Outcome.FAILED, vm.actual(), false);
+      } else if (cause instanceof Replica.NotApplied) {
+        note("client " + c.id + ": " + p.kind + " " + p.key + " refused: " + cause.getMessage());
+        c.inFlight = null;
+        c.map = stored;
+        if (c.unknown != p) {
+          stats.writesFailed++; // nothing was appended: it did not happen
+        }
+      } else {
+        ended(c, p, Op.Outcome.UNKNOWN, 0, false);
+      }
+    });
+  }
+
+  private void ended(SimClient c, Pending p, Op.Outcome outcome, long version, boolean found) {
+    c.ended(p, outcome, version, found);
+  }
+
+  /**
+   * A read at the leader the client's map names, served only if that node leads the shard in the
+   * stored map and has committed its log (the read barrier of a later change makes this check
+   * the protocol's own; here it stands in for it).
+   */
+  private void read(SimClient c, String key) {
+    Table t = (c.map.epoch() == 0 ? stored : c.map).table("t").orElseThrow();
+    ShardAssignment a = t.shardFor(Key.of(key).partitionKey());
+    SimNode n = node(a.owner());
+    ShardRef ref = refOf(stored, key);
+    ShardAssignment now = stored.table("t").orElseThrow().shardFor(Key.of(key).partitionKey());
+    Optional<Replica> r = n.up ? n.replicator.replica(ref) : Optional.empty();
+    if (!n.up || n.isolated || !now.owner().equals(n.id) || r.isEmpty() || r.get().role() != Replica.Role.LEADER
+        || !r.get().whenReady().isDone() || r.get().whenReady().isCompletedExceptionally()) {
+      c.map = stored;
+      return;
+    }
+    Versioned v = n.engine.get(ref, Key.of(key).encode());
+    stats.reads++;
+    Op op = Op.get(c.id, v == null ? null : new String(v.value(), StandardCharsets.UTF_8), v == null ? 0 : v.version(), step, step);
+    history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
+    note("client " + c.id + ": " + op + " at " + n.id);
+  }
+
+  // ------------------------------------------------------------------ checks
+
+  /**
+   * What a replica applies is committed, and a committed entry is in the log of every replica the
+   * stored map names in sync (any of them may lead next): so no replica's data ever holds an entry
+   * that an in-sync replica's log lacks or has at another epoch. At the end, every in-sync replica
+   * holds exactly the leader's data.
+   */
+  private void checkReplicas(boolean end) {
+    Table t = stored.table("t").orElseThrow();
+    for (ShardAssignment a : t.shards()) {
+      ShardRef ref = ShardRef.of(t, a.id().number());
+      for (SimNode n : nodes) {
+        ReplicaStorage log = n.engine.replicaStorage();
+        ReplicaStorage.LogState s = log.state(ref);
+        for (NodeId holder : a.inSyncReplicas()) {
+          SimNode m = node(holder);
+          ReplicaStorage theirs = m.engine.replicaStorage();
+          ReplicaStorage.LogState l = theirs.state(ref);
+          if (l.lastOffset() < s.appliedOffset()) {
+            throw new Violation(n.id + " applied " + ref + " up to " + s.appliedOffset() + " but the in-sync " + m.id + " holds only up to "
+                + l.lastOffset() + ": an entry that was never committed reached a replica's data");
+          }
+          for (long o = Math.max(s.baseOffset(), l.baseOffset()) + 1; o <= s.appliedOffset(); o++) {
+            long mine = log.epochOf(ref, o);
+            long other = theirs.epochOf(ref, o);
+            if (mine != -1 && other != -1 && mine != other) {
+              throw new Violation(n.id + " applied entry " + o + " of " + ref + " at epoch " + mine + " but the in-sync " + m.id
+                  + " holds it at epoch " + other + ": an uncommitted entry reached a replica's data");
+            }
+          }
+        }
+        SimNode leader = node(a.owner());
+        ReplicaStorage.LogState l = leader.engine.replicaStorage().state(ref);
+        if (end && a.inSyncReplicas().contains(n.id)) {
+          if (s.appliedOffset() != l.appliedOffset()) {
+            throw new Violation("at the end " + n.id + " applied " + ref + " up to " + s.appliedOffset() + ", the leader " + leader.id + " up to "
+                + l.appliedOffset());
+          }
+          for (int k = 0; k < KEYS; k++) {
+            String key = "k" + k;
+            if (!refOf(stored, key).equals(ref)) {
+              continue;
+            }
+            Versioned mine = n.engine.get(ref, Key.of(key).encode());
+            Versioned theirs = leader.engine.get(ref, Key.of(key).encode());
+            if (!same(mine, theirs)) {
+              throw new Violation("at the end the in-sync " + n.id + " holds " + key + " = " + mine + ", the leader " + leader.id + " " + theirs);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  private static boolean same(Versioned a, Versioned b) {
+    return a == null ? b == null : b != null && a.version() == b.version() && Arrays.equals(a.value(), b.value());
+  }
+
+  // ------------------------------------------------------------------ the end
+
+  /** Everything heals and restarts; the cluster settles; every key is read at its leader; the histories are checked. */
+  private void finish() {
+    note("end: heal, restart, settle");
+    for (SimNode n : nodes) {
+      n.isolated = false;
+      if (!n.up) {
+        n.start();
+      }
+    }
+    for (int round = 0; round < 400; round++) {
+      nodes.forEach(n -> n.applyMap(stored));
+      while (!pending.isEmpty()) {
+        Event e = pending.remove(0);
+        e.action().run();
+      }
+      clock += TICK_NANOS;
+      nodes.forEach(n -> n.replicator.tick());
+      controller();
+      if (pending.isEmpty() && settled()) {
+        break;
+      }
+    }
+    if (!settled()) {
+      throw new Violation("the cluster did not settle: " + describeAll());
+    }
+    for (SimClient c : clients) {
+      if (c.inFlight != null) {
+        c.ended(c.inFlight, Op.Outcome.UNKNOWN, 0, false);
+      }
+      if (c.unknown != null) {
+        c.abandon();
+      }
+    }
+    for (int k = 0; k < KEYS; k++) {
+      String key = "k" + k;
+      read(clients.get(0), key);
+      read(clients.get(0), key); // after a refresh, if the first went to a stale leader
+    }
+    checkReplicas(true);
+    Optional<LinearizabilityChecker.Violation> v = LinearizabilityChecker.check(history);
+    if (v.isPresent()) {
+      throw new Violation(v.get().toString());
+    }
+  }
+
+  /** Every shard's leader (in the stored map) leads, is ready, and every in-sync follower has applied all it committed. */
+  private boolean settled() {
+    Table t = stored.table("t").orElseThrow();
+    for (ShardAssignment a : t.shards()) {
+      ShardRef ref = ShardRef.of(t, a.id().number());
+      SimNode leader = node(a.owner());
+      Optional<Replica> r = leader.replicator.replica(ref);
+      if (r.isEmpty() || r.get().role() != Replica.Role.LEADER || !r.get().whenReady().isDone()) {
+        return false;
+      }
+      long applied = leader.engine.replicaStorage().state(ref).appliedOffset();
+      if (applied != leader.engine.replicaStorage().state(ref).lastOffset()) {
+        return false;
+      }
+      for (NodeId f : a.inSync()) {
+        if (node(f).engine.replicaStorage().state(ref).appliedOffset() != applied) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  private String describeAll() {
+    List<String> out = new ArrayList<>();
+    out.add("map epoch " + stored.epoch() + " " + stored.table("t").orElseThrow().shards());
+    for (SimNode n : nodes) {
+      out.add(n.id + (n.up ? "" : " (down)") + ": " + n.replicator.describe());
+    }
+    return String.join("\n  ", out);
+  }
+}

@@ -1,0 +1,164 @@
+package io.shardwise.server.storage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import io.shardwise.server.move.MemoryEngine;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The contract of {@link ReplicaStorage}, held to by RocksDB ({@link ShardStore}'s {@code ReplicaLogs})
+ * and by the simulations' memory engine alike: appends without gaps, reads in order, epochs by
+ * offset, truncation of an unapplied suffix only, applying that writes the effects and the applied
+ * position together, trimming and starting over at a base. RocksDB's also survives a reopen.
+ */
+abstract class ReplicaStorageContractTest {
+
+  abstract ShardEngine engine();
+
+  /** The engine after a crash: what it kept. */
+  abstract ShardEngine reopened();
+
+  static final ShardRef SHARD = shard();
+
+  private static ShardRef shard() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.HASHRANGE).build();
+    ShardLayout layout = ShardLayout.initial(spec, 1, 1, KeySample.empty()).layout();
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, layout, List.of(NodeId.of("n1"))).build());
+    Table t = map.table("t").orElseThrow();
+    return ShardRef.of(t, 0);
+  }
+
+  private static byte[] key(String k) {
+    return Key.of(k).encode();
+  }
+
+  /** An entry that writes {@code value} at {@code version} under key {@code k}, evaluated by the engine. */
+  private static LogEntry entry(ShardEngine engine, long offset, long epoch, String k, String value) throws Exception {
+    ShardEngine.Evaluation e = engine.evaluate(List.of(Mutation.put(SHARD, key(k), value.getBytes(StandardCharsets.UTF_8))));
+    return new LogEntry(offset, epoch, e.effects());
+  }
+
+  @Test
+  void appendsReadsAndEpochsFollowTheLogWithoutGaps() throws Exception {
+    ReplicaStorage log = engine().replicaStorage();
+    assertThat(log.state(SHARD)).isEqualTo(ReplicaStorage.LogState.EMPTY);
+    List<LogEntry> entries = new ArrayList<>();
+    for (int i = 1; i <= 5; i++) {
+      entries.add(entry(engine(), i, i <= 3 ? 2 : 4, "k" + i, "v" + i));
+    }
+    log.append(SHARD, entries.subList(0, 3));
+    log.append(SHARD, entries.subList(3, 5));
+    assertThatThrownBy(() -> log.append(SHARD, List.of(entry(engine(), 7, 4, "k7", "v7")))).hasMessageContaining("does not follow");
+    assertThat(log.state(SHARD)).isEqualTo(new ReplicaStorage.LogState(0, 0, 5, 4, 0, 0));
+    assertThat(log.read(SHARD, 2, 2, 1 << 20)).extracting(LogEntry::offset).containsExactly(2L, 3L);
+    assertThat(log.read(SHARD, 1, 100, 1)).as("at least one, past the byte limit").hasSize(1);
+    assertThat(log.epochOf(SHARD, 0)).isEqualTo(0);
+    assertThat(log.epochOf(SHARD, 3)).isEqualTo(2);
+    assertThat(log.epochOf(SHARD, 4)).isEqualTo(4);
+    assertThat(log.epochOf(SHARD, 6)).isEqualTo(-1);
+    assertThat(engine().get(SHARD, key("k1"))).as("appended is not applied").isNull();
+  }
+
+  @Test
+  void applyingWritesTheEffectsAndOnlyAnUnappliedSuffixIsTruncated() throws Exception {
+    ReplicaStorage log = engine().replicaStorage();
+    log.append(SHARD, List.of(entry(engine(), 1, 1, "a", "one"), entry(engine(), 2, 1, "b", "two"), entry(engine(), 3, 1, "c", "three")));
+    log.apply(SHARD, log.read(SHARD, 1, 2, 1 << 20));
+    assertThat(new String(engine().get(SHARD, key("b")).value(), StandardCharsets.UTF_8)).isEqualTo("two");
+    assertThat(engine().get(SHARD, key("c"))).isNull();
+    assertThat(log.state(SHARD).appliedOffset()).isEqualTo(2);
+    assertThatThrownBy(() -> log.apply(SHARD, log.read(SHARD, 1, 1, 1 << 20))).hasMessageContaining("not the next to apply");
+    assertThatThrownBy(() -> log.truncateAfter(SHARD, 1)).hasMessageContaining("applied");
+    log.truncateAfter(SHARD, 2);
+    assertThat(log.state(SHARD).lastOffset()).isEqualTo(2);
+    assertThat(log.read(SHARD, 3, 10, 1 << 20)).isEmpty();
+    log.append(SHARD, List.of(entry(engine(), 3, 7, "c", "other")));
+    assertThat(log.epochOf(SHARD, 3)).isEqualTo(7);
+  }
+
+  @Test
+  void trimmingAndStartingOverMoveTheBase() throws Exception {
+    ReplicaStorage log = engine().replicaStorage();
+    log.append(SHARD, List.of(entry(engine(), 1, 1, "a", "one"), entry(engine(), 2, 3, "b", "two")));
+    log.apply(SHARD, log.read(SHARD, 1, 2, 1 << 20));
+    assertThatThrownBy(() -> log.trim(SHARD, 3)).isInstanceOf(IllegalArgumentException.class);
+    log.trim(SHARD, 2);
+    assertThat(log.state(SHARD)).isEqualTo(new ReplicaStorage.LogState(2, 3, 2, 3, 2, 3));
+    assertThat(log.epochOf(SHARD, 2)).as("the base keeps its epoch").isEqualTo(3);
+    assertThat(log.epochOf(SHARD, 1)).isEqualTo(-1);
+    log.reset(SHARD, 40, 9);
+    assertThat(log.state(SHARD)).isEqualTo(new ReplicaStorage.LogState(40, 9, 40, 9, 40, 9));
+    assertThat(engine().get(SHARD, key("a"))).as("the data stays").isNotNull();
+    log.forget(SHARD);
+    assertThat(log.state(SHARD)).isEqualTo(ReplicaStorage.LogState.EMPTY);
+  }
+
+  @Test
+  void whatWasAppendedAndAppliedSurvivesACrash() throws Exception {
+    ReplicaStorage log = engine().replicaStorage();
+    log.append(SHARD, List.of(entry(engine(), 1, 1, "a", "one"), entry(engine(), 2, 2, "b", "two"), entry(engine(), 3, 2, "c", "three")));
+    log.apply(SHARD, log.read(SHARD, 1, 1, 1 << 20));
+    ShardEngine after = reopened();
+    assertThat(after.replicaStorage().state(SHARD)).isEqualTo(new ReplicaStorage.LogState(0, 0, 3, 2, 1, 1));
+    assertThat(after.replicaStorage().read(SHARD, 2, 10, 1 << 20)).extracting(LogEntry::epoch).containsExactly(2L, 2L);
+    assertThat(after.get(SHARD, key("a"))).isNotNull();
+    assertThat(after.get(SHARD, key("b"))).isNull();
+  }
+
+  static final class OnRocksDb extends ReplicaStorageContractTest {
+    @TempDir Path dir;
+    private ShardStore store;
+
+    @Override
+    ShardEngine engine() {
+      if (store == null) {
+        store = ShardStore.open(dir.resolve("db"), false);
+      }
+      return store;
+    }
+
+    @Override
+    ShardEngine reopened() {
+      store.close();
+      store = ShardStore.open(dir.resolve("db"), false);
+      return store;
+    }
+
+    @AfterEach
+    void close() {
+      if (store != null) {
+        store.close();
+      }
+    }
+  }
+
+  static final class InMemory extends ReplicaStorageContractTest {
+    private final MemoryEngine engine = new MemoryEngine();
+
+    @Override
+    ShardEngine engine() {
+      return engine;
+    }
+
+    @Override
+    ShardEngine reopened() {
+      return engine; // a crash keeps the memory engine, as it keeps RocksDB's files
+    }
+  }
+}
