@@ -73,12 +73,26 @@ final class Replica {
     }
   }
 
+  /** A linearizable read waiting for every in-sync follower to confirm this node still leads. */
+  private static final class ReadWaiter {
+    final CompletableFuture<Void> confirmed = new CompletableFuture<>();
+    final java.util.Set<NodeId> pending;
+
+    ReadWaiter(java.util.Collection<NodeId> followers) {
+      pending = new java.util.HashSet<>(followers);
+    }
+  }
+
   /** What the leader knows of one follower. */
   private static final class Progress {
     long next; // the next offset to send
     long match; // the highest offset known to equal the leader's log
     long caughtUpNanos; // when it last held everything the leader had
     boolean needsSnapshot;
+    // Reads that need this follower to confirm the leader with an append sent after they arrived:
+    // first waiting for the next send, then for the reply to it.
+    List<ReadWaiter> awaitingSend = new ArrayList<>();
+    final Map<ShardAppend, List<ReadWaiter>> awaitingReply = new java.util.IdentityHashMap<>();
 
     Progress(long next, long now) {
       this.next = next;
@@ -107,6 +121,8 @@ final class Replica {
   private long readyAt; // the leader's last offset when it took over: committed before it serves
   private CompletableFuture<Void> ready = new CompletableFuture<>();
   private final TreeMap<Long, List<CompletableFuture<Void>>> waiters = new TreeMap<>();
+  /** Writes under way here, by the record keys of their write ids: a retry joins its original. */
+  private final Map<java.nio.ByteBuffer, CompletableFuture<long[]>> inProgress = new HashMap<>();
   // An in-sync change asked of the map and not yet seen in it (the map may have stored it even if
   // the answer was lost): until the map moves past proposedAt, commits wait for the followers of
   // both the current and the proposed set, so a follower the map may already name in sync is never
@@ -177,11 +193,13 @@ final class Replica {
       inSync = a.inSync();
       long now = nanos.getAsLong();
       LogState s = storage.state(ref);
+      java.util.Set<ReadWaiter> reads = waitingReads(); // before a removed follower takes its waiters with it
       progress.keySet().retainAll(a.followers());
       for (NodeId f : a.followers()) {
         progress.computeIfAbsent(f, n -> new Progress(s.lastOffset() + 1, now));
       }
       advanceCommit(after); // a smaller in-sync set may commit at once
+      releaseReads(reads, after);
     } else {
       if (role == Role.LEADER) {
         stepDown("shard " + ref + " is led by " + a.owner() + " from epoch " + a.leaderEpoch(), after);
@@ -228,6 +246,7 @@ final class Replica {
     waiters.clear();
     OutcomeUnknown unknown = new OutcomeUnknown(why + "; a write it had appended may still be committed by the new leader");
     after.add(() -> pending.forEach(f -> f.completeExceptionally(unknown)));
+    failReads(why, after);
     progress.clear();
   }
 
@@ -240,29 +259,55 @@ final class Replica {
    */
   CompletableFuture<long[]> write(List<Mutation> batch) {
     List<byte[]> keys = new ArrayList<>(batch.size() * 2);
+    List<java.nio.ByteBuffer> ids = new ArrayList<>();
     for (Mutation m : batch) {
       keys.add(m.shard().storeKey(m.key()));
       if (m.requestId() != null) {
-        keys.add(m.shard().recordKey(m.key(), m.requestId()));
+        byte[] record = m.shard().recordKey(m.key(), m.requestId());
+        keys.add(record);
+        ids.add(java.nio.ByteBuffer.wrap(record));
       }
     }
     CompletableFuture<Void> whenReady;
+    CompletableFuture<long[]> mine = new CompletableFuture<>();
     synchronized (this) {
       if (role != Role.LEADER) {
         return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node does not lead shard " + ref));
       }
+      // A retry of a write still in progress here gets that write's answer: evaluated on its own it
+      // could find no record of it yet (a mismatch, say) and then see it applied after all.
+      for (java.nio.ByteBuffer id : ids) {
+        CompletableFuture<long[]> original = inProgress.get(id);
+        if (original != null) {
+          return original;
+        }
+      }
+      ids.forEach(id -> inProgress.put(id, mine));
       whenReady = ready;
     }
-    return whenReady.thenCompose(v -> latches.acquire(keys)).thenCompose(held -> {
+    whenReady.thenCompose(v -> latches.acquire(keys)).thenCompose(held -> {
       CompletableFuture<long[]> out;
       try {
         out = evaluateAndAppend(batch);
-      } catch (RuntimeException | VersionMismatchException e) {
+      } catch (VersionMismatchException mismatch) {
+        // A refusal reads the shard: answered only once this node is known to have led it when it looked.
+        out = readBarrier().thenCompose(v -> CompletableFuture.failedFuture(mismatch));
+      } catch (RuntimeException e) {
         held.release();
         return CompletableFuture.failedFuture(e);
       }
       return out.whenComplete((r, t) -> held.release());
+    }).whenComplete((r, t) -> {
+      synchronized (this) {
+        ids.forEach(id -> inProgress.remove(id, mine));
+      }
+      if (t != null) {
+        mine.completeExceptionally(t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t);
+      } else {
+        mine.complete(r);
+      }
     });
+    return mine;
   }
 
   /** Under the write's latches: evaluates, appends, and returns the future of its application. */
@@ -272,7 +317,10 @@ final class Replica {
     }
     ShardEngine.Evaluation e = engine.evaluate(batch); // nothing else writes these keys until we release them
     if (e.effects().isEmpty()) {
-      return CompletableFuture.completedFuture(e.results()); // a retry answered from its record, or a delete of nothing
+      // A retry answered from its record, or a delete of nothing: a read, answered only once this
+      // node is known to have led the shard when it looked (a deposed leader would answer stale).
+      long[] results = e.results();
+      return readBarrier().thenApply(v -> results);
     }
     CompletableFuture<Void> applied = new CompletableFuture<>();
     List<Runnable> after = new ArrayList<>();
@@ -339,10 +387,120 @@ final class Replica {
     long prevEpoch = storage.epochOf(ref, prev);
     List<LogEntry> entries = p.next <= s.lastOffset()
         ? storage.read(ref, p.next, config.maxEntriesPerAppend(), config.maxBytesPerAppend()) : List.of();
-    if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit) {
+    if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
       return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
     }
-    return new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit);
+    ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit);
+    if (!p.awaitingSend.isEmpty()) {
+      p.awaitingReply.put(a, p.awaitingSend); // its OK reply confirms this leader for them
+      p.awaitingSend = new ArrayList<>();
+    }
+    return a;
+  }
+
+  /**
+   * The read barrier (Raft's ReadIndex, on the replication messages): completes once every follower
+   * a commit waits for has answered OK to an append this leader sent after the call. A follower
+   * answers OK only while it knows no newer leader epoch of the shard, and the map makes a new
+   * leader only of such a follower, so whatever this node's data holds then includes every write
+   * acknowledged by anyone before the call: a read of it is linearizable. Without this, a leader
+   * cut off from ZooKeeper and from its followers would go on answering reads from data that a new
+   * leader elsewhere has since overwritten. Fails with {@link NotApplied} if this node does not
+   * (or no longer) lead.
+   */
+  CompletableFuture<Void> readBarrier() {
+    CompletableFuture<Void> whenReady;
+    synchronized (this) {
+      if (role != Role.LEADER) {
+        return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node does not lead shard " + ref));
+      }
+      whenReady = ready;
+    }
+    return whenReady.thenCompose(v -> {
+      ReadWaiter w;
+      synchronized (this) {
+        if (role != Role.LEADER) {
+          return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node no longer leads shard " + ref));
+        }
+        List<NodeId> followers = maximalInSync();
+        if (followers.isEmpty()) {
+          return CompletableFuture.completedFuture(null); // no other replica can lead while this one is alone in sync
+        }
+        w = new ReadWaiter(followers);
+        for (NodeId f : followers) {
+          Progress p = progress.get(f);
+          if (p == null) {
+            w.pending.remove(f);
+          } else {
+            p.awaitingSend.add(w);
+          }
+        }
+        if (w.pending.isEmpty()) {
+          return CompletableFuture.completedFuture(null);
+        }
+      }
+      changed.run(); // an append to each of them soon
+      return w.confirmed;
+    });
+  }
+
+  /** The transport could not deliver {@code sent} or bring its reply: the reads it carried wait for the next send. */
+  synchronized void onSendFailed(NodeId follower, ShardAppend sent) {
+    Progress p = progress.get(follower);
+    if (p == null) {
+      return;
+    }
+    List<ReadWaiter> back = p.awaitingReply.remove(sent);
+    if (back != null) {
+      p.awaitingSend.addAll(back);
+    }
+  }
+
+  /** Confirms or returns the reads that rode on {@code sent}; completes those every follower has confirmed. */
+  private void settleReads(NodeId follower, Progress p, ShardAppend sent, boolean ok, List<Runnable> after) {
+    List<ReadWaiter> rode = p.awaitingReply.remove(sent);
+    if (rode == null) {
+      return;
+    }
+    if (!ok) {
+      p.awaitingSend.addAll(rode); // confirmed only by an OK: try again with the next append
+      after.add(changed);
+      return;
+    }
+    for (ReadWaiter w : rode) {
+      w.pending.remove(follower);
+      if (w.pending.isEmpty()) {
+        after.add(() -> w.confirmed.complete(null));
+      }
+    }
+  }
+
+  /** Every read waiting for a follower's confirmation, once each. */
+  private java.util.Set<ReadWaiter> waitingReads() {
+    java.util.Set<ReadWaiter> all = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    for (Progress p : progress.values()) {
+      all.addAll(p.awaitingSend);
+      p.awaitingReply.values().forEach(all::addAll);
+    }
+    return all;
+  }
+
+  /** After the in-sync set changed: followers no commit waits for any more no longer hold up {@code reads}. */
+  private void releaseReads(java.util.Set<ReadWaiter> reads, List<Runnable> after) {
+    List<NodeId> needed = new ArrayList<>(maximalInSync());
+    needed.retainAll(progress.keySet());
+    for (ReadWaiter w : reads) {
+      if (w.pending.retainAll(needed) && w.pending.isEmpty()) {
+        after.add(() -> w.confirmed.complete(null));
+      }
+    }
+  }
+
+  /** Fails every read waiting on this leader: it stopped leading. */
+  private void failReads(String why, List<Runnable> after) {
+    java.util.Set<ReadWaiter> all = waitingReads();
+    NotApplied notLeader = new NotApplied(NotApplied.Reason.NOT_LEADER, why);
+    after.add(() -> all.forEach(w -> w.confirmed.completeExceptionally(notLeader)));
   }
 
   /** A follower's reply to {@code sent}. Futures to complete go to {@code after}. */
@@ -352,6 +510,7 @@ final class Replica {
       return; // an answer to a leader this node no longer is
     }
     long now = nanos.getAsLong();
+    settleReads(follower, p, sent, reply.outcome() == Outcome.OK, after);
     switch (reply.outcome()) {
       case OK -> {
         p.match = Math.max(p.match, reply.matched());

@@ -188,6 +188,19 @@ public final class Replicator {
    * give. Fails with {@link Replica.NotApplied} if nothing was appended, or {@link
    * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
    */
+  /**
+   * Completes once a read of {@code shard} here is linearizable ({@link Replica#readBarrier}); fails
+   * with {@link Replica.NotApplied} if this node does not lead it.
+   */
+  public CompletableFuture<Void> readBarrier(ShardRef shard) {
+    Replica r = replicas.get(shard);
+    if (r == null) {
+      return CompletableFuture.failedFuture(new Replica.NotApplied(Replica.NotApplied.Reason.NOT_LEADER,
+          "this node keeps no replica of shard " + shard));
+    }
+    return r.readBarrier();
+  }
+
   public CompletableFuture<long[]> write(ShardRef shard, List<Mutation> batch) {
     Replica r = replicas.get(shard);
     if (r == null) {
@@ -241,10 +254,16 @@ public final class Replicator {
       if (reply != null) {
         for (ShardReply r : reply.shards()) {
           Replica replica = replicas.get(r.shard());
-          ShardAppend a = sent.get(r.shard());
+          ShardAppend a = sent.remove(r.shard());
           if (replica != null && a != null) {
             replica.onReply(s.to, a, r, after);
           }
+        }
+      }
+      for (ShardAppend a : sent.values()) { // no answer for these: the reads they carried wait for the next send
+        Replica replica = replicas.get(a.shard());
+        if (replica != null) {
+          replica.onSendFailed(s.to, a);
         }
       }
       boolean again;

@@ -147,6 +147,7 @@ final class ReplicationSimulation {
     nodes.forEach(SimNode::start);
     for (int c = 0; c < CLIENTS; c++) {
       clients.add(new SimClient(c));
+      clients.get(c).map = stored; // each client's map goes stale until it refreshes it
     }
   }
 
@@ -184,40 +185,40 @@ final class ReplicationSimulation {
   private void step() {
     step++;
     stats.events++;
-    int r = rnd.nextInt(100);
-    if (r < 22) {
+    int r = rnd.nextInt(1000);
+    if (r < 300) {
       clientOp(clients.get(rnd.nextInt(CLIENTS)));
-    } else if (r < 62) {
+    } else if (r < 680) {
       runPending();
-    } else if (r < 74) {
+    } else if (r < 800) {
       clock += TICK_NANOS;
       for (SimNode n : nodes) {
         if (n.up) {
           n.replicator.tick();
         }
       }
-    } else if (r < 82) {
+    } else if (r < 880) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (n.up && n.zk()) {
         note(n.id + " applies the map at epoch " + stored.epoch() + " (watch)");
         n.applyMap(stored);
       }
-    } else if (r < 87) {
+    } else if (r < 930) {
       controller();
-    } else if (r < 90) {
+    } else if (r < 945) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (n.up) {
         note("CRASH " + n.id);
         stats.crashes++;
         n.crash();
       }
-    } else if (r < 94) {
+    } else if (r < 975) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (!n.up) {
         n.start();
         note("restart " + n.id + " at map epoch " + n.map.epoch());
       }
-    } else if (r < 97) {
+    } else if (r < 990) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (n.up && !n.isolated && nodes.stream().noneMatch(x -> x.isolated)) {
         note("PARTITION " + n.id + " (from the other nodes and from ZooKeeper)");
@@ -420,6 +421,7 @@ final class ReplicationSimulation {
     final long expected;
     final byte[] writeId;
     final long invoked;
+    long sent;
     SimNode at;
 
     Pending(String key, Op.Kind kind, String value, long expected, byte[] writeId) {
@@ -443,9 +445,13 @@ final class ReplicationSimulation {
     }
 
     void crashed(SimNode n) {
-      // Its answer will never come: the outcome is unknown (it may have been appended and replicated).
+      // Its answer will never come: a write's outcome is unknown (it may have been appended and replicated).
       if (inFlight != null && inFlight.at == n) {
-        ended(inFlight, Op.Outcome.UNKNOWN, 0, false);
+        if (inFlight.kind == Op.Kind.GET) {
+          inFlight = null;
+        } else {
+          ended(inFlight, Op.Outcome.UNKNOWN, 0, false);
+        }
       }
     }
 
@@ -492,12 +498,24 @@ final class ReplicationSimulation {
     }
   }
 
+  /** How long a client waits for an answer before it gives up (a write's outcome is then unknown). */
+  private static final int CLIENT_TIMEOUT_EVENTS = 60;
+
   private void clientOp(SimClient c) {
     if (c.inFlight != null) {
+      if (step - c.inFlight.sent > CLIENT_TIMEOUT_EVENTS) {
+        Pending p = c.inFlight;
+        note("client " + c.id + ": " + p.kind + " " + p.key + " timed out at " + p.at.id);
+        if (p.kind == Op.Kind.GET) {
+          c.inFlight = null; // a read that never answered changed nothing
+        } else {
+          ended(c, p, Op.Outcome.UNKNOWN, 0, false);
+        }
+      }
       return; // one operation at a time per client
     }
-    if (chance(0.3)) {
-      c.map = stored; // a refresh
+    if (chance(0.1)) {
+      c.map = stored; // a periodic refresh
     }
     if (c.unknown != null) {
       if (chance(0.7)) {
@@ -527,9 +545,9 @@ final class ReplicationSimulation {
   }
 
   private void send(SimClient c, Pending p) {
-    Table t = (c.map.epoch() == 0 ? stored : c.map).table("t").orElseThrow();
+    Table t = c.map.table("t").orElseThrow();
     SimNode target = node(t.shardFor(Key.of(p.key).partitionKey()).owner());
-    if (!target.up || target.isolated) {
+    if (!target.up) { // a partition cuts nodes from each other and from ZooKeeper, not from their clients
       note("client " + c.id + ": " + p.kind + " " + p.key + ": " + target.id + " unreachable");
       c.map = stored;
       if (c.unknown == null) {
@@ -541,6 +559,7 @@ final class ReplicationSimulation {
     Mutation m = new Mutation(ref, Key.of(p.key).encode(), p.value == null ? null : p.value.getBytes(StandardCharsets.UTF_8),
         p.kind == Op.Kind.PUT_IF_VERSION ? p.expected : Mutation.ANY).withRequestId(p.writeId);
     p.at = target;
+    p.sent = step;
     c.inFlight = p;
     note("client " + c.id + ": sends " + p.kind + " " + p.key + (p.value == null ? "" : "=" + p.value) + " to " + target.id);
     CompletableFuture<long[]> f = target.replicator.write(ref, List.of(m));
@@ -572,27 +591,41 @@ final class ReplicationSimulation {
   }
 
   /**
-   * A read at the leader the client's map names, served only if that node leads the shard in the
-   * stored map and has committed its log (the read barrier of a later change makes this check
-   * the protocol's own; here it stands in for it).
+   * A linearizable read at the leader the client's map names: the node's read barrier first, then
+   * its data (the value is taken when the barrier completes, which is inside the read's interval).
+   * Clients reach a node cut off from the others: only the barrier keeps it from answering stale.
    */
   private void read(SimClient c, String key) {
-    Table t = (c.map.epoch() == 0 ? stored : c.map).table("t").orElseThrow();
-    ShardAssignment a = t.shardFor(Key.of(key).partitionKey());
-    SimNode n = node(a.owner());
+    Table t = c.map.table("t").orElseThrow();
+    SimNode n = node(t.shardFor(Key.of(key).partitionKey()).owner());
     ShardRef ref = refOf(stored, key);
-    ShardAssignment now = stored.table("t").orElseThrow().shardFor(Key.of(key).partitionKey());
-    Optional<Replica> r = n.up ? n.replicator.replica(ref) : Optional.empty();
-    if (!n.up || n.isolated || !now.owner().equals(n.id) || r.isEmpty() || r.get().role() != Replica.Role.LEADER
-        || !r.get().whenReady().isDone() || r.get().whenReady().isCompletedExceptionally()) {
+    if (!n.up) {
       c.map = stored;
       return;
     }
-    Versioned v = n.engine.get(ref, Key.of(key).encode());
-    stats.reads++;
-    Op op = Op.get(c.id, v == null ? null : new String(v.value(), StandardCharsets.UTF_8), v == null ? 0 : v.version(), step, step);
-    history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
-    note("client " + c.id + ": " + op + " at " + n.id);
+    Pending p = new Pending(key, Op.Kind.GET, null, 0, null);
+    p.at = n;
+    p.sent = step;
+    c.inFlight = p;
+    int inc = n.incarnation;
+    note("client " + c.id + ": reads " + key + " at " + n.id);
+    n.replicator.readBarrier(ref).whenComplete((v, failure) -> {
+      if (c.inFlight != p) {
+        return; // given up on
+      }
+      c.inFlight = null;
+      if (failure != null || !n.alive(inc)) {
+        c.map = stored;
+        note("client " + c.id + ": read " + key + " at " + n.id + " refused: " + (failure == null ? "crashed" : failure.getMessage()));
+        return;
+      }
+      Versioned got = n.engine.get(ref, Key.of(key).encode());
+      stats.reads++;
+      Op op = Op.get(c.id, got == null ? null : new String(got.value(), StandardCharsets.UTF_8), got == null ? 0 : got.version(), p.invoked,
+          step);
+      history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
+      note("client " + c.id + ": " + op + " at " + n.id);
+    });
   }
 
   // ------------------------------------------------------------------ checks
@@ -682,17 +715,34 @@ final class ReplicationSimulation {
       throw new Violation("the cluster did not settle: " + describeAll());
     }
     for (SimClient c : clients) {
-      if (c.inFlight != null) {
+      if (c.inFlight != null && c.inFlight.kind == Op.Kind.GET) {
+        c.inFlight = null;
+      } else if (c.inFlight != null) {
         c.ended(c.inFlight, Op.Outcome.UNKNOWN, 0, false);
       }
       if (c.unknown != null) {
         c.abandon();
       }
     }
+    SimClient reader = clients.get(0);
     for (int k = 0; k < KEYS; k++) {
       String key = "k" + k;
-      read(clients.get(0), key);
-      read(clients.get(0), key); // after a refresh, if the first went to a stale leader
+      long readsBefore = stats.reads;
+      for (int attempt = 0; attempt < 3 && stats.reads == readsBefore; attempt++) {
+        reader.map = stored;
+        read(reader, key);
+        for (int round = 0; round < 50 && reader.inFlight != null; round++) {
+          while (!pending.isEmpty()) {
+            pending.remove(0).action().run();
+          }
+          clock += TICK_NANOS;
+          nodes.forEach(n -> n.replicator.tick());
+        }
+        reader.inFlight = null;
+      }
+      if (stats.reads == readsBefore) {
+        throw new Violation("at the end, a read of " + key + " did not complete: " + describeAll());
+      }
     }
     checkReplicas(true);
     Optional<LinearizabilityChecker.Violation> v = LinearizabilityChecker.check(history);
