@@ -74,14 +74,16 @@ final class Protos {
   static TableDescription table(TableInfo t) {
     boolean range = t.getSpec().getStrategy().equals("range");
     List<ShardDescription> shards = t.getShardsList().stream().map(s -> shard(t.getName(), range, s)).toList();
-    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec()), shards, t.getMapEpoch(), t.getRingMembersList());
+    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec()), shards, t.getMapEpoch(), t.getRingMembersList(),
+        Math.max(1, t.getReplicas()), Math.max(1, t.getMinInSync()));
   }
 
   private static ShardDescription shard(String table, boolean range, ShardInfo s) {
     Optional<byte[]> start = range ? Optional.of(s.getStart().toByteArray()) : Optional.empty();
     Optional<byte[]> end = range && s.getHasEnd() ? Optional.of(s.getEnd().toByteArray()) : Optional.empty();
     return new ShardDescription(s.getTable().isEmpty() ? table : s.getTable(), s.getNumber(), s.getPosition(), s.getOwner(), s.getEpoch(),
-        start, end, s.getHashFirst(), s.getHashLast(), s.getKeys(), s.getBytes(), s.getReads(), s.getWrites());
+        start, end, s.getHashFirst(), s.getHashLast(), s.getKeys(), s.getBytes(), s.getReads(), s.getWrites(), s.getFollowersList(),
+        s.getInSyncList(), s.getLeaderEpoch() == 0 ? s.getEpoch() : s.getLeaderEpoch());
   }
 
   static NodeStatus node(NodeInfo n) {

@@ -1,5 +1,6 @@
 package io.shardwise.client;
 
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -16,6 +17,16 @@ import java.util.Optional;
  * @param bytes bytes stored, when measured (0 otherwise)
  * @param reads keys read from it since its owner started
  * @param writes keys written to it since its owner started
+ * @param followers the shard's other replicas (its owner leads them); empty for a table of one replica
+ * @param inSync the followers that have every acknowledged write
+ * @param leaderEpoch the map epoch at which the owner took the shard over
  */
 public record ShardDescription(String table, long number, int position, String owner, long epoch, Optional<byte[]> start,
-    Optional<byte[]> end, long hashFirst, long hashLast, long keys, long bytes, long reads, long writes) {}
+    Optional<byte[]> end, long hashFirst, long hashLast, long keys, long bytes, long reads, long writes, List<String> followers,
+    List<String> inSync, long leaderEpoch) {
+
+  public ShardDescription {
+    followers = List.copyOf(followers);
+    inSync = List.copyOf(inSync);
+  }
+}

@@ -595,7 +595,10 @@ public final class ShardwiseClient implements AutoCloseable {
 
   /** Creates a table; returns it as created, with the settings its strategy took by default filled in. */
   public TableDescription createTable(String name, TableSpec spec) {
-    TableInfo info = onSeed(stub -> stub.createTable(CreateTableRequest.newBuilder().setName(name).setSpec(Protos.spec(spec)).build()));
+    CreateTableRequest.Builder request = CreateTableRequest.newBuilder().setName(name).setSpec(Protos.spec(spec));
+    spec.replicas().ifPresent(request::setReplicas);
+    spec.minInSync().ifPresent(request::setMinInSync);
+    TableInfo info = onSeed(stub -> stub.createTable(request.build()));
     awaitEpoch(info.getMapEpoch());
     return Protos.table(info);
   }

@@ -9,8 +9,11 @@ import java.util.List;
  * @param ringMembers a {@code ring} or {@code tokens} table of hash ranges: the nodes whose points
  *     are on its ring, in ring index order (node i of {@code simulate}); empty otherwise, and for a
  *     ring of whole arcs (one arc per shard, created before rings were hash ranges)
+ * @param replicas replicas per shard (1: not replicated)
+ * @param minInSync the fewest in-sync replicas a write needs
  */
-public record TableDescription(String name, long id, TableSpec spec, List<ShardDescription> shards, long mapEpoch, List<String> ringMembers) {
+public record TableDescription(String name, long id, TableSpec spec, List<ShardDescription> shards, long mapEpoch, List<String> ringMembers,
+    int replicas, int minInSync) {
 
   public TableDescription {
     shards = List.copyOf(shards);

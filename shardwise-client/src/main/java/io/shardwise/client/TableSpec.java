@@ -32,8 +32,12 @@ public final class TableSpec {
   private final long seed;
   private final List<byte[]> splitPoints;
   private final List<byte[]> sampleKeys;
+  private final Integer replicas;
+  private final Integer minInSync;
 
   private TableSpec(Builder b) {
+    this.replicas = b.replicas;
+    this.minInSync = b.minInSync;
     this.strategy = b.strategy;
     this.hash = b.hash;
     this.shards = b.shards;
@@ -56,6 +60,16 @@ public final class TableSpec {
 
   public String strategy() {
     return strategy;
+  }
+
+  /** Replicas per shard (unset: the cluster's default); each on its own node. */
+  public OptionalInt replicas() {
+    return replicas == null ? OptionalInt.empty() : OptionalInt.of(replicas);
+  }
+
+  /** The fewest in-sync replicas a write needs (unset: a majority of the replicas). */
+  public OptionalInt minInSync() {
+    return minInSync == null ? OptionalInt.empty() : OptionalInt.of(minInSync);
   }
 
   /** The hash function; empty: the default. */
@@ -111,6 +125,7 @@ public final class TableSpec {
     vnodes().ifPresent(n -> b.append(", ").append(n).append(" vnodes"));
     slots().ifPresent(n -> b.append(", ").append(n).append(" slots"));
     tokens().ifPresent(n -> b.append(", ").append(n).append(" tokens"));
+    replicas().ifPresent(n -> b.append(", ").append(n).append(" replicas"));
     if (!splitPoints.isEmpty()) {
       b.append(", ").append(splitPoints.size()).append(" split points");
     }
@@ -129,6 +144,8 @@ public final class TableSpec {
     private long seed;
     private final List<byte[]> splitPoints = new ArrayList<>();
     private final List<byte[]> sampleKeys = new ArrayList<>();
+    private Integer replicas;
+    private Integer minInSync;
 
     private Builder(String strategy) {
       this.strategy = strategy;
@@ -166,6 +183,18 @@ public final class TableSpec {
 
     public Builder seed(long seed) {
       this.seed = seed;
+      return this;
+    }
+
+    /** Replicas per shard, each on its own node (the server checks the upper limit against the live nodes). */
+    public Builder replicas(int count) {
+      this.replicas = positive("replicas", count);
+      return this;
+    }
+
+    /** The fewest in-sync replicas (the leader counted) a write needs before it is acknowledged. */
+    public Builder minInSync(int count) {
+      this.minInSync = positive("min in-sync replicas", count);
       return this;
     }
 

@@ -48,6 +48,21 @@ public final class Errors {
         ErrorInfo.newBuilder().setCode(ErrorInfo.Code.WRONG_SHARD).setMapEpoch(mapEpoch).build());
   }
 
+  /**
+   * A replicated shard refused a write before writing anything: fewer in-sync replicas than its
+   * table needs ({@code NOT_ENOUGH_REPLICAS}), or a new leader still committing its log ({@code
+   * LEADER_NOT_READY}). UNAVAILABLE: retry shortly; the client knows nothing was written.
+   */
+  public static StatusRuntimeException replicasUnavailable(ErrorInfo.Code code, String message, long mapEpoch) {
+    return of(Status.UNAVAILABLE, code.name() + ": " + message, ErrorInfo.newBuilder().setCode(code).setMapEpoch(mapEpoch).build());
+  }
+
+  /** This node no longer leads a replicated shard (its map is catching up). Nothing was done: refresh and retry. */
+  public static StatusRuntimeException notLeader(String message, long mapEpoch) {
+    return of(Status.UNAVAILABLE, "NOT_LEADER: " + message,
+        ErrorInfo.newBuilder().setCode(ErrorInfo.Code.NOT_LEADER).setMapEpoch(mapEpoch).build());
+  }
+
   /** This node's map is older than the caller's. UNAVAILABLE: retry shortly. */
   public static StatusRuntimeException mapBehind(long mapEpoch, long requestEpoch) {
     return of(

@@ -144,6 +144,14 @@ public final class ShardMap {
     return "table#" + tableId + "/" + number;
   }
 
+  /**
+   * True if {@code node} keeps a replica of shard {@code number} of table {@code tableId} in this
+   * map, as its leader or a follower: its copy is the shard's data, never a stale one to trash.
+   */
+  public boolean holds(NodeId node, long tableId, long number) {
+    return shard(tableId, number).map(s -> s.isReplica(node)).orElse(false);
+  }
+
   /** True if {@code node} owns the shard {@code number} of table {@code tableId} in this map. */
   public boolean owns(NodeId node, long tableId, long number) {
     return shard(tableId, number).map(s -> s.owner().equals(node)).orElse(false);

@@ -56,6 +56,7 @@ public final class NodeConfig {
   private Consumer<MoveProgress> moveListener = p -> {};
   private List<ServerInterceptor> interceptors = List.of();
   private RequestHooks hooks = RequestHooks.NONE;
+  private io.shardwise.server.replication.ReplicationConfig replication = io.shardwise.server.replication.ReplicationConfig.DEFAULT;
 
   private NodeConfig() {}
 
@@ -87,6 +88,7 @@ public final class NodeConfig {
     c.moveListener = moveListener;
     c.interceptors = interceptors;
     c.hooks = hooks;
+    c.replication = replication;
     change.accept(c);
     return c;
   }
@@ -262,12 +264,22 @@ public final class NodeConfig {
     return hooks;
   }
 
+  /** The replication protocol's settings (lag max, heartbeat, write timeout); validated by {@link io.shardwise.server.replication.ReplicationConfig}. */
+  public NodeConfig withReplication(io.shardwise.server.replication.ReplicationConfig newReplication) {
+    return copy(c -> c.replication = Objects.requireNonNull(newReplication, "replication"));
+  }
+
+  public io.shardwise.server.replication.ReplicationConfig replication() {
+    return replication;
+  }
+
   /** The effective settings, one line, for the node's start log. */
   @Override
   public String toString() {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
         + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster
-        + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " " + limits;
+        + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " replication.lag-max=" + replication.lagMax()
+        + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout() + " " + limits;
   }
 }

@@ -73,6 +73,8 @@ public final class ShardwiseNode implements AutoCloseable {
   private Duration dropGrace = Duration.ofSeconds(30);
   private String clusterId;
   private MoveServiceImpl moves;
+  private io.shardwise.server.replication.Replicator replicator;
+  private final ScheduledExecutorService replication;
   private Balancer balancer;
   private Server server;
   private String address;
@@ -86,6 +88,12 @@ public final class ShardwiseNode implements AutoCloseable {
     this.peers = peers;
     this.cleaner = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "shardwise-cleaner-" + id);
+      t.setDaemon(true);
+      return t;
+    });
+    // Sends replication messages, ticks heartbeats and stores in-sync changes: never on a request's thread.
+    this.replication = Executors.newScheduledThreadPool(2, r -> {
+      Thread t = new Thread(r, "shardwise-replication-" + id);
       t.setDaemon(true);
       return t;
     });
@@ -138,6 +146,11 @@ public final class ShardwiseNode implements AutoCloseable {
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks(), heat);
     TableAdmin tables = new TableAdmin(ctx);
+    io.shardwise.server.replication.ReplicationConfig replicationConfig = config.replication();
+    replicator = new io.shardwise.server.replication.Replicator(id, store,
+        io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel), this::updateMapAsync, replication,
+        System::nanoTime, replicationConfig);
+    shards.replicateWith(new io.shardwise.server.replication.NodeReplication(replicator, replicationConfig, () -> map.current().epoch()));
     coordinator.watchConnection(this::onConnectionChange);
     coordinator.onLiveNodesChange(peers::resetConnectBackoff); // a restarted peer is reachable at once
     dropGrace = config.dropGrace();
@@ -149,6 +162,8 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
     cleaner.scheduleWithFixedDelay(this::purgeRequestRecords, 1, 1, TimeUnit.MINUTES);
     cleaner.scheduleAtFixedRate(this::tickRates, 1, 1, TimeUnit.SECONDS);
+    long heartbeat = replicationConfig.heartbeat().toMillis();
+    replication.scheduleWithFixedDelay(this::tickReplication, heartbeat, heartbeat, TimeUnit.MILLISECONDS);
     Duration tombstoneGrace = config.tombstoneGrace();
     if (tombstoneGrace.compareTo(trashGrace) < 0) {
       LOG.warn("node {}: tombstone grace {} is shorter than trash grace {}: restoring a trash entry may bring back keys deleted "
@@ -159,7 +174,8 @@ public final class ShardwiseNode implements AutoCloseable {
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
-        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables, trash), moves);
+        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables, trash), moves,
+        io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard));
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
@@ -221,6 +237,9 @@ public final class ShardwiseNode implements AutoCloseable {
     synchronized (store.trash()) {
       trash.restoreUndropped(previous, next);
       changes = shards.apply(previous, next, id);
+      if (replicator != null) {
+        replicator.apply(previous, next); // leads, follows or lets go of replicas before requests route by the new map
+      }
       map.advance(next);
     }
     changes.owned().forEach(moves::arrived);
@@ -233,6 +252,41 @@ public final class ShardwiseNode implements AutoCloseable {
     changes.droppedTables().forEach(heat::forget);
     for (ShardRef shard : changes.lost()) {
       cleaner.schedule(() -> dropIfForeign(shard), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** The replicated shard a leader's message names, as this node's map has it; {@code null} if the map has no such shard. */
+  private ShardRef replicatedShard(long tableId, long number) {
+    return map.current().tableById(tableId).filter(t -> t.positionOf(number) >= 0).map(t -> ShardRef.of(t, number)).orElse(null);
+  }
+
+  /** A leader's change of a shard's in-sync set: stored by compare-and-set off the caller's thread, then applied here. */
+  private void updateMapAsync(java.util.function.Function<ShardMap, Optional<io.shardwise.core.map.ShardMapDelta>> change,
+      java.util.function.BiConsumer<ShardMap, Throwable> done) {
+    try {
+      replication.execute(() -> {
+        ShardMap stored;
+        try {
+          stored = coordinator.updateMap(change);
+        } catch (RuntimeException e) {
+          done.accept(null, e);
+          return;
+        }
+        onMap(stored);
+        done.accept(stored, null);
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      done.accept(null, closing);
+    }
+  }
+
+  private void tickReplication() {
+    try {
+      if (writable.get()) { // a node cut off from ZooKeeper neither heartbeats nor changes in-sync sets
+        replicator.tick();
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: replication tick failed: {}", id, e.toString());
     }
   }
 
@@ -290,14 +344,14 @@ public final class ShardwiseNode implements AutoCloseable {
         if (covering.overlaps(shard)) {
           trash.put(covering, ShardTrash.Kind.MOVED_AWAY, "moved to another node after shard " + shard.shardNumber()
               + " was split or merged (map epoch " + now.epoch() + ")",
-              () -> !map.current().owns(id, covering.tableId(), covering.shardNumber()) && !moves.receiving(covering));
+              () -> !map.current().holds(id, covering.tableId(), covering.shardNumber()) && !moves.receiving(covering));
         }
       }
       shards.forget(shard);
       return;
     }
     trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + now.epoch() + ")",
-        () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+        () -> !map.current().holds(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
   }
 
   /**
@@ -308,9 +362,9 @@ public final class ShardwiseNode implements AutoCloseable {
   private void trashForeignShards() {
     ShardMap current = map.current();
     for (ShardRef shard : store.storedShards(tableId -> current.tableById(tableId).orElse(null))) {
-      if (!map.current().owns(id, shard.tableId(), shard.shardNumber())) {
+      if (!map.current().holds(id, shard.tableId(), shard.shardNumber())) {
         trash.put(shard, ShardTrash.Kind.FOREIGN_AT_START, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
-            () -> !map.current().owns(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+            () -> !map.current().holds(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
       }
     }
   }
@@ -319,7 +373,8 @@ public final class ShardwiseNode implements AutoCloseable {
     long cutoff = System.currentTimeMillis() - REQUEST_RECORD_HORIZON.toMillis();
     for (var shard : shards.all().values()) {
       try {
-        if (shard.state() == io.shardwise.server.shard.LocalShard.State.SERVING) {
+        // A replicated shard's records and tombstones are the same on every replica: not purged by one alone.
+        if (shard.state() == io.shardwise.server.shard.LocalShard.State.SERVING && !shard.replicated()) {
           store.purgeRequestRecords(shard.ref(), cutoff);
         }
       } catch (RuntimeException e) {
@@ -337,6 +392,9 @@ public final class ShardwiseNode implements AutoCloseable {
     long cutoff = System.currentTimeMillis() - grace.toMillis();
     long purged = 0;
     for (ShardRef shard : List.copyOf(shards.all().keySet())) {
+      if (shards.replicated(shard)) {
+        continue; // purged through the log, not by one replica alone (not done yet: the tombstones stay)
+      }
       byte[] from = new byte[0];
       try {
         while (from != null && !store.isClosed()) {
@@ -454,6 +512,7 @@ public final class ShardwiseNode implements AutoCloseable {
       balancer.close();
     }
     cleaner.shutdownNow();
+    replication.shutdownNow();
     if (metricsEndpoint != null) {
       metricsEndpoint.close();
     }

@@ -512,6 +512,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           throw Errors.notServing(ctx.self().value(), map.epoch());
         }
         Table table = map.table(tableName).orElseThrow();
+        if (table.replication().replicated()) {
+          Inline.mayBlock(); // it waits for the log's followers, or for the read barrier
+        }
         ShardRef shard = ref(table, ((Route.Serve) route).shard());
         ctx.hooks().routedHere(shard, write);
         try {
@@ -585,8 +588,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         }
       }
       List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
-      if (!byOwner.isEmpty()) {
-        Inline.mayBlock(); // before serving this node's group, so a second run writes nothing twice
+      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated())) {
+        // before serving this node's group, so a second run writes nothing twice; a replicated
+        // table's requests wait for other nodes (the log's followers, or the read barrier)
+        Inline.mayBlock();
       }
       List<Integer> retry = new ArrayList<>();
       if (mine != null) {

@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import io.grpc.Status;
 import io.shardwise.core.key.KeyRange;
 import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.Replication;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
@@ -63,20 +64,57 @@ public final class TableAdmin {
       throw Errors.invalid("a range table of " + shards + " shards needs split points or sample keys to pre-split from"
           + " (--split-points or --sample-keys-file), or 1 shard");
     }
+    Replication replication = replication(request, live.size());
     ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.stream().map(NodeId::value).toList(), sample);
     List<NodeId> owners = new ArrayList<>();
     for (int owner : initial.owners()) {
       owners.add(live.get(owner));
     }
+    List<List<NodeId>> followers = new ArrayList<>();
+    Map<NodeId, String> zones = new java.util.HashMap<>();
+    ctx.coordinator().liveNodesNow().forEach((n, info) -> {
+      String zone = info.getLabelsMap().get("zone");
+      if (zone != null) {
+        zones.put(n, zone);
+      }
+    });
+    io.shardwise.core.plan.ReplicaPlacement placement = new io.shardwise.core.plan.ReplicaPlacement(live, zones);
+    owners.forEach(placement::count);
+    for (NodeId owner : owners) {
+      followers.add(placement.followers(owner, replication.factor() - 1));
+    }
     ShardMap stored = ctx.coordinator().updateMap(map -> {
       if (map.table(name).isPresent()) {
         throw Status.ALREADY_EXISTS.withDescription("table " + name + " already exists").asRuntimeException();
       }
-      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners).build());
+      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners, followers, replication).build());
     });
     ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
     Table table = (applied.epoch() >= stored.epoch() ? applied : stored).table(name).orElseThrow();
     return info(table, Math.max(applied.epoch(), stored.epoch()), Map.of());
+  }
+
+  /**
+   * Replicas per shard when a table is created without {@code --replicas}. One for now: shards of
+   * replicated tables do not yet move, split or merge, and every table created by default must.
+   */
+  static final int DEFAULT_REPLICAS = 1;
+
+  /** The table's replication as asked, checked against the live nodes (each replica of a shard on its own node). */
+  private static Replication replication(CreateTableRequest request, int liveNodes) {
+    int factor = request.getReplicas() == 0 ? Math.min(DEFAULT_REPLICAS, liveNodes) : request.getReplicas();
+    if (factor < 1 || factor > Replication.MAX_FACTOR) {
+      throw Errors.invalid("a table keeps 1 to " + Replication.MAX_FACTOR + " replicas of each shard, not " + factor);
+    }
+    if (factor > liveNodes) {
+      throw Status.FAILED_PRECONDITION.withDescription("a table of " + factor + " replicas needs " + factor + " live nodes (each replica of a"
+          + " shard on its own node); " + liveNodes + " are live").asRuntimeException();
+    }
+    int minInSync = request.getMinInSync() == 0 ? Replication.of(factor).minInSync() : request.getMinInSync();
+    if (minInSync > factor) {
+      throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
+    }
+    return new Replication(factor, minInSync);
   }
 
   private static KeySample sample(PartitionerSpec spec, CreateTableRequest request) {
@@ -212,7 +250,9 @@ public final class TableAdmin {
         .setId(table.id())
         .setSpec(MapCodec.toProto(table.spec()))
         .setMapEpoch(mapEpoch)
-        .addAllRingMembers(table.layout().ringMembers());
+        .addAllRingMembers(table.layout().ringMembers())
+        .setReplicas(table.replication().factor())
+        .setMinInSync(table.replication().minInSync());
     long[] hashValues = table.layout().hashValues();
     for (int position = 0; position < table.shards().size(); position++) {
       ShardAssignment s = table.shards().get(position);
@@ -221,7 +261,10 @@ public final class TableAdmin {
           .setNumber(s.id().number())
           .setPosition(position)
           .setOwner(s.owner().value())
-          .setEpoch(s.epoch());
+          .setEpoch(s.epoch())
+          .setLeaderEpoch(s.leaderEpoch());
+      s.followers().forEach(f -> shard.addFollowers(f.value()));
+      s.inSync().forEach(f -> shard.addInSync(f.value()));
       Strategy strategy = table.layout().strategy();
       if (strategy == Strategy.RANGE) {
         KeyRange range = table.layout().keyRangeOf(position);

@@ -40,10 +40,23 @@ public final class LocalShard {
   private volatile boolean writesPaused;
   private volatile boolean readsPaused;
   private volatile ChangeLog log;
+  private volatile boolean replicated;
 
   LocalShard(ShardRef ref, long epoch) {
     this.ref = ref;
     this.epoch = epoch;
+  }
+
+  /**
+   * True if the shard's table keeps replicas: its writes go through the replication log and its
+   * reads wait for the leader's read barrier ({@link ReplicatedData}), never straight to the store.
+   */
+  public boolean replicated() {
+    return replicated;
+  }
+
+  void replicated(boolean value) {
+    replicated = value;
   }
 
   public ShardRef ref() {

@@ -30,6 +30,7 @@ public final class LocalShards {
 
   private final ShardEngine store;
   private final ConcurrentHashMap<ShardRef, LocalShard> held = new ConcurrentHashMap<>();
+  private volatile ReplicatedData replication = ReplicatedData.NONE;
 
   public LocalShards(ShardEngine store) {
     this.store = store;
@@ -45,9 +46,27 @@ public final class LocalShards {
     return Map.copyOf(held);
   }
 
+  /** The replication data path, for the shards of replicated tables (set once, at the node's start). */
+  public void replicateWith(ReplicatedData replication) {
+    this.replication = replication;
+  }
+
   /** This node owns {@code ref} at {@code epoch} in a map it is about to apply. */
   public void own(ShardRef ref, long epoch) {
-    held.computeIfAbsent(ref, r -> new LocalShard(r, epoch)).own(epoch);
+    own(ref, epoch, false);
+  }
+
+  /** This node owns (leads) {@code ref} at {@code epoch}; {@code replicated}: its table keeps replicas. */
+  public void own(ShardRef ref, long epoch, boolean replicated) {
+    LocalShard s = held.computeIfAbsent(ref, r -> new LocalShard(r, epoch));
+    s.replicated(replicated);
+    s.own(epoch);
+  }
+
+  /** True if {@code ref} is held here and its table keeps replicas: requests for it may wait on other nodes. */
+  public boolean replicated(ShardRef ref) {
+    LocalShard s = held.get(ref);
+    return s != null && s.replicated();
   }
 
   /** A map this node is about to apply gives {@code ref} to another node (no-op if not held). */
@@ -87,7 +106,7 @@ public final class LocalShards {
           if (ref.layout() != ShardRef.Layout.BUCKET && !held.containsKey(ref)) {
             store.inheritFloor(ref); // a split's upper half (or a restart after one) has no floor of its own yet
           }
-          own(ref, s.epoch());
+          own(ref, s.epoch(), t.replication().replicated());
           owned.add(ref);
         }
       }
@@ -126,6 +145,7 @@ public final class LocalShards {
 
   /** The live value of {@code key}, or {@code null}. */
   public Versioned get(ShardRef ref, byte[] key) {
+    barrierIfReplicated(ref);
     LocalShard s = enter(ref, false);
     try {
       return store.get(ref, key);
@@ -136,6 +156,7 @@ public final class LocalShards {
 
   /** Live entries of the shard in {@code [from, to)}; see {@link ShardEngine#scan}. */
   public ScanPage scan(ShardRef ref, byte[] from, byte[] to, int limit) {
+    barrierIfReplicated(ref);
     LocalShard s = enter(ref, false);
     try {
       return store.scan(ref, from, to, limit);
@@ -175,6 +196,9 @@ public final class LocalShards {
    * whole write, or nothing is written.
    */
   public long[] apply(List<Mutation> batch) throws VersionMismatchException {
+    if (!batch.isEmpty() && replicated(batch.get(0).shard())) {
+      return applyReplicated(batch);
+    }
     Map<ShardRef, LocalShard> entered = new LinkedHashMap<>(4);
     try {
       for (Mutation m : batch) {
@@ -198,6 +222,37 @@ public final class LocalShards {
     }
   }
 
+  /** A replicated shard's read waits, outside the fence, until this node is known to lead it (its read barrier). */
+  private void barrierIfReplicated(ShardRef ref) {
+    if (replicated(ref)) {
+      replication.readBarrier(ref);
+    }
+  }
+
+  /**
+   * A batch of replicated shards: each shard's part through its own log (atomic per shard), outside
+   * the fence — a write waiting for its followers must never hold up a hand-off or a map change.
+   */
+  private long[] applyReplicated(List<Mutation> batch) throws VersionMismatchException {
+    Map<ShardRef, List<Integer>> byShard = new LinkedHashMap<>();
+    for (int i = 0; i < batch.size(); i++) {
+      byShard.computeIfAbsent(batch.get(i).shard(), r -> new ArrayList<>()).add(i);
+    }
+    long[] out = new long[batch.size()];
+    for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) {
+      if (!replicated(e.getKey())) {
+        throw new ShardFencedException(e.getKey(), held.get(e.getKey()), "is not a replicated shard served here");
+      }
+      List<Mutation> part = new ArrayList<>(e.getValue().size());
+      e.getValue().forEach(i -> part.add(batch.get(i)));
+      long[] results = replication.write(e.getKey(), part);
+      for (int j = 0; j < results.length; j++) {
+        out[e.getValue().get(j)] = results[j];
+      }
+    }
+    return out;
+  }
+
   /**
    * Merges stored values (a trash entry's) into a shard served here, inside its fence: each is
    * written only if newer than what the shard holds ({@link ShardEngine#mergeStored}).
@@ -205,6 +260,11 @@ public final class LocalShards {
    * @return how many user keys were written (write-id records are merged too, and not counted)
    */
   public int merge(ShardRef ref, List<ShardEngine.StoredValue> values) {
+    if (replicated(ref)) {
+      // A write outside the log would make this replica differ from the others.
+      throw new IllegalArgumentException("shard " + ref + " is replicated: a trash entry is merged into it only through its log,"
+          + " which restores do not do yet");
+    }
     LocalShard s = enter(ref, true);
     try {
       List<byte[]> written = store.mergeStored(ref, values);

@@ -1,0 +1,147 @@
+package io.shardwise.server.replication;
+
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.MoreExecutors;
+import com.google.protobuf.ByteString;
+import io.grpc.stub.StreamObserver;
+import io.shardwise.core.map.NodeId;
+import io.shardwise.proto.v1.AppendRequest;
+import io.shardwise.proto.v1.AppendResponse;
+import io.shardwise.proto.v1.ReplicaLogEntry;
+import io.shardwise.proto.v1.ReplicationServiceGrpc;
+import io.shardwise.proto.v1.ShardAppendResult;
+import io.shardwise.proto.v1.StoredValue;
+import io.shardwise.server.replication.Messages.AppendBatch;
+import io.shardwise.server.replication.Messages.AppendReply;
+import io.shardwise.server.replication.Messages.Outcome;
+import io.shardwise.server.replication.Messages.ShardAppend;
+import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.storage.LogEntry;
+import io.shardwise.server.storage.ShardEngine;
+import io.shardwise.server.storage.ShardRef;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * The replication protocol's messages over gRPC: the {@code ReplicationService} a node serves (a
+ * follower's end), the {@link Replicator.Transport} a leader sends with, and the protobuf forms of
+ * {@link Messages}. Shards travel as table id and number; each end resolves them against the map
+ * it has applied.
+ */
+public final class GrpcReplication {
+
+  /** How long a leader waits for a follower node's answer before it counts the message as lost. */
+  private static final long APPEND_DEADLINE_MILLIS = 5_000;
+
+  private GrpcReplication() {}
+
+  /** The shard of table {@code tableId} numbered {@code number} in this node's map, or {@code null} if it has none. */
+  public interface ShardResolver {
+    ShardRef resolve(long tableId, long number);
+  }
+
+  /** A follower node's end of the protocol: hands each message to its {@link Replicator}. */
+  public static ReplicationServiceGrpc.ReplicationServiceImplBase service(Replicator replicator, ShardResolver shards) {
+    return new ReplicationServiceGrpc.ReplicationServiceImplBase() {
+      @Override
+      public void append(AppendRequest request, StreamObserver<AppendResponse> out) {
+        List<ShardAppend> appends = new ArrayList<>(request.getShardsCount());
+        List<ShardAppendResult> unknown = new ArrayList<>();
+        for (io.shardwise.proto.v1.ShardAppend a : request.getShardsList()) {
+          ShardRef ref = shards.resolve(a.getTableId(), a.getNumber());
+          if (ref == null) { // not in this node's map yet (or any more)
+            unknown.add(ShardAppendResult.newBuilder().setTableId(a.getTableId()).setNumber(a.getNumber())
+                .setOutcome(ShardAppendResult.Outcome.NOT_REPLICA).build());
+          } else {
+            appends.add(fromProto(ref, a));
+          }
+        }
+        AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends));
+        AppendResponse.Builder b = AppendResponse.newBuilder().setFollower(reply.follower().value()).setMapEpoch(reply.mapEpoch())
+            .addAllShards(unknown);
+        for (ShardReply r : reply.shards()) {
+          b.addShards(ShardAppendResult.newBuilder().setTableId(r.shard().tableId()).setNumber(r.shard().shardNumber())
+              .setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch()));
+        }
+        out.onNext(b.build());
+        out.onCompleted();
+      }
+    };
+  }
+
+  /** A leader's transport: an asynchronous call per message, to the follower's address as ZooKeeper lists it. */
+  public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels) {
+    return (to, batch, done) -> {
+      String address = addresses.apply(to);
+      if (address == null) {
+        done.accept(null, new IllegalStateException(to + " is not live"));
+        return;
+      }
+      Map<ShardKey, ShardRef> sent = new HashMap<>();
+      AppendRequest.Builder request = AppendRequest.newBuilder().setLeader(batch.leader().value());
+      for (ShardAppend a : batch.shards()) {
+        request.addShards(toProto(a));
+        sent.put(new ShardKey(a.shard().tableId(), a.shard().shardNumber()), a.shard());
+      }
+      var call = ReplicationServiceGrpc.newFutureStub(channels.apply(address)).withDeadlineAfter(APPEND_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
+          .append(request.build());
+      Futures.addCallback(call, new FutureCallback<>() {
+        @Override
+        public void onSuccess(AppendResponse response) {
+          List<ShardReply> replies = new ArrayList<>(response.getShardsCount());
+          for (ShardAppendResult r : response.getShardsList()) {
+            ShardRef ref = sent.get(new ShardKey(r.getTableId(), r.getNumber()));
+            if (ref != null) {
+              replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
+            }
+          }
+          done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies), null);
+        }
+
+        @Override
+        public void onFailure(Throwable t) {
+          done.accept(null, t);
+        }
+      }, MoreExecutors.directExecutor());
+    };
+  }
+
+  private record ShardKey(long tableId, long number) {}
+
+  static io.shardwise.proto.v1.ShardAppend toProto(ShardAppend a) {
+    io.shardwise.proto.v1.ShardAppend.Builder b = io.shardwise.proto.v1.ShardAppend.newBuilder().setTableId(a.shard().tableId())
+        .setNumber(a.shard().shardNumber()).setEpoch(a.epoch()).setPrevOffset(a.prevOffset()).setPrevEpoch(a.prevEpoch())
+        .setCommit(a.commit());
+    for (LogEntry e : a.entries()) {
+      ReplicaLogEntry.Builder entry = ReplicaLogEntry.newBuilder().setOffset(e.offset()).setEpoch(e.epoch());
+      for (ShardEngine.StoredValue v : e.effects()) {
+        StoredValue.Builder sv = StoredValue.newBuilder().setStoreKey(ByteString.copyFrom(v.storeKey()));
+        if (v.stored() == null) {
+          sv.setAbsent(true);
+        } else {
+          sv.setStored(ByteString.copyFrom(v.stored()));
+        }
+        entry.addEffects(sv);
+      }
+      b.addEntries(entry);
+    }
+    return b.build();
+  }
+
+  static ShardAppend fromProto(ShardRef shard, io.shardwise.proto.v1.ShardAppend a) {
+    List<LogEntry> entries = new ArrayList<>(a.getEntriesCount());
+    for (ReplicaLogEntry e : a.getEntriesList()) {
+      List<ShardEngine.StoredValue> effects = new ArrayList<>(e.getEffectsCount());
+      for (StoredValue v : e.getEffectsList()) {
+        effects.add(new ShardEngine.StoredValue(v.getStoreKey().toByteArray(), v.getAbsent() ? null : v.getStored().toByteArray()));
+      }
+      entries.add(new LogEntry(e.getOffset(), e.getEpoch(), effects));
+    }
+    return new ShardAppend(shard, a.getEpoch(), a.getPrevOffset(), a.getPrevEpoch(), entries, a.getCommit());
+  }
+}
