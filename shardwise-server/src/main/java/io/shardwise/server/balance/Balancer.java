@@ -95,6 +95,7 @@ public final class Balancer implements AutoCloseable {
   private final AtomicLong ticks = new AtomicLong();
   private volatile String lastFingerprint;
   private Resizer resizer;
+  private final Failover failover;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
     this.self = self;
@@ -102,6 +103,7 @@ public final class Balancer implements AutoCloseable {
     this.peers = peers;
     this.records = new RebalanceRecords(coordinator);
     this.schedule = new Schedule(coordinator);
+    this.failover = new Failover(coordinator);
     this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
     // Curator's own account of a lost latch node is an ERROR line for an ordinary session loss (its
     // logger is off in the CLI's logging): leadership changes are reported here instead.
@@ -141,6 +143,11 @@ public final class Balancer implements AutoCloseable {
     return ticks.get();
   }
 
+  /** The live nodes changed: the leader looks at once (a failover must not wait for the next tick). */
+  public void nodesChanged() {
+    tickSoon();
+  }
+
   private void tickSoon() {
     try {
       ticker.execute(this::safeTick);
@@ -173,6 +180,11 @@ public final class Balancer implements AutoCloseable {
   }
 
   private void tick() {
+    try {
+      failover.run(); // before anything else: a shard without a live leader serves nothing
+    } catch (RuntimeException e) {
+      LOG.warn("balancer: failover on {}: {}", self, e.toString());
+    }
     BalancerSettings settings = records.settings();
     ShardMap map = coordinator.readMap().map();
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();

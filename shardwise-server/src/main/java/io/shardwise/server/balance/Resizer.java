@@ -103,7 +103,7 @@ final class Resizer {
       return List.of();
     }
     lastLookMillis = nowMillis;
-    boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable()
+    boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable() && !t.replication().replicated()
         && RebalanceRecords.modeOf(settings, t.name()) != BalancerSettings.Mode.MANUAL
         && (RebalanceRecords.splitBytesOf(settings, t.name()) > 0 || RebalanceRecords.splitRpsOf(settings, t.name()) > 0));
     if (!any) {
@@ -155,7 +155,8 @@ final class Resizer {
     int mergeWindow = RebalanceRecords.mergeSeconds(settings);
     double fraction = RebalanceRecords.mergeFraction(settings);
     for (Table t : map.tables().values()) {
-      if (!t.layout().splittable() || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL) {
+      if (!t.layout().splittable() || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL
+          || t.replication().replicated()) { // a replicated shard's replicas would have to split at one log position: not done yet
         continue;
       }
       long bytesLimit = RebalanceRecords.splitBytesOf(settings, t.name());

@@ -181,6 +181,7 @@ public final class ShardwiseNode implements AutoCloseable {
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
     coordinator.register(false, info.build(), Duration.ofSeconds(20), config.sessionTimeout().multipliedBy(2));
     balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics);
+    coordinator.onLiveNodesChange(balancer::nodesChanged); // a leader's node gone: its shards fail over at once
     if (config.metricsPort() >= 0) {
       metricsEndpoint = MetricsEndpoint.start(config.host(), config.metricsPort(), metrics);
       LOG.info("node {}: Prometheus metrics on {}", id, metricsEndpoint.url());
@@ -309,6 +310,9 @@ public final class ShardwiseNode implements AutoCloseable {
         ShardRef ref = ShardRef.of(t, a.id().number());
         io.micrometer.core.instrument.Tags tags = io.micrometer.core.instrument.Tags.of("table", t.name(), "table_id",
             Long.toString(t.id()), "shard", Long.toString(a.id().number()));
+        if (metrics.find("shardwise.shard.reads").tags(tags).functionCounter() != null) {
+          continue; // it led the shard before (a replica that leads again, a shard that moved back)
+        }
         io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.reads", traffic, x -> x.counts(ref).reads())
             .baseUnit("keys").description("keys read from the shard on this node since it started").tags(tags).register(metrics);
         io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.writes", traffic, x -> x.counts(ref).writes())
@@ -490,6 +494,11 @@ public final class ShardwiseNode implements AutoCloseable {
   /** Where this node serves Prometheus text, if it was started with a metrics port. */
   public Optional<String> metricsUrl() {
     return Optional.ofNullable(metricsEndpoint).map(MetricsEndpoint::url);
+  }
+
+  /** This node's replicas of replicated shards (for tests and tools that look at them). */
+  public io.shardwise.server.replication.Replicator replicator() {
+    return replicator;
   }
 
   /** This node's balancer (it acts only while this node leads). */

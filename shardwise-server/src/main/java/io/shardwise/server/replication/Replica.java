@@ -88,6 +88,7 @@ final class Replica {
     long next; // the next offset to send
     long match; // the highest offset known to equal the leader's log
     long caughtUpNanos; // when it last held everything the leader had
+    long answeredNanos; // when it last answered OK: a follower that stops answering leaves the in-sync set even when nothing is written
     boolean needsSnapshot;
     // Reads that need this follower to confirm the leader with an append sent after they arrived:
     // first waiting for the next send, then for the reply to it.
@@ -97,6 +98,7 @@ final class Replica {
     Progress(long next, long now) {
       this.next = next;
       this.caughtUpNanos = now;
+      this.answeredNanos = now;
     }
   }
 
@@ -513,6 +515,7 @@ final class Replica {
     settleReads(follower, p, sent, reply.outcome() == Outcome.OK, after);
     switch (reply.outcome()) {
       case OK -> {
+        p.answeredNanos = now;
         p.match = Math.max(p.match, reply.matched());
         p.next = Math.max(p.next, p.match + 1);
         if (p.match >= storage.state(ref).lastOffset()) {
@@ -619,8 +622,11 @@ final class Replica {
       NodeId f = e.getKey();
       Progress p = e.getValue();
       boolean in = inSync.contains(f);
-      boolean lagging = p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos();
-      boolean caughtUp = p.match >= commit && p.match >= readyAt && !p.needsSnapshot;
+      boolean lagging = (p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos())
+          || now - p.answeredNanos > config.lagMax().toNanos(); // silent: reads would wait for it forever
+      // Back in only if it answers (a silent follower's old match would otherwise let it flap in and out).
+      boolean caughtUp = p.match >= commit && p.match >= readyAt && !p.needsSnapshot
+          && now - p.answeredNanos <= config.lagMax().toNanos() / 2;
       if (in && lagging) {
         changed = true; // leaves
       } else if (in || caughtUp) {

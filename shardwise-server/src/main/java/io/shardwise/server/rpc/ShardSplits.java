@@ -56,6 +56,7 @@ public final class ShardSplits {
       if (!t.layout().splittable()) {
         throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
       }
+      checkNotReplicated(t);
       if (t.shards().size() >= MAX_SHARDS) {
         throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
       }
@@ -89,9 +90,22 @@ public final class ShardSplits {
    *     for a strategy that does not merge or the last shard, FAILED_PRECONDITION for two owners or
    *     a next shard other than {@code expectedRight}
    */
+  /**
+   * Every replica of a shard of a replicated table would have to split or merge at the same
+   * position of its log (the halves start logs of their own), which is not done yet: refused, so
+   * that no replica's copy is ever cut at another point than the leader's.
+   */
+  private static void checkNotReplicated(Table t) {
+    if (t.replication().replicated()) {
+      throw Status.FAILED_PRECONDITION.withDescription("table " + t.name() + " keeps " + t.replication().factor() + " replicas of each shard;"
+          + " replicated shards do not split or merge yet").asRuntimeException();
+    }
+  }
+
   public ShardMap merge(String table, long number, long expectedRight) {
     return coordinator.updateMap(map -> {
       Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
+      checkNotReplicated(t);
       ShardAssignment left = shardOf(t, number, map.epoch());
       if (!t.layout().splittable()) {
         throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
@@ -133,6 +147,7 @@ public final class ShardSplits {
     if (!t.layout().splittable()) {
       throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
     }
+    checkNotReplicated(t);
     if (shards <= t.shards().size() || shards > MAX_SHARDS) {
       throw Errors.invalid("table " + t.name() + " has " + t.shards().size() + " shards: --shards must be more than that and at most "
           + MAX_SHARDS + ", not " + shards);
@@ -241,7 +256,7 @@ public final class ShardSplits {
   private SplitShardRequest bySize(SplitShardRequest request, ShardMap map) {
     Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
     ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
-    if (!t.layout().splittable()) {
+    if (!t.layout().splittable() || t.replication().replicated()) {
       return request; // refused with the reason by split
     }
     String alternative = "give --at KEY" + (t.layout().hashRanges() ? " or --at-hash H" : "");

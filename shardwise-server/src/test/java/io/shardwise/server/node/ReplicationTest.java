@@ -83,6 +83,102 @@ class ReplicationTest {
     }
   }
 
+  /** Three nodes whose followers drop out of the in-sync set after a second of silence (the default is 5 s). */
+  private TestCluster quickCluster() {
+    TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT);
+    for (int i = 1; i <= 3; i++) {
+      cluster.nodes.add(startQuick(cluster, i));
+    }
+    return cluster;
+  }
+
+  private static ShardwiseNode startQuick(TestCluster cluster, int i) {
+    return cluster.startNode(i, c -> c.withReplication(io.shardwise.server.replication.ReplicationConfig.DEFAULT
+        .withLagMax(Duration.ofSeconds(1))));
+  }
+
+  @Test
+  void whenALeadersNodeStopsAnInSyncFollowerLeadsAndNoAcknowledgedWriteIsLost() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(3).replicas(3).build());
+      java.util.Map<String, String> acknowledged = new java.util.concurrent.ConcurrentHashMap<>();
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.atomic.AtomicInteger unknown = new java.util.concurrent.atomic.AtomicInteger();
+      Thread writer = new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          String k = "k" + (i % 500);
+          try {
+            client.put("r", Key.of(k), b("v" + i));
+            acknowledged.put(k, "v" + i);
+          } catch (ShardwiseException e) {
+            unknown.incrementAndGet(); // refused or unknown during the failover: not counted as acknowledged
+          }
+        }
+      });
+      writer.start();
+      await().atMost(Duration.ofSeconds(10)).until(() -> acknowledged.size() >= 200);
+      ShardwiseNode victim = cluster.node(cluster.nodes.get(0).map().table("r").orElseThrow().shards().get(0).owner().value());
+      java.util.Set<ShardRef> led = new java.util.HashSet<>();
+      Table before = victim.map().table("r").orElseThrow();
+      before.shards().stream().filter(s -> s.owner().equals(victim.id())).forEach(s -> led.add(ShardRef.of(before, s.id().number())));
+      victim.close();
+      cluster.nodes.remove(victim);
+      ShardwiseNode survivor = cluster.nodes.get(0);
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(survivor.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> assertThat(s.owner()).isNotEqualTo(victim.id())));
+      int acknowledgedAtFailover = acknowledged.size();
+      long written = acknowledged.size();
+      await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.size() > acknowledgedAtFailover || written < 500);
+      // Writes go on with two of three replicas in sync (min in-sync 2).
+      String probe = "after-failover";
+      client.put("r", Key.of(probe), b("yes"));
+      acknowledged.put(probe, "yes");
+
+      // The stopped node comes back as a follower, catches up and is in sync again.
+      cluster.nodes.add(startQuick(cluster, Integer.parseInt(victim.id().value().substring(1))));
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(survivor.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2)));
+      stop.set(true);
+      writer.join();
+      for (var e : acknowledged.entrySet()) {
+        assertThat(client.get("r", Key.of(e.getKey()))).as(e.getKey()).get()
+            .satisfies(v -> assertThat(new String(v.value(), StandardCharsets.UTF_8)).isEqualTo(e.getValue()));
+      }
+      assertThat(led).as("the stopped node led shards").isNotEmpty();
+    }
+  }
+
+  @Test
+  void withFewerInSyncReplicasThanTheMinimumWritesAreRefusedNotLost() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(1).replicas(3).build());
+      client.put("r", Key.of("before"), b("1"));
+      ShardAssignment a = cluster.nodes.get(0).map().table("r").orElseThrow().shards().get(0);
+      // Both followers stop: the leader drops them from the in-sync set, and then refuses writes.
+      for (var f : a.followers()) {
+        ShardwiseNode n = cluster.node(f.value());
+        n.close();
+        cluster.nodes.remove(n);
+      }
+      ShardwiseNode leader = cluster.node(a.owner().value());
+      await().atMost(Duration.ofSeconds(20)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().isEmpty());
+      long epoch = leader.map().epoch();
+      assertThatThrownBy(() -> client.put("r", Key.of("refused"), b("x"))).isInstanceOf(ShardwiseException.class)
+          .hasMessageContaining("NOT_ENOUGH_REPLICAS").hasMessageContaining("writes need 2")
+          .isNotInstanceOf(io.shardwise.client.OutcomeUnknownException.class);
+      assertThat(client.get("r", Key.of("before"))).as("reads go on").isPresent();
+      assertThat(leader.map().epoch()).as("no in-sync changes while the followers stay away").isEqualTo(epoch);
+      // One comes back: it catches up, joins the in-sync set, and writes are taken again.
+      String back = a.followers().get(0).value();
+      cluster.nodes.add(startQuick(cluster, Integer.parseInt(back.substring(1))));
+      await().atMost(Duration.ofSeconds(30)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().size() == 1);
+      assertThat(client.put("r", Key.of("after"), b("2"))).isEqualTo(1);
+      assertThat(client.get("r", Key.of("refused"))).as("a refused write was not written").isEmpty();
+    }
+  }
+
   @Test
   void aTableCannotKeepMoreReplicasThanThereAreNodes() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {

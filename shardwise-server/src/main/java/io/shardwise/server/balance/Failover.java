@@ -1,0 +1,76 @@
+package io.shardwise.server.balance;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.NodeInfo;
+import io.shardwise.server.coordination.Coordinator;
+import java.util.Map;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The controller's failover (Kafka's controller electing a partition leader): every shard of a
+ * replicated table whose leader's node has left ZooKeeper gets one of its in-sync followers that is
+ * live as its new leader, all of them in one compare-and-set of the map. The balancer's leader runs
+ * it as soon as the live nodes change, and at every tick (a new leader catches what the old one left).
+ *
+ * <p>Only an in-sync follower ever leads — it has every acknowledged write — so a shard whose only
+ * in-sync replica was its leader waits for that node to come back (no unclean election); the old
+ * leader, when it returns, is a follower out of sync until it has caught up. This is failover, not
+ * rebalancing: a node that is registered but slow keeps its shards.
+ */
+final class Failover {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Failover.class);
+
+  private final Coordinator coordinator;
+
+  Failover(Coordinator coordinator) {
+    this.coordinator = coordinator;
+  }
+
+  /** The delta that moves the leadership of every shard led by a node not in {@code live} to a live in-sync follower, if any does. */
+  static Optional<ShardMapDelta> plan(ShardMap map, java.util.Set<NodeId> live) {
+    ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+    int changes = 0;
+    for (Table t : map.tables().values()) {
+      for (ShardAssignment s : t.shards()) {
+        if (s.followers().isEmpty() || live.contains(s.owner())) {
+          continue;
+        }
+        for (NodeId f : s.inSync()) {
+          if (live.contains(f)) {
+            delta.add(new ShardMapDelta.ChangeLeader(s.id(), s.owner(), f, false));
+            changes++;
+            break;
+          }
+        }
+      }
+    }
+    return changes == 0 ? Optional.empty() : Optional.of(delta.build());
+  }
+
+  /** Runs the failover against the stored map and the live nodes now; returns how many shards changed leader. */
+  int run() {
+    Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
+    int[] changed = {0};
+    ShardMap before = coordinator.readMap().map();
+    if (plan(before, live.keySet()).isEmpty()) {
+      return 0; // nothing to do: no write to ZooKeeper
+    }
+    ShardMap after = coordinator.updateMap(map -> {
+      Optional<ShardMapDelta> d = plan(map, live.keySet());
+      changed[0] = d.map(x -> x.changes().size()).orElse(0);
+      return d;
+    });
+    if (changed[0] > 0) {
+      LOG.info("failover: {} shard{} of nodes not live ({} live) have new leaders (map epoch {})", changed[0], changed[0] == 1 ? "" : "s",
+          live.keySet(), after.epoch());
+    }
+    return changed[0];
+  }
+}
