@@ -79,6 +79,15 @@ final class TableCommand {
     @Option(names = "--sample-keys-file", paramLabel = "FILE", description = "range: pre-split --shards ways from these keys (one per line).")
     Path sampleKeys;
 
+    @Option(names = "--replicas", paramLabel = "R", description = {"Replicas of each shard, 1 to " + io.shardwise.core.map.Replication.MAX_FACTOR
+        + ", each on its own node (and zone, with zone= labels). Default: 1.",
+        "A write is acknowledged once the shard's in-sync replicas have it; a live in-sync follower takes over when the leader's node goes."})
+    Integer replicas;
+
+    @Option(names = "--min-in-sync", paramLabel = "M", description = "The fewest in-sync replicas (the leader counted) a write needs;"
+        + " with fewer, writes are refused. Default: a majority of --replicas (2 of 3).")
+    Integer minInSync;
+
     @Override
     public Integer call() {
       // Checked here, with the flag's name and limit; a flag not given takes the cluster's default.
@@ -102,6 +111,12 @@ final class TableCommand {
         b.vnodeTemplate(vnodeName);
       }
       b.splitPoints(splitPoints.toArray(String[]::new));
+      if (replicas != null) {
+        b.replicas(inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR));
+      }
+      if (minInSync != null) {
+        b.minInSync(inRange("--min-in-sync", minInSync, 1, replicas == null ? io.shardwise.core.map.Replication.MAX_FACTOR : replicas));
+      }
       if (sampleKeys != null) {
         try {
           b.sampleKeys(Files.readAllLines(sampleKeys, StandardCharsets.UTF_8).stream().filter(l -> !l.isEmpty())
@@ -167,7 +182,8 @@ final class TableCommand {
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
       TableDescription t = client.describeTable(name, stats);
-      boolean splittable = t.spec().strategy().equals("range") || t.hashRanges(); // rings of hash ranges split and merge too
+      // rings of hash ranges split and merge too; replicated tables do not split or merge yet
+      boolean splittable = (t.spec().strategy().equals("range") || t.hashRanges()) && t.replicas() == 1;
       PrintWriter out = spec.commandLine().getOut();
       if (common.output == OutputFormat.json) {
         ObjectNode o = json(t);
@@ -341,7 +357,7 @@ final class TableCommand {
 
   static ObjectNode json(TableDescription t) {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())
-        .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch());
+        .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch()).put("replicas", t.replicas()).put("minInSync", t.minInSync());
     if (!t.ringMembers().isEmpty()) {
       ArrayNode members = o.putArray("ringMembers");
       t.ringMembers().forEach(members::add);
@@ -350,6 +366,13 @@ final class TableCommand {
     for (ShardDescription s : t.shards()) {
       ObjectNode n = shards.addObject().put("shard", t.name() + "/" + s.number()).put("position", s.position())
           .put("owner", s.owner()).put("epoch", s.epoch()).put("keys", s.keys()).put("bytes", s.bytes());
+      if (t.replicas() > 1) {
+        ArrayNode followers = n.putArray("followers");
+        s.followers().forEach(followers::add);
+        ArrayNode inSync = n.putArray("inSync");
+        s.inSync().forEach(inSync::add);
+        n.put("leaderEpoch", s.leaderEpoch());
+      }
       String range = range(t, s);
       if (!range.isEmpty()) {
         n.put("range", range);
@@ -382,8 +405,8 @@ final class TableCommand {
       Output.json(out, json(t));
       return;
     }
-    out.printf("table %s (id %d): %s, hash %s, %s, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
-        t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), t.mapEpoch());
+    out.printf("table %s (id %d): %s, hash %s, %s, %s, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
+        t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), replication(t), t.mapEpoch());
     if (!t.ringMembers().isEmpty()) {
       out.printf("ring members (simulate's nodes 0..%d): %s; a node that joins adds its own points%n%n", t.ringMembers().size() - 1,
           String.join(", ", t.ringMembers()));
@@ -393,10 +416,15 @@ final class TableCommand {
     if (listShards) {
       List<List<String>> rows = new ArrayList<>();
       for (ShardDescription s : t.shards()) {
-        rows.add(List.of(t.name() + "/" + s.number(), s.owner(), Long.toString(s.epoch()),
-            measured ? Long.toString(s.keys()) : "-", measured ? Long.toString(s.bytes()) : "-", range(t, s)));
+        List<String> row = new ArrayList<>(List.of(t.name() + "/" + s.number(), s.owner(), Long.toString(s.epoch())));
+        if (t.replicas() > 1) {
+          row.add(followers(s));
+        }
+        row.addAll(List.of(measured ? Long.toString(s.keys()) : "-", measured ? Long.toString(s.bytes()) : "-", range(t, s)));
+        rows.add(row);
       }
-      Output.table(out, List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
+      Output.table(out, t.replicas() > 1 ? List.of("SHARD", "LEADER", "EPOCH", "FOLLOWERS", "KEYS", "BYTES", "RANGE")
+          : List.of("SHARD", "OWNER", "EPOCH", "KEYS", "BYTES", "RANGE"), rows);
       return;
     }
     java.util.Map<String, long[]> perNode = new java.util.TreeMap<>();
@@ -416,6 +444,27 @@ final class TableCommand {
       out.printf(java.util.Locale.ROOT, "shards per node: min %d, max %d, mean %.1f%s%n", min, max, (double) t.shards().size() / perNode.size(),
           measured ? "" : "; keys and bytes with --stats");
     }
+    if (t.replicas() > 1) {
+      long under = t.shards().stream().filter(s -> 1 + s.inSync().size() < t.replicas()).count();
+      long refusing = t.shards().stream().filter(s -> 1 + s.inSync().size() < t.minInSync()).count();
+      out.printf("replicas: %d per shard; %s under-replicated (fewer in-sync replicas than %d)%s%n", t.replicas(),
+          Output.count((int) under, "shard"), t.replicas(), refusing == 0 ? "" : "; " + Output.count((int) refusing, "shard")
+              + " refusing writes (fewer than " + t.minInSync() + " in sync)");
+    }
     out.println("every shard: 'shardwise table describe " + t.name() + " --list-shards'");
+  }
+
+  /** "3 replicas, 2 in sync to write" (or "1 replica"). */
+  static String replication(TableDescription t) {
+    return t.replicas() == 1 ? "1 replica" : t.replicas() + " replicas, writes need " + t.minInSync() + " in sync";
+  }
+
+  /** A shard's followers, each marked when out of sync: {@code n2, n3 (catching up)}. */
+  static String followers(ShardDescription s) {
+    List<String> out = new ArrayList<>();
+    for (String f : s.followers()) {
+      out.add(s.inSync().contains(f) ? f : f + " (catching up)");
+    }
+    return out.isEmpty() ? "-" : String.join(", ", out);
   }
 }

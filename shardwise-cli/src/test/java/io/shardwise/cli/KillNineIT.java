@@ -197,6 +197,12 @@ class KillNineIT {
    * FAULT-RUN} line with the probe's figures (keys by their owner when the run started).
    */
   private void checkedRun(String scenario, long seed, Duration duration, Fault fault) throws Exception {
+    checkedRun(scenario, seed, duration, HASH_RANGES, fault);
+  }
+
+  /** {@link #checkedRun}, with the probe's table made as {@code probeSpec} (replicated, for the replicated scenarios). */
+  private void checkedRun(String scenario, long seed, Duration duration, io.shardwise.client.TableSpec probeSpec, Fault fault)
+      throws Exception {
     List<String> seeds = List.of(processes.address("n1"), processes.address("n2"), processes.address("n3"));
     List<Key> probeKeys = new ArrayList<>();
     for (int i = 0; i < PROBE_KEYS; i++) {
@@ -204,7 +210,7 @@ class KillNineIT {
     }
     List<String> owners = new ArrayList<>();
     try (ShardwiseClient probeClient = ShardwiseClient.builder().seeds(seeds).build()) {
-      probeClient.createTable("probe", io.shardwise.client.TableSpec.builder("hashrange").shards(6).build());
+      probeClient.createTable("probe", probeSpec);
       try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
         io.shardwise.core.map.Table probe = admin.syncedMap().table("probe").orElseThrow();
         probeKeys.forEach(k -> owners.add(probe.shardFor(k.partitionKey()).owner().value()));
@@ -276,6 +282,86 @@ class KillNineIT {
   /** The first hash of the upper half of a hashrange shard split in the middle. */
   private static long middle(io.shardwise.client.ShardDescription s) {
     return s.hashFirst() + Long.divideUnsigned(s.hashLast() - s.hashFirst(), 2) + 1;
+  }
+
+  /** Three replicas of each of 6 hash-range shards, writes acknowledged by 2 in sync. */
+  private static final io.shardwise.client.TableSpec REPLICATED = io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(3)
+      .build();
+
+  /** The node that leads the balancer now (the controller, which fails shards over). */
+  private String controller() throws Exception {
+    try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      return new RebalanceRecords(admin).leader().orElseThrow(() -> new AssertionError("no balancer leader is registered"));
+    }
+  }
+
+  /**
+   * Replicated tables: {@code kill -9} of the node that leads the balancer (the controller, so the
+   * failover is made by the next one) and some shards, restarted 0 to 8 s later. Its shards must
+   * fail over to in-sync followers within the session timeout and some, and nothing acknowledged may
+   * be lost; back, it catches up as a follower. {@code struck_writable_ms} is counted from the kill:
+   * the time until each of its keys took a write again (the failover time).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aLeaderAndControllerKilledFailsOverToAnInSyncFollowerAndLosesNothing(long seed) throws Exception {
+    startThreeNodesWithTables(REPLICATED, "hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("replicas-kill-leader", seed, Duration.ofSeconds(20), REPLICATED, () -> {
+      Thread.sleep(2_000 + random.nextInt(2_000));
+      String victim = controller();
+      processes.kill9(victim);
+      Struck struck = Struck.now(victim);
+      Thread.sleep(random.nextInt(8_000));
+      startNode(victim);
+      return struck;
+    });
+  }
+
+  /**
+   * Replicated tables, two of three nodes killed at once: with 2 in sync needed, writes of every
+   * shard are refused (never acknowledged, never lost) until one node is back and in sync again;
+   * the other comes back later. Nothing acknowledged before may be lost.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void twoOfThreeReplicasKilledRefuseWritesAndLoseNothing(long seed) throws Exception {
+    List<String> nodes = startThreeNodesWithTables(REPLICATED, "hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    String survivor = nodes.get(random.nextInt(nodes.size()));
+    List<String> victims = nodes.stream().filter(n -> !n.equals(survivor)).toList();
+    checkedRun("replicas-kill-two", seed, Duration.ofSeconds(20), REPLICATED, () -> {
+      Thread.sleep(2_000 + random.nextInt(2_000));
+      processes.kill9(victims.get(0));
+      processes.kill9(victims.get(1));
+      Struck struck = Struck.now(victims.get(0));
+      Thread.sleep(2_000 + random.nextInt(4_000));
+      startNode(victims.get(0));
+      Thread.sleep(random.nextInt(4_000));
+      startNode(victims.get(1));
+      return struck;
+    });
+  }
+
+  /**
+   * Replicated tables: the controller's node stopped with SIGSTOP for 5 to 8 s — longer than its
+   * ZooKeeper session (4 s), so its shards fail over while it stands still, and it wakes up believing
+   * it leads them. It must not acknowledge a write or answer a read as their leader any more (its
+   * followers know the new leader epoch: the read barrier and the commit both need them): no split
+   * brain, which the histories check.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aLeaderPausedPastItsSessionNeverAnswersAsLeaderAgain(long seed) throws Exception {
+    startThreeNodesWithTables(REPLICATED, "hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("replicas-pause-leader", seed, Duration.ofSeconds(20), REPLICATED, () -> {
+      Thread.sleep(2_000 + random.nextInt(2_000));
+      String victim = controller();
+      Struck struck = Struck.now(victim);
+      processes.pause(victim, Duration.ofMillis(5_000 + random.nextInt(3_000)));
+      return struck;
+    });
   }
 
   /**

@@ -7,6 +7,7 @@ import io.shardwise.core.map.ShardMapDelta;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.server.coordination.Coordinator;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -15,7 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The controller's failover (Kafka's controller electing a partition leader): every shard of a
  * replicated table whose leader's node has left ZooKeeper gets one of its in-sync followers that is
- * live as its new leader, all of them in one compare-and-set of the map. The balancer's leader runs
+ * live as its new leader, and every in-sync follower whose node has left drops out of the set, all
+ * in one compare-and-set of the map. The balancer's leader runs
  * it as soon as the live nodes change, and at every tick (a new leader catches what the old one left).
  *
  * <p>Only an in-sync follower ever leads — it has every acknowledged write — so a shard whose only
@@ -23,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * leader, when it returns, is a follower out of sync until it has caught up. This is failover, not
  * rebalancing: a node that is registered but slow keeps its shards.
  */
-final class Failover {
+public final class Failover {
 
   private static final Logger LOG = LoggerFactory.getLogger(Failover.class);
 
@@ -34,18 +36,34 @@ final class Failover {
   }
 
   /** The delta that moves the leadership of every shard led by a node not in {@code live} to a live in-sync follower, if any does. */
-  static Optional<ShardMapDelta> plan(ShardMap map, java.util.Set<NodeId> live) {
+  public static Optional<ShardMapDelta> plan(ShardMap map, java.util.Set<NodeId> live) {
     ShardMapDelta.Builder delta = ShardMapDelta.on(map);
     int changes = 0;
     for (Table t : map.tables().values()) {
       for (ShardAssignment s : t.shards()) {
-        if (s.followers().isEmpty() || live.contains(s.owner())) {
+        if (s.followers().isEmpty()) {
+          continue;
+        }
+        if (live.contains(s.owner())) {
+          // A live leader's in-sync followers whose nodes are gone leave the set now, as Kafka's
+          // controller drops a dead broker from every ISR: writes would otherwise wait for them for
+          // the leader's lag bound, on every shard they follow.
+          List<NodeId> alive = s.inSync().stream().filter(live::contains).toList();
+          if (alive.size() < s.inSync().size()) {
+            delta.add(new ShardMapDelta.ChangeInSync(s.id(), s.owner(), s.epoch(), alive));
+            changes++;
+          }
           continue;
         }
         for (NodeId f : s.inSync()) {
           if (live.contains(f)) {
             delta.add(new ShardMapDelta.ChangeLeader(s.id(), s.owner(), f, false));
             changes++;
+            List<NodeId> alive = s.inSync().stream().filter(n -> !n.equals(f) && live.contains(n)).toList();
+            if (alive.size() < s.inSync().size() - 1) {
+              // and, in the same change, its other in-sync followers that are gone too (the shard's epoch is the new map's then)
+              delta.add(new ShardMapDelta.ChangeInSync(s.id(), f, map.epoch() + 1, alive));
+            }
             break;
           }
         }
@@ -54,7 +72,7 @@ final class Failover {
     return changes == 0 ? Optional.empty() : Optional.of(delta.build());
   }
 
-  /** Runs the failover against the stored map and the live nodes now; returns how many shards changed leader. */
+  /** Runs the failover against the stored map and the live nodes now; returns how many shards changed. */
   int run() {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
     int[] changed = {0};
@@ -68,8 +86,8 @@ final class Failover {
       return d;
     });
     if (changed[0] > 0) {
-      LOG.info("failover: {} shard{} of nodes not live ({} live) have new leaders (map epoch {})", changed[0], changed[0] == 1 ? "" : "s",
-          live.keySet(), after.epoch());
+      LOG.info("failover: {} shard{} with replicas on nodes not live ({} live) have new leaders or in-sync sets (map epoch {})", changed[0],
+          changed[0] == 1 ? "" : "s", live.keySet(), after.epoch());
     }
     return changed[0];
   }

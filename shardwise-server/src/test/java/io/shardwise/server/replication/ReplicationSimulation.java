@@ -262,22 +262,16 @@ final class ReplicationSimulation {
 
   // ------------------------------------------------------------------ the controller
 
-  /** The balancer leader's failover: a shard whose leader is gone from ZooKeeper gets a live in-sync follower as its leader. */
+  /** The balancer leader's failover, the nodes' own code ({@link io.shardwise.server.balance.Failover#plan}), on who ZooKeeper sees. */
   private void controller() {
-    Table t = stored.table("t").orElseThrow();
-    for (ShardAssignment a : t.shards()) {
-      if (node(a.owner()).zk()) {
-        continue;
-      }
-      for (NodeId f : a.inSync()) {
-        if (node(f).zk()) {
-          ShardMap before = stored;
-          stored = stored.apply(ShardMapDelta.on(stored).add(new ShardMapDelta.ChangeLeader(a.id(), a.owner(), f, false)).build());
-          stats.failovers++;
-          note("FAILOVER " + a.id() + ": " + a.owner() + " -> " + f + " (map epoch " + before.epoch() + " -> " + stored.epoch() + ")");
-          break;
-        }
-      }
+    java.util.Set<NodeId> live = new java.util.HashSet<>();
+    nodes.stream().filter(SimNode::zk).forEach(n -> live.add(n.id));
+    Optional<ShardMapDelta> delta = io.shardwise.server.balance.Failover.plan(stored, live);
+    if (delta.isPresent()) {
+      ShardMap before = stored;
+      stored = stored.apply(delta.get());
+      stats.failovers += delta.get().changes().stream().filter(c -> c instanceof ShardMapDelta.ChangeLeader).count();
+      note("FAILOVER (live " + live + "): " + delta.get().changes() + " (map epoch " + before.epoch() + " -> " + stored.epoch() + ")");
     }
   }
 

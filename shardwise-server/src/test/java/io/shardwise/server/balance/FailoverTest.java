@@ -1,0 +1,64 @@
+package io.shardwise.server.balance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.Replication;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.ShardMapDelta;
+import io.shardwise.core.partition.KeySample;
+import io.shardwise.core.partition.PartitionerSpec;
+import io.shardwise.core.partition.ShardLayout;
+import io.shardwise.core.partition.Strategy;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The controller's failover, on maps: who leads next, who leaves the in-sync set, and who never leads. */
+class FailoverTest {
+
+  private static final NodeId N1 = NodeId.of("n1");
+  private static final NodeId N2 = NodeId.of("n2");
+  private static final NodeId N3 = NodeId.of("n3");
+
+  /** Shard 0 led by n1 (followers n2, n3), shard 1 led by n2 (followers n3, n1); all in sync; and a table of one replica on n1. */
+  private static ShardMap map() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.HASHRANGE).build();
+    ShardLayout layout = ShardLayout.initial(spec, 2, 3, KeySample.empty()).layout();
+    ShardMap m = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("r", spec, layout, List.of(N1, N2),
+        List.of(List.of(N2, N3), List.of(N3, N1)), Replication.of(3)).build());
+    return m.apply(ShardMapDelta.on(m).createTable("single", spec, ShardLayout.initial(spec, 1, 1, KeySample.empty()).layout(), List.of(N1))
+        .build());
+  }
+
+  private static ShardAssignment shard(ShardMap m, int i) {
+    return m.table("r").orElseThrow().shards().get(i);
+  }
+
+  @Test
+  void aDeadLeadersShardGoesToAnInSyncFollowerAndADeadFollowerLeavesTheInSyncSets() {
+    ShardMap m = map();
+    ShardMap after = m.apply(Failover.plan(m, Set.of(N2, N3)).orElseThrow());
+    assertThat(shard(after, 0).owner()).isEqualTo(N2);
+    assertThat(shard(after, 0).followers()).containsExactly(N1, N3);
+    assertThat(shard(after, 0).inSync()).containsExactly(N3);
+    assertThat(shard(after, 1).owner()).isEqualTo(N2);
+    assertThat(shard(after, 1).inSync()).containsExactly(N3);
+    assertThat(after.table("single").orElseThrow().shards().get(0).owner()).as("one replica: nowhere to fail over to").isEqualTo(N1);
+    assertThat(Failover.plan(after, Set.of(N2, N3))).as("nothing more to do").isEmpty();
+    assertThat(Failover.plan(m, Set.of(N1, N2, N3))).as("everyone live").isEmpty();
+  }
+
+  @Test
+  void aShardWhoseInSyncFollowersAreAllGoneWaitsForItsLeader() {
+    ShardMap m = map();
+    // n2 and n3 go: shard 0 (n1 leads) drops them from its in-sync set; shard 1 (n2 leads) fails over to n1.
+    ShardMap a = m.apply(Failover.plan(m, Set.of(N1)).orElseThrow());
+    assertThat(shard(a, 0).inSync()).isEmpty();
+    assertThat(shard(a, 1).owner()).isEqualTo(N1);
+    // Now n1 goes too and n3 returns (out of sync): nobody in sync is live, so nobody leads in n1's place.
+    assertThat(Failover.plan(a, Set.of(N3)).map(d -> d.changes().stream().filter(c -> c instanceof ShardMapDelta.ChangeLeader).count())
+        .orElse(0L)).isZero();
+  }
+}
