@@ -22,8 +22,15 @@ public final class ShardwiseTarget implements Target {
   private final ShardwiseClient client;
   private final String table;
   private final int shards;
+  private final int replicas;
 
   public ShardwiseTarget(ShardwiseClient client, String table, int shards) {
+    this(client, table, shards, 1);
+  }
+
+  /** A table of {@code shards} range shards, each kept on {@code replicas} nodes. */
+  public ShardwiseTarget(ShardwiseClient client, String table, int shards, int replicas) {
+    this.replicas = replicas;
     this.client = client;
     this.table = table;
     this.shards = shards;
@@ -49,8 +56,9 @@ public final class ShardwiseTarget implements Target {
       throw new IllegalStateException("table " + table + " already exists; drop it first (shardwise table drop " + table
           + ") or name another with --table");
     }
-    client.createTable(table, shards == 1 ? TableSpec.builder("range").shards(1).build()
-        : TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new)).build());
+    TableSpec.Builder spec = shards == 1 ? TableSpec.builder("range").shards(1)
+        : TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new));
+    client.createTable(table, spec.replicas(replicas).build());
   }
 
   @Override

@@ -97,6 +97,10 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--shards", paramLabel = "N", description = "Shards of the benchmark table. Default: 4 per node.")
   Integer shards;
 
+  @Option(names = "--replicas", paramLabel = "R", defaultValue = "1",
+      description = "Replicas of each shard of the benchmark table (writes acknowledged by a majority in sync). Default: ${DEFAULT-VALUE}.")
+  int replicas;
+
   @Option(names = "--table", paramLabel = "NAME", defaultValue = ShardwiseTarget.TABLE,
       description = "The benchmark's table; it must not exist (the bench makes it, and never drops data). Default: ${DEFAULT-VALUE}.")
   String table;
@@ -210,7 +214,8 @@ final class BenchCommand implements Callable<Integer> {
           if (splitDriver != null) {
             splitDriver.prepare(); // the table does not split or move before the event
           }
-          try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : split ? 1 : 4 * Math.max(1, nodeCount))) {
+          try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : split ? 1 : 4 * Math.max(1, nodeCount),
+              TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR))) {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();

@@ -33,14 +33,22 @@ public final class NodeReplication implements ReplicatedData {
   }
 
   @Override
-  public long[] write(ShardRef shard, List<Mutation> batch) throws VersionMismatchException {
-    return await(replicator.write(shard, batch), "the write to shard " + shard);
+  public java.util.Map<ShardRef, long[]> write(java.util.Map<ShardRef, List<Mutation>> parts) throws VersionMismatchException {
+    java.util.Map<ShardRef, CompletableFuture<long[]>> started = new java.util.LinkedHashMap<>();
+    parts.forEach((shard, batch) -> started.put(shard, replicator.write(shard, batch)));
+    java.util.Map<ShardRef, long[]> out = new java.util.LinkedHashMap<>();
+    for (var e : started.entrySet()) {
+      out.put(e.getKey(), await(e.getValue(), "the write to shard " + e.getKey()));
+    }
+    return out;
   }
 
   @Override
-  public void readBarrier(ShardRef shard) {
+  public void readBarrier(java.util.Collection<ShardRef> shards) {
+    List<CompletableFuture<Void>> started = new java.util.ArrayList<>(shards.size());
+    shards.forEach(shard -> started.add(replicator.readBarrier(shard)));
     try {
-      await(replicator.readBarrier(shard), "the read of shard " + shard);
+      await(CompletableFuture.allOf(started.toArray(CompletableFuture[]::new)), "the read of shards " + shards);
     } catch (VersionMismatchException e) {
       throw new IllegalStateException("a read barrier cannot mismatch", e);
     }

@@ -24,10 +24,10 @@ import java.util.function.LongSupplier;
  * One shard's replica on this node, and the replication protocol for it: Kafka's leader and
  * in-sync replicas, with Raft's log matching.
  *
- * <p><b>The leader</b> orders the shard's writes. A write takes latches on its keys ({@link
- * KeyLatches}), is evaluated against the shard's data (versions, conditions, write ids), and its
- * effects — the stored values it leaves — become the next entry of the shard's log, appended here
- * durably. The entry is sent to every follower ({@link Replicator}); it is <em>committed</em> once
+ * <p><b>The leader</b> orders the shard's writes. A write is evaluated (versions, conditions, write
+ * ids) against the shard's data with the effects of the entries appended and not yet applied on top,
+ * and its effects — the stored values it leaves — become the next entry of the shard's log,
+ * appended here durably, in one step under this replica's lock. The entry is sent to every follower ({@link Replicator}); it is <em>committed</em> once
  * every in-sync replica holds it, and only then applied to the leader's data and acknowledged.
  * So the data of every replica only ever holds committed writes, reads of it never see a write
  * that could still be lost, and a replica that returns from a crash never has to undo anything in
@@ -89,6 +89,7 @@ final class Replica {
     long match; // the highest offset known to equal the leader's log
     long caughtUpNanos; // when it last held everything the leader had
     long answeredNanos; // when it last answered OK: a follower that stops answering leaves the in-sync set even when nothing is written
+    long leftNanos = Long.MIN_VALUE; // when the map last took it out of the in-sync set: it joins again only after answering since
     boolean needsSnapshot;
     // Reads that need this follower to confirm the leader with an append sent after they arrived:
     // first waiting for the next send, then for the reply to it.
@@ -109,7 +110,8 @@ final class Replica {
   private final LongSupplier nanos;
   private final ReplicationConfig config;
   private final Runnable changed;
-  private final KeyLatches latches = new KeyLatches();
+  /** The leader's appended, unapplied effects by store key (the newest entry's for each key): what writes are evaluated against. */
+  private final Map<java.nio.ByteBuffer, Pending> pending = new HashMap<>();
 
   private Role role = Role.FOLLOWER;
   private NodeId leader;
@@ -192,8 +194,14 @@ final class Replica {
         takeOver(a, after);
       }
       minInSync = minInSyncReplicas;
-      inSync = a.inSync();
       long now = nanos.getAsLong();
+      for (NodeId f : inSync) {
+        Progress p = progress.get(f);
+        if (p != null && !a.inSync().contains(f)) {
+          p.leftNanos = now; // out (by this leader, or by the controller because its node left ZooKeeper)
+        }
+      }
+      inSync = a.inSync();
       LogState s = storage.state(ref);
       java.util.Set<ReadWaiter> reads = waitingReads(); // before a removed follower takes its waiters with it
       progress.keySet().retainAll(a.followers());
@@ -240,6 +248,7 @@ final class Replica {
   /** Stops leading: appended writes not yet applied end with an unknown outcome (another leader may commit them). */
   private void stepDown(String why, List<Runnable> after) {
     role = Role.FOLLOWER;
+    pending.clear(); // what was appended and not applied is the next leader's to commit or not
     CompletableFuture<Void> wasReady = ready;
     after.add(() -> wasReady.completeExceptionally(new NotApplied(NotApplied.Reason.NOT_LEADER, why)));
     ready = new CompletableFuture<>();
@@ -260,14 +269,10 @@ final class Replica {
    * appended, {@link OutcomeUnknown} when an entry was and its fate is not known here.
    */
   CompletableFuture<long[]> write(List<Mutation> batch) {
-    List<byte[]> keys = new ArrayList<>(batch.size() * 2);
     List<java.nio.ByteBuffer> ids = new ArrayList<>();
     for (Mutation m : batch) {
-      keys.add(m.shard().storeKey(m.key()));
       if (m.requestId() != null) {
-        byte[] record = m.shard().recordKey(m.key(), m.requestId());
-        keys.add(record);
-        ids.add(java.nio.ByteBuffer.wrap(record));
+        ids.add(java.nio.ByteBuffer.wrap(m.shard().recordKey(m.key(), m.requestId())));
       }
     }
     CompletableFuture<Void> whenReady;
@@ -287,18 +292,13 @@ final class Replica {
       ids.forEach(id -> inProgress.put(id, mine));
       whenReady = ready;
     }
-    whenReady.thenCompose(v -> latches.acquire(keys)).thenCompose(held -> {
-      CompletableFuture<long[]> out;
+    whenReady.thenCompose(v -> {
       try {
-        out = evaluateAndAppend(batch);
+        return evaluateAndAppend(batch);
       } catch (VersionMismatchException mismatch) {
         // A refusal reads the shard: answered only once this node is known to have led it when it looked.
-        out = readBarrier().thenCompose(v -> CompletableFuture.failedFuture(mismatch));
-      } catch (RuntimeException e) {
-        held.release();
-        return CompletableFuture.failedFuture(e);
+        return readBarrier().thenCompose(x -> CompletableFuture.<long[]>failedFuture(mismatch));
       }
-      return out.whenComplete((r, t) -> held.release());
     }).whenComplete((r, t) -> {
       synchronized (this) {
         ids.forEach(id -> inProgress.remove(id, mine));
@@ -312,35 +312,52 @@ final class Replica {
     return mine;
   }
 
-  /** Under the write's latches: evaluates, appends, and returns the future of its application. */
+  /**
+   * Evaluates the batch against the shard as its log will leave it — its data, with the effects of
+   * the entries appended and not yet applied on top ({@link #pending}) — and appends its effects,
+   * in one step under this replica's lock: so a write never waits for the one before it to be
+   * replicated, and an entry only ever follows the entries it was evaluated against (if one of them
+   * is never committed, neither is it: a log commits a prefix). Returns the future of its
+   * application here.
+   */
   private CompletableFuture<long[]> evaluateAndAppend(List<Mutation> batch) throws VersionMismatchException {
-    synchronized (this) {
-      checkCanWrite();
-    }
-    ShardEngine.Evaluation e = engine.evaluate(batch); // nothing else writes these keys until we release them
-    if (e.effects().isEmpty()) {
-      // A retry answered from its record, or a delete of nothing: a read, answered only once this
-      // node is known to have led the shard when it looked (a deposed leader would answer stale).
-      long[] results = e.results();
-      return readBarrier().thenApply(v -> results);
-    }
     CompletableFuture<Void> applied = new CompletableFuture<>();
     List<Runnable> after = new ArrayList<>();
+    long[] results;
+    boolean readOnly;
     synchronized (this) {
-      checkCanWrite(); // it may have stepped down while evaluating: then nothing is appended
-      LogState s = storage.state(ref);
-      LogEntry entry = new LogEntry(s.lastOffset() + 1, leaderEpoch, e.effects());
-      storage.append(ref, List.of(entry));
-      waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
-      advanceCommit(after); // alone in sync: committed at once
-      if (!progress.isEmpty()) {
-        after.add(changed);
+      checkCanWrite();
+      ShardEngine.Evaluation e = engine.evaluate(batch, key -> {
+        Pending p = pending.get(java.nio.ByteBuffer.wrap(key));
+        return p == null ? null : p.stored;
+      });
+      results = e.results();
+      readOnly = e.effects().isEmpty();
+      if (!readOnly) {
+        LogState s = storage.state(ref);
+        LogEntry entry = new LogEntry(s.lastOffset() + 1, leaderEpoch, e.effects());
+        storage.append(ref, List.of(entry));
+        for (ShardEngine.StoredValue v : e.effects()) {
+          pending.put(java.nio.ByteBuffer.wrap(v.storeKey()), new Pending(entry.offset(), v.stored()));
+        }
+        waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
+        advanceCommit(after); // alone in sync: committed at once
+        if (!progress.isEmpty()) {
+          after.add(changed);
+        }
       }
     }
+    if (readOnly) {
+      // A retry answered from its record, or a delete of nothing: a read, answered only once this
+      // node is known to have led the shard when it looked (a deposed leader would answer stale).
+      return readBarrier().thenApply(v -> results);
+    }
     after.forEach(Runnable::run);
-    long[] results = e.results();
     return applied.thenApply(v -> results);
   }
+
+  /** A stored value an appended entry leaves, not applied yet. */
+  private record Pending(long offset, byte[] stored) {}
 
   private void checkCanWrite() {
     if (role != Role.LEADER) {
@@ -550,9 +567,13 @@ final class Replica {
       }
     }
     applyUpTo(commit);
-    long applied = storage.state(ref).appliedOffset();
+    // A writer is answered once its entry is applied here and held by at least min in-sync replicas:
+    // the in-sync set may have shrunk below that after the entry was appended (Kafka answers that
+    // case NOT_ENOUGH_REPLICAS_AFTER_APPEND), and then the write waits for a follower to catch up,
+    // or its writer gives up with an unknown outcome. An acknowledged write is always on that many nodes.
+    long acknowledgeable = Math.min(storage.state(ref).appliedOffset(), heldByMinInSync(s.lastOffset()));
     List<CompletableFuture<Void>> done = new ArrayList<>();
-    while (!waiters.isEmpty() && waiters.firstKey() <= applied) {
+    while (!waiters.isEmpty() && waiters.firstKey() <= acknowledgeable) {
       done.addAll(waiters.pollFirstEntry().getValue());
     }
     if (!done.isEmpty()) {
@@ -562,6 +583,21 @@ final class Replica {
       CompletableFuture<Void> r = ready;
       after.add(() -> r.complete(null));
     }
+  }
+
+  /** The highest offset at least {@code minInSync} replicas hold (this leader's log and its followers' matches, in sync or not). */
+  private long heldByMinInSync(long leaderLast) {
+    if (minInSync <= 1) {
+      return leaderLast;
+    }
+    long[] held = new long[1 + progress.size()];
+    held[0] = leaderLast;
+    int i = 1;
+    for (Progress p : progress.values()) {
+      held[i++] = p.match;
+    }
+    java.util.Arrays.sort(held);
+    return minInSync > held.length ? -1 : held[held.length - minInSync];
   }
 
   private void applyUpTo(long offset) {
@@ -576,6 +612,10 @@ final class Replica {
       }
       storage.apply(ref, upTo);
       s = storage.state(ref);
+    }
+    if (!pending.isEmpty()) {
+      long applied = s.appliedOffset();
+      pending.values().removeIf(p -> p.offset() <= applied); // in the data now (a newer entry's value stays)
     }
   }
 
@@ -626,7 +666,7 @@ final class Replica {
           || now - p.answeredNanos > config.lagMax().toNanos(); // silent: reads would wait for it forever
       // Back in only if it answers (a silent follower's old match would otherwise let it flap in and out).
       boolean caughtUp = p.match >= commit && p.match >= readyAt && !p.needsSnapshot
-          && now - p.answeredNanos <= config.lagMax().toNanos() / 2;
+          && now - p.answeredNanos <= config.lagMax().toNanos() / 2 && p.answeredNanos > p.leftNanos;
       if (in && lagging) {
         changed = true; // leaves
       } else if (in || caughtUp) {

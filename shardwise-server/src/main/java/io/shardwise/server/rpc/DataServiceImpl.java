@@ -272,10 +272,15 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       GetResponse[] results = new GetResponse[keys.size()];
       int touched = batch(request.getHeader(), request.getTable(), partitionKeys, false,
           (map, table, indexes) -> {
+            List<ShardRef> shards = new ArrayList<>(indexes.size());
             for (int i : indexes) {
-              ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
-              results[i] = result(ctx.shards().get(shard, keys.get(i).encode()));
-              heat(shard, partitionKeys[i], false);
+              shards.add(ref(table, table.shardFor(partitionKeys[i])));
+            }
+            ctx.shards().readBarrier(shards); // a replicated table's shards: one barrier each, all at once
+            for (int j = 0; j < indexes.size(); j++) {
+              int i = indexes.get(j);
+              results[i] = result(ctx.shards().getAfterBarrier(shards.get(j), keys.get(i).encode()));
+              heat(shards.get(j), partitionKeys[i], false);
             }
           },
           (stub, header, indexes) -> {

@@ -146,6 +146,28 @@ public final class LocalShards {
   /** The live value of {@code key}, or {@code null}. */
   public Versioned get(ShardRef ref, byte[] key) {
     barrierIfReplicated(ref);
+    return getAfterBarrier(ref, key);
+  }
+
+  /**
+   * Waits until reads of every replicated shard among {@code refs} are linearizable here (each
+   * shard's read barrier, all under way at once); nothing for shards of one replica. Then {@link
+   * #getAfterBarrier} reads them.
+   */
+  public void readBarrier(java.util.Collection<ShardRef> refs) {
+    java.util.Set<ShardRef> replicatedShards = new java.util.LinkedHashSet<>();
+    for (ShardRef r : refs) {
+      if (replicated(r)) {
+        replicatedShards.add(r);
+      }
+    }
+    if (!replicatedShards.isEmpty()) {
+      replication.readBarrier(replicatedShards);
+    }
+  }
+
+  /** The live value of {@code key}, or {@code null}, once {@link #readBarrier} has returned for its shard. */
+  public Versioned getAfterBarrier(ShardRef ref, byte[] key) {
     LocalShard s = enter(ref, false);
     try {
       return store.get(ref, key);
@@ -225,7 +247,7 @@ public final class LocalShards {
   /** A replicated shard's read waits, outside the fence, until this node is known to lead it (its read barrier). */
   private void barrierIfReplicated(ShardRef ref) {
     if (replicated(ref)) {
-      replication.readBarrier(ref);
+      replication.readBarrier(java.util.Set.of(ref));
     }
   }
 
@@ -239,15 +261,20 @@ public final class LocalShards {
       byShard.computeIfAbsent(batch.get(i).shard(), r -> new ArrayList<>()).add(i);
     }
     long[] out = new long[batch.size()];
+    Map<ShardRef, List<Mutation>> parts = new LinkedHashMap<>();
     for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) {
       if (!replicated(e.getKey())) {
         throw new ShardFencedException(e.getKey(), held.get(e.getKey()), "is not a replicated shard served here");
       }
       List<Mutation> part = new ArrayList<>(e.getValue().size());
       e.getValue().forEach(i -> part.add(batch.get(i)));
-      long[] results = replication.write(e.getKey(), part);
-      for (int j = 0; j < results.length; j++) {
-        out[e.getValue().get(j)] = results[j];
+      parts.put(e.getKey(), part);
+    }
+    Map<ShardRef, long[]> results = replication.write(parts); // every shard's part through its log at once
+    for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) {
+      long[] r = results.get(e.getKey());
+      for (int j = 0; j < r.length; j++) {
+        out[e.getValue().get(j)] = r[j];
       }
     }
     return out;

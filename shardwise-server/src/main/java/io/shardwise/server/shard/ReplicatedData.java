@@ -16,28 +16,28 @@ public interface ReplicatedData {
   /** For nodes and tests without replication: every call refuses. */
   ReplicatedData NONE = new ReplicatedData() {
     @Override
-    public long[] write(ShardRef shard, List<Mutation> batch) {
-      throw new IllegalStateException("shard " + shard + " is replicated but this node has no replication");
+    public java.util.Map<ShardRef, long[]> write(java.util.Map<ShardRef, List<Mutation>> parts) {
+      throw new IllegalStateException("shards " + parts.keySet() + " are replicated but this node has no replication");
     }
 
     @Override
-    public void readBarrier(ShardRef shard) {
-      throw new IllegalStateException("shard " + shard + " is replicated but this node has no replication");
+    public void readBarrier(java.util.Collection<ShardRef> shards) {
+      throw new IllegalStateException("shards " + shards + " are replicated but this node has no replication");
     }
   };
 
   /**
-   * Writes {@code batch} (every mutation in {@code shard}) through the shard's log and blocks until
-   * it is committed and applied here.
+   * Writes each shard's part of a batch through that shard's log — all of them under way at once,
+   * each atomic on its own — and blocks until every one is committed and applied here.
    *
-   * @return what {@link io.shardwise.server.storage.ShardEngine#apply} returns
+   * @return per shard, what {@link io.shardwise.server.storage.ShardEngine#apply} returns for its part
    * @throws VersionMismatchException as {@code apply}, once this node is known to lead the shard
    * @throws io.grpc.StatusRuntimeException a refusal before anything was written (with its error
    *     code), or an outcome this node cannot know (UNAVAILABLE without one: the client retries
-   *     under the same write id)
+   *     under the same write ids)
    */
-  long[] write(ShardRef shard, List<Mutation> batch) throws VersionMismatchException;
+  java.util.Map<ShardRef, long[]> write(java.util.Map<ShardRef, List<Mutation>> parts) throws VersionMismatchException;
 
-  /** Blocks until a read of {@code shard} here is linearizable; throws like {@link #write} when this node does not lead it. */
-  void readBarrier(ShardRef shard);
+  /** Blocks until reads of every one of {@code shards} here are linearizable (their barriers all under way at once). */
+  void readBarrier(java.util.Collection<ShardRef> shards);
 }

@@ -52,6 +52,14 @@ public interface ShardEngine {
    */
   Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException;
 
+  /**
+   * {@link #evaluate} as if the stored values {@code pending} gives were already written: for each
+   * store key it is asked first, and only where it answers {@code null} does the engine read its
+   * own. A replicated shard's leader evaluates against the entries it appended and has not applied
+   * yet, so a write never waits for the one before it to be replicated.
+   */
+  Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException;
+
   /** A batch evaluated: the result of each mutation, and the stored values it leaves (none: nothing to write). */
   record Evaluation(long[] results, List<StoredValue> effects) {}
 

@@ -285,7 +285,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       Keys keys = keysOf(batch);
       List<ReentrantLock> held = lock(keys.stripes);
       try {
-        Evaluation e = evaluateHeld(batch, keys);
+        Evaluation e = evaluateHeld(batch, keys, k -> null);
         if (!e.effects().isEmpty()) {
           try (WriteBatch writes = new WriteBatch()) {
             for (StoredValue v : e.effects()) {
@@ -312,12 +312,17 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    */
   @Override
   public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
+    return evaluate(batch, k -> null);
+  }
+
+  @Override
+  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException {
     enter();
     try {
       Keys keys = keysOf(batch);
       List<ReentrantLock> held = lock(keys.stripes);
       try {
-        return evaluateHeld(batch, keys);
+        return evaluateHeld(batch, keys, pending);
       } finally {
         held.forEach(ReentrantLock::unlock);
       }
@@ -353,8 +358,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return new Keys(storeKeys, recordKeys, stripeSet);
   }
 
-  /** The results and effects of {@code batch}, its stripes held. */
-  private Evaluation evaluateHeld(List<Mutation> batch, Keys keys) throws VersionMismatchException {
+  /** The results and effects of {@code batch}, its stripes held, reading {@code pending} before the store. */
+  private Evaluation evaluateHeld(List<Mutation> batch, Keys keys, java.util.function.Function<byte[], byte[]> pending)
+      throws VersionMismatchException {
     int n = batch.size();
     long[] versions = new long[n];
     long now = System.currentTimeMillis();
@@ -362,13 +368,13 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
       if (keys.recordKeys[i] != null) {
-        byte[] record = read(keys.recordKeys[i]);
+        byte[] record = readThrough(keys.recordKeys[i], pending);
         if (record != null) {
           versions[i] = recordedResult(record); // a retry: answered, not applied again
           continue;
         }
       }
-      byte[] raw = read(keys.storeKeys[i]);
+      byte[] raw = readThrough(keys.storeKeys[i], pending);
       long stored = raw == null ? versionFloor(m.shard()) : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
@@ -389,6 +395,11 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       traffic.write(m.shard());
     }
     return new Evaluation(versions, effects);
+  }
+
+  private byte[] readThrough(byte[] storeKey, java.util.function.Function<byte[], byte[]> pending) {
+    byte[] p = pending.apply(storeKey);
+    return p != null ? p : read(storeKey);
   }
 
   // ------------------------------------------------------------------ request records

@@ -59,6 +59,11 @@ public final class MemoryEngine implements ShardEngine {
 
   @Override
   public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
+    return evaluate(batch, k -> null);
+  }
+
+  @Override
+  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException {
     int n = batch.size();
     TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
     byte[][] keys = new byte[n][];
@@ -80,11 +85,12 @@ public final class MemoryEngine implements ShardEngine {
     List<StoredValue> effects = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
-      if (records[i] != null && data.containsKey(records[i])) {
-        versions[i] = ByteBuffer.wrap(data.get(records[i]), HEADER, 8).getLong(); // a repeat: answered, not applied
+      byte[] record = records[i] == null ? null : pending.apply(records[i]) != null ? pending.apply(records[i]) : data.get(records[i]);
+      if (record != null) {
+        versions[i] = ByteBuffer.wrap(record, HEADER, 8).getLong(); // a repeat: answered, not applied
         continue;
       }
-      byte[] raw = data.get(keys[i]);
+      byte[] raw = pending.apply(keys[i]) != null ? pending.apply(keys[i]) : data.get(keys[i]);
       long stored = raw == null ? 0 : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
