@@ -292,14 +292,7 @@ final class Replica {
       ids.forEach(id -> inProgress.put(id, mine));
       whenReady = ready;
     }
-    whenReady.thenCompose(v -> {
-      try {
-        return evaluateAndAppend(batch);
-      } catch (VersionMismatchException mismatch) {
-        // A refusal reads the shard: answered only once this node is known to have led it when it looked.
-        return readBarrier().thenCompose(x -> CompletableFuture.<long[]>failedFuture(mismatch));
-      }
-    }).whenComplete((r, t) -> {
+    whenReady.thenCompose(v -> evaluateAndAppend(batch)).whenComplete((r, t) -> {
       synchronized (this) {
         ids.forEach(id -> inProgress.remove(id, mine));
       }
@@ -320,40 +313,55 @@ final class Replica {
    * is never committed, neither is it: a log commits a prefix). Returns the future of its
    * application here.
    */
-  private CompletableFuture<long[]> evaluateAndAppend(List<Mutation> batch) throws VersionMismatchException {
+  private CompletableFuture<long[]> evaluateAndAppend(List<Mutation> batch) {
     CompletableFuture<Void> applied = new CompletableFuture<>();
     List<Runnable> after = new ArrayList<>();
-    long[] results;
+    long[] results = null;
+    VersionMismatchException mismatch = null;
     boolean readOnly;
     synchronized (this) {
       checkCanWrite();
-      ShardEngine.Evaluation e = engine.evaluate(batch, key -> {
-        Pending p = pending.get(java.nio.ByteBuffer.wrap(key));
-        return p == null ? null : p.stored;
-      });
-      results = e.results();
-      readOnly = e.effects().isEmpty();
-      if (!readOnly) {
-        LogState s = storage.state(ref);
-        LogEntry entry = new LogEntry(s.lastOffset() + 1, leaderEpoch, e.effects());
-        storage.append(ref, List.of(entry));
-        for (ShardEngine.StoredValue v : e.effects()) {
-          pending.put(java.nio.ByteBuffer.wrap(v.storeKey()), new Pending(entry.offset(), v.stored()));
+      try {
+        ShardEngine.Evaluation e = engine.evaluate(batch, key -> {
+          Pending p = pending.get(java.nio.ByteBuffer.wrap(key));
+          return p == null ? null : p.stored;
+        });
+        results = e.results();
+        readOnly = e.effects().isEmpty();
+        if (!readOnly) {
+          LogState s = storage.state(ref);
+          LogEntry entry = new LogEntry(s.lastOffset() + 1, leaderEpoch, e.effects());
+          storage.append(ref, List.of(entry));
+          for (ShardEngine.StoredValue v : e.effects()) {
+            pending.put(java.nio.ByteBuffer.wrap(v.storeKey()), new Pending(entry.offset(), v.stored()));
+          }
+          waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
+          advanceCommit(after); // alone in sync: committed at once
+          if (!progress.isEmpty()) {
+            after.add(changed);
+          }
         }
-        waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
-        advanceCommit(after); // alone in sync: committed at once
-        if (!progress.isEmpty()) {
-          after.add(changed);
-        }
+      } catch (VersionMismatchException refused) {
+        mismatch = refused;
+        readOnly = true;
+      }
+      if (readOnly) {
+        // Nothing to append (a refusal, a retry answered from its record, a delete of nothing): an
+        // answer read from the shard as its log will leave it. It may rest on entries not committed
+        // yet, so it waits until everything appended before it is (if one never is, the answer is
+        // never given), and then for the read barrier (a deposed leader would answer stale).
+        long dependsOn = storage.state(ref).lastOffset();
+        waiters.computeIfAbsent(dependsOn, o -> new ArrayList<>(1)).add(applied);
+        advanceCommit(after);
       }
     }
-    if (readOnly) {
-      // A retry answered from its record, or a delete of nothing: a read, answered only once this
-      // node is known to have led the shard when it looked (a deposed leader would answer stale).
-      return readBarrier().thenApply(v -> results);
-    }
     after.forEach(Runnable::run);
-    return applied.thenApply(v -> results);
+    if (mismatch != null) {
+      VersionMismatchException m = mismatch;
+      return applied.thenCompose(v -> readBarrier()).thenCompose(v -> CompletableFuture.<long[]>failedFuture(m));
+    }
+    long[] answer = results;
+    return readOnly ? applied.thenCompose(v -> readBarrier()).thenApply(v -> answer) : applied.thenApply(v -> answer);
   }
 
   /** A stored value an appended entry leaves, not applied yet. */
