@@ -116,7 +116,7 @@ public final class GrpcReplication {
   static io.shardwise.proto.v1.ShardAppend toProto(ShardAppend a) {
     io.shardwise.proto.v1.ShardAppend.Builder b = io.shardwise.proto.v1.ShardAppend.newBuilder().setTableId(a.shard().tableId())
         .setNumber(a.shard().shardNumber()).setEpoch(a.epoch()).setPrevOffset(a.prevOffset()).setPrevEpoch(a.prevEpoch())
-        .setCommit(a.commit());
+        .setCommit(a.commit()).setLeaderLast(a.leaderLast());
     for (LogEntry e : a.entries()) {
       ReplicaLogEntry.Builder entry = ReplicaLogEntry.newBuilder().setOffset(e.offset()).setEpoch(e.epoch());
       for (ShardEngine.StoredValue v : e.effects()) {
@@ -142,6 +142,6 @@ public final class GrpcReplication {
       }
       entries.add(new LogEntry(e.getOffset(), e.getEpoch(), effects));
     }
-    return new ShardAppend(shard, a.getEpoch(), a.getPrevOffset(), a.getPrevEpoch(), entries, a.getCommit());
+    return new ShardAppend(shard, a.getEpoch(), a.getPrevOffset(), a.getPrevEpoch(), entries, a.getCommit(), a.getLeaderLast());
   }
 }

@@ -22,8 +22,12 @@ final class Messages {
    *
    * @param epoch the leader's epoch for the shard (its shard epoch in the map)
    * @param commit the leader's commit offset: the follower applies its log up to it
+   * @param leaderLast the leader's last offset when it sent this: an append that reaches it tells
+   *     the follower that any older leader's entries it holds after {@link #end} are in no log
+   *     that can commit any more, so it drops them ({@link #reachesLeaderEnd})
    */
-  record ShardAppend(ShardRef shard, long epoch, long prevOffset, long prevEpoch, List<LogEntry> entries, long commit) {
+  record ShardAppend(ShardRef shard, long epoch, long prevOffset, long prevEpoch, List<LogEntry> entries, long commit,
+      long leaderLast) {
     ShardAppend {
       entries = List.copyOf(entries);
     }
@@ -31,6 +35,11 @@ final class Messages {
     /** The offset of the last entry this append makes the follower hold in the leader's order. */
     long end() {
       return prevOffset + entries.size();
+    }
+
+    /** Whether it brings the follower to the end of the leader's log as it was when sent. */
+    boolean reachesLeaderEnd() {
+      return end() >= leaderLast;
     }
   }
 

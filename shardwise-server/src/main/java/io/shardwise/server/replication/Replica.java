@@ -41,8 +41,11 @@ import java.util.function.LongSupplier;
  * <p><b>In sync.</b> The map (changed only by compare-and-set in ZooKeeper) names the in-sync
  * followers. The leader asks to drop a follower that has not been caught up for {@code lagMax},
  * and to take back one that has caught up to its commit ({@link #inSyncChange}); until the map says
- * so, it waits for every follower the map names. A new leader is only ever an in-sync follower, so
- * it has every committed entry; it commits its whole log before it serves anything ({@link #ready}).
+ * so, it waits for every follower the map names. A follower joins only once it has taken an append
+ * that reached the end of the leader's log, and with it dropped any deposed leader's entries the
+ * leader lacks; the in-sync followers a new leader inherits do the same before it is ready. So a new
+ * leader is only ever an in-sync follower: it has every committed entry and nothing no leader since
+ * has held; it commits its whole log before it serves anything ({@link #ready}).
  *
  * <p>Thread-safe: the state is guarded by this object; futures complete outside the lock.
  */
@@ -91,6 +94,9 @@ final class Replica {
     long answeredNanos; // when it last answered OK: a follower that stops answering leaves the in-sync set even when nothing is written
     long leftNanos = Long.MIN_VALUE; // when the map last took it out of the in-sync set: it joins again only after answering since
     boolean needsSnapshot;
+    // It answered OK to an append that reached the end of this leader's log, so it holds no older
+    // leader's entries this leader lacks (see dropOlderLeadersSuffix): only then may it join the in-sync set.
+    boolean trimmed;
     // Reads that need this follower to confirm the leader with an append sent after they arrived:
     // first waiting for the next send, then for the reply to it.
     List<ReadWaiter> awaitingSend = new ArrayList<>();
@@ -417,7 +423,7 @@ final class Replica {
     if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
       return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
     }
-    ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit);
+    ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit, s.lastOffset());
     if (!p.awaitingSend.isEmpty()) {
       p.awaitingReply.put(a, p.awaitingSend); // its OK reply confirms this leader for them
       p.awaitingSend = new ArrayList<>();
@@ -541,6 +547,7 @@ final class Replica {
     switch (reply.outcome()) {
       case OK -> {
         p.answeredNanos = now;
+        p.trimmed |= sent.reachesLeaderEnd();
         p.match = Math.max(p.match, reply.matched());
         p.next = Math.max(p.next, p.match + 1);
         if (p.match >= storage.state(ref).lastOffset()) {
@@ -673,7 +680,7 @@ final class Replica {
       boolean lagging = (p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos())
           || now - p.answeredNanos > config.lagMax().toNanos(); // silent: reads would wait for it forever
       // Back in only if it answers (a silent follower's old match would otherwise let it flap in and out).
-      boolean caughtUp = p.match >= commit && p.match >= readyAt && !p.needsSnapshot
+      boolean caughtUp = p.match >= commit && p.match >= readyAt && p.trimmed && !p.needsSnapshot
           && now - p.answeredNanos <= config.lagMax().toNanos() / 2 && p.answeredNanos > p.leftNanos;
       if (in && lagging) {
         changed = true; // leaves
@@ -729,10 +736,13 @@ final class Replica {
       // Entries up to our base are applied here, so committed: they match the leader's. Skip them.
       long skip = s.baseOffset() - a.prevOffset();
       if (skip >= a.entries().size()) {
+        if (a.reachesLeaderEnd()) {
+          dropOlderLeadersSuffix(a);
+        }
         return new ShardReply(ref, Outcome.OK, Math.max(a.end(), s.baseOffset()), leaderEpoch);
       }
       ShardAppend rest = new ShardAppend(ref, a.epoch(), s.baseOffset(), storage.epochOf(ref, s.baseOffset()),
-          a.entries().subList((int) skip, a.entries().size()), a.commit());
+          a.entries().subList((int) skip, a.entries().size()), a.commit(), a.leaderLast());
       return onAppend(from, rest, after);
     }
     if (prevEpoch != a.prevEpoch()) {
@@ -755,9 +765,37 @@ final class Replica {
       toAppend.add(e);
     }
     storage.append(ref, toAppend);
+    if (a.reachesLeaderEnd()) {
+      dropOlderLeadersSuffix(a);
+    }
     long matched = a.end();
     applyUpTo(Math.min(a.commit(), matched));
     return new ShardReply(ref, Outcome.OK, matched, leaderEpoch);
+  }
+
+  /**
+   * After an append that reached the end of the leader's log: entries after it from an older leader
+   * epoch were appended by a deposed leader and are in no log that can commit any more (the leader
+   * holds every committed entry, and it appends only entries of its own epoch after its end). Kept,
+   * they would be committed if this follower led next — a write whose retry the leader has since
+   * answered on its own (a version mismatch, say) would then take effect after all. Raft's leaders
+   * rule that out by being elected with the most up-to-date log; here a follower joins the in-sync
+   * set only once it has dropped them. Entries of the leader's own epoch after {@code a.end()} come
+   * from an append sent after this one (delivered first) and stay.
+   */
+  private void dropOlderLeadersSuffix(ShardAppend a) {
+    LogState s = storage.state(ref);
+    long o = a.end() + 1;
+    while (o <= s.lastOffset() && storage.epochOf(ref, o) == a.epoch()) {
+      o++;
+    }
+    if (o <= s.lastOffset()) {
+      if (o <= s.appliedOffset()) {
+        throw new IllegalStateException("shard " + ref + ": applied entry " + o + " of epoch " + storage.epochOf(ref, o)
+            + " is not in the log of the leader at epoch " + a.epoch() + ", which ends at " + a.leaderLast());
+      }
+      storage.truncateAfter(ref, o - 1);
+    }
   }
 
   @Override

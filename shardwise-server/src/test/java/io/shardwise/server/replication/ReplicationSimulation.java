@@ -102,7 +102,7 @@ final class ReplicationSimulation {
   private static final int KEYS = 6;
   private static final int CLIENTS = 3;
   private static final int EVENTS = 400;
-  private static final int TRACE = 80;
+  private static final int TRACE = Integer.getInteger("shardwise.sim.trace", 80);
   private static final long TICK_NANOS = Duration.ofMillis(50).toNanos();
   private static final ReplicationConfig CONFIG = new ReplicationConfig(Duration.ofMillis(500), Duration.ofMillis(100), 4, 1 << 20,
       Duration.ofSeconds(10));

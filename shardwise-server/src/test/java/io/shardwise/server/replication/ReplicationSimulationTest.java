@@ -3,6 +3,8 @@ package io.shardwise.server.replication;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The replication protocol under thousands of seeded schedules ({@link ReplicationSimulation}):
@@ -40,5 +42,17 @@ class ReplicationSimulationTest {
       assertThat(total.partitions).isPositive();
       assertThat(total.reads).isPositive();
     }
+  }
+
+  /**
+   * Seeds beyond the default range that once found a bug, each named in docs/reliability.md:
+   * 3453 and 7088 (answers resting on uncommitted entries), 53542 (a deposed leader's entry
+   * committed by a follower that led later, after the retry of its write had been refused; 16908
+   * finds the same when followers keep such entries).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @ValueSource(longs = {3453, 7088, 16908, 53542})
+  void seedsThatFoundBugs(long seed) {
+    new ReplicationSimulation(seed).run();
   }
 }
