@@ -52,17 +52,26 @@ public final class ReplicaPlacement {
     if (count > nodes.size() - (nodes.contains(leader) ? 1 : 0)) {
       throw new IllegalArgumentException(count + " followers need " + (count + 1) + " nodes; there are " + nodes.size());
     }
+    return more(List.of(leader), count, Set.of());
+  }
+
+  /**
+   * Chooses up to {@code count} more replicas for a shard whose replicas are {@code existing}
+   * (its leader first; they may include nodes not among this placement's), none of them on a node
+   * in {@code full}, counts them, and returns them in the order chosen — fewer if the nodes run out.
+   */
+  public List<NodeId> more(List<NodeId> existing, int count, Set<NodeId> full) {
     List<NodeId> chosen = new ArrayList<>(count);
     Set<String> usedZones = new HashSet<>();
-    usedZones.add(zoneOf(leader));
-    int start = Math.max(0, nodes.indexOf(leader)) + 1;
+    existing.forEach(n -> usedZones.add(zoneOf(n)));
+    int start = existing.isEmpty() ? 0 : Math.max(0, nodes.indexOf(existing.get(0))) + 1;
     for (int k = 0; k < count; k++) {
       NodeId best = null;
       boolean bestNewZone = false;
       int bestLoad = Integer.MAX_VALUE;
       for (int i = 0; i < nodes.size(); i++) {
         NodeId n = nodes.get((start + i) % nodes.size());
-        if (n.equals(leader) || chosen.contains(n)) {
+        if (existing.contains(n) || chosen.contains(n) || full.contains(n)) {
           continue;
         }
         boolean newZone = !usedZones.contains(zoneOf(n));
@@ -72,6 +81,9 @@ public final class ReplicaPlacement {
           bestNewZone = newZone;
           bestLoad = l;
         }
+      }
+      if (best == null) {
+        break;
       }
       chosen.add(best);
       usedZones.add(zoneOf(best));

@@ -43,6 +43,9 @@ import org.slf4j.LoggerFactory;
  * acts. Each tick the leader
  *
  * <ul>
+ *   <li>runs {@link Failover} (new leaders for shards whose leader's node left) and {@link
+ *       ReplicaRepair} (followers rebuilt for nodes absent past the grace period, leadership off
+ *       draining nodes), whatever the tables' modes, unless paused;
  *   <li>drives the approved or running plan: starts waiting moves (at most {@code
  *       max_moves_per_node} per node, none while paused), records their progress in the plan,
  *       retries a failed move twice, cancels on request, and finishes the plan;
@@ -96,6 +99,7 @@ public final class Balancer implements AutoCloseable {
   private volatile String lastFingerprint;
   private Resizer resizer;
   private final Failover failover;
+  private final ReplicaRepair repair;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
     this.self = self;
@@ -104,6 +108,7 @@ public final class Balancer implements AutoCloseable {
     this.records = new RebalanceRecords(coordinator);
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
+    this.repair = new ReplicaRepair(coordinator);
     this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
     // Curator's own account of a lost latch node is an ERROR line for an ordinary session loss (its
     // logger is off in the CLI's logging): leadership changes are reported here instead.
@@ -190,7 +195,7 @@ public final class Balancer implements AutoCloseable {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
     long now = System.currentTimeMillis();
     Set<NodeId> owners = new TreeSet<>();
-    map.tables().values().forEach(t -> t.shards().forEach(s -> owners.add(s.owner())));
+    map.tables().values().forEach(t -> t.shards().forEach(s -> owners.addAll(s.replicas())));
     absentSince.keySet().removeIf(n -> live.containsKey(n) || !owners.contains(n));
     Set<NodeId> absentInGrace = new TreeSet<>();
     Set<NodeId> absentPastGrace = new TreeSet<>();
@@ -198,6 +203,14 @@ public final class Balancer implements AutoCloseable {
       if (!live.containsKey(owner)) {
         long since = absentSince.computeIfAbsent(owner, n -> now);
         (now - since >= settings.getAbsentGraceSeconds() * 1_000 ? absentPastGrace : absentInGrace).add(owner);
+      }
+    }
+    if (!settings.getPaused()) {
+      try {
+        // Failover rebalancing, in every mode: replicas lost with absent nodes are rebuilt elsewhere.
+        repair.run(absentPastGrace, records.drains(), settings.getMaxMovesPerNode());
+      } catch (RuntimeException e) {
+        LOG.warn("balancer: replica repair on {}: {}", self, e.toString());
       }
     }
     List<PlanRecord> plans = records.plans();

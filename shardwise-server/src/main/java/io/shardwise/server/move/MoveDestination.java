@@ -38,6 +38,11 @@ final class MoveDestination {
     return incoming.containsValue(shard);
   }
 
+  /** True while a move into this node is receiving a shard whose range overlaps {@code range}. */
+  boolean receivingInto(ShardRef range) {
+    return incoming.values().stream().anyMatch(range::overlaps);
+  }
+
   /** This node owns {@code shard} now: the move that brought it here is over. */
   void arrived(ShardRef shard) {
     incoming.values().removeIf(shard::equals);

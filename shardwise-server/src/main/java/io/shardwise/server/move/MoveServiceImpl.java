@@ -21,15 +21,14 @@ import io.shardwise.proto.v1.SizeSplitPointRequest;
 import io.shardwise.proto.v1.SizeSplitPointResponse;
 import io.shardwise.proto.v1.StoredValue;
 import io.shardwise.server.rpc.ClusterContext;
+import io.shardwise.server.rpc.FileReceiver;
 import io.shardwise.server.shard.ShardFencedException;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
 import io.shardwise.server.storage.ShardStore;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -95,6 +94,11 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     return destination.receiving(shard);
   }
 
+  /** True while a move into this node is receiving a shard whose range overlaps {@code range}. */
+  public boolean receivingInto(ShardRef range) {
+    return destination.receivingInto(range);
+  }
+
   /** This node owns {@code shard} now: the move that brought it here is over. */
   public void arrived(ShardRef shard) {
     destination.arrived(shard);
@@ -142,41 +146,23 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     return new StreamObserver<>() {
       private ShardRef shard;
       private String moveId;
-      private Path file;
-      private FileChannel channel;
-      private boolean empty;
-      private long bytes;
+      private FileReceiver file;
 
       @Override
       public void onNext(ShardChunk chunk) {
-        try {
-          if (shard == null) {
-            ShardRef first = node.shardRef(chunk.getTableId(), chunk.getNumber());
-            if (chunk.getStoreLayout() != ShardStore.LAYOUT_VERSION && first.layout() != ShardRef.Layout.BUCKET) {
-              throw Errors.invalid("move " + chunk.getMoveId() + ": the source sends layout version " + chunk.getStoreLayout()
-                  + " and this node stores shard " + first + " in layout " + ShardStore.LAYOUT_VERSION
-                  + "; upgrade every node before moving range and hashrange shards");
-            }
-            destination.begin(chunk.getMoveId(), first);
-            shard = first;
-            moveId = chunk.getMoveId();
-            empty = chunk.getEmptyShard();
-            file = node.workDir().resolve("in-" + fileSafe(moveId) + ".sst");
-            if (!empty) {
-              channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-            }
+        if (shard == null) {
+          ShardRef first = node.shardRef(chunk.getTableId(), chunk.getNumber());
+          if (chunk.getStoreLayout() != ShardStore.LAYOUT_VERSION && first.layout() != ShardRef.Layout.BUCKET) {
+            throw Errors.invalid("move " + chunk.getMoveId() + ": the source sends layout version " + chunk.getStoreLayout()
+                + " and this node stores shard " + first + " in layout " + ShardStore.LAYOUT_VERSION
+                + "; upgrade every node before moving range and hashrange shards");
           }
-          if (channel != null) {
-            bytes += chunk.getData().size();
-            for (var buffer : chunk.getData().asReadOnlyByteBufferList()) {
-              while (buffer.hasRemaining()) {
-                channel.write(buffer);
-              }
-            }
-          }
-        } catch (IOException e) {
-          throw new IllegalStateException("cannot write the received snapshot: " + e.getMessage(), e);
+          destination.begin(chunk.getMoveId(), first);
+          shard = first;
+          moveId = chunk.getMoveId();
+          file = new FileReceiver(node.workDir().resolve("in-" + fileSafe(moveId) + ".sst"));
         }
+        file.write(chunk.getData());
       }
 
       @Override
@@ -190,31 +176,24 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
           if (shard == null) {
             throw Errors.invalid("an empty stream carries no shard");
           }
-          if (channel != null) {
-            channel.force(false);
-            channel.close();
-            channel = null;
-          }
-          destination.ingest(moveId, shard, empty ? null : file, bytes);
-          out.onNext(ReceiveShardResponse.newBuilder().setBytes(bytes).build());
+          Path received = file.finish();
+          destination.ingest(moveId, shard, received, file.bytes());
+          out.onNext(ReceiveShardResponse.newBuilder().setBytes(file.bytes()).build());
           out.onCompleted();
-        } catch (RuntimeException | IOException e) {
+        } catch (RuntimeException e) {
           cleanUp();
           out.onError(Status.INTERNAL.withDescription("ingesting shard " + shard + " failed: " + e.getMessage()).asRuntimeException());
         } finally {
-          deleteQuietly(file);
+          if (file != null) {
+            file.delete();
+          }
         }
       }
 
       private void cleanUp() {
-        try {
-          if (channel != null) {
-            channel.close();
-          }
-        } catch (IOException ignored) {
-          // the file is deleted below
+        if (file != null) {
+          file.delete();
         }
-        deleteQuietly(file);
         if (shard != null) {
           destination.abort(moveId, shard);
         }

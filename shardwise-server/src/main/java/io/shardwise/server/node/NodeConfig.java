@@ -280,6 +280,8 @@ public final class NodeConfig {
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
         + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster
         + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " replication.lag-max=" + replication.lagMax()
-        + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout() + " " + limits;
+        + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout()
+        + " replication.log-retain-entries=" + replication.logRetainEntries() + " replication.snapshot-bytes-per-second="
+        + replication.snapshotBytesPerSecond() + " " + limits;
   }
 }

@@ -150,16 +150,33 @@ final class NodeTrash implements TrashAdmin {
     long[] offered = {0};
     java.util.Set<String> owners = new java.util.TreeSet<>();
     store.trash().forEachBatch(id, MERGE_BATCH_KEYS, batch -> {
-      Map<Long, List<ShardEngine.StoredValue>> byShard = sameShard
-          ? Map.of(e.shard().shardNumber(), rekeyed(e.shard(), ShardRef.of(table, e.shard().shardNumber()), batch))
-          : placedByKey(table, e.shard(), batch);
-      byShard.forEach((number, values) -> {
-        ShardAssignment owner = table.shard(number).orElseThrow();
-        ShardRef target = ShardRef.of(table, number);
-        offered[0] += userKeys(target, values);
-        written[0] += mergeInto(owner, target, values);
-        owners.add(owner.owner().value());
-      });
+      // A shard may be paused for a move's cutover, or have moved, split or merged since the map was
+      // read: the batch is placed again by the map as it is then and merged again. A merge is
+      // idempotent (newer versions win), so the parts already merged write nothing the second time.
+      long deadline = System.nanoTime() + RESTORE_RETRY.toNanos();
+      for (int attempt = 1; ; attempt++) {
+        Table now = attempt == 1 ? table : map.get().tableById(table.id()).orElse(table);
+        Map<Long, List<ShardEngine.StoredValue>> byShard = sameShard && now.positionOf(e.shard().shardNumber()) >= 0
+            ? Map.of(e.shard().shardNumber(), rekeyed(e.shard(), ShardRef.of(now, e.shard().shardNumber()), batch))
+            : placedByKey(now, e.shard(), batch);
+        long offeredNow = 0;
+        try {
+          for (var part : byShard.entrySet()) {
+            ShardAssignment owner = now.shard(part.getKey()).orElseThrow();
+            ShardRef target = ShardRef.of(now, part.getKey());
+            offeredNow += userKeys(target, part.getValue());
+            written[0] += mergeInto(owner, target, part.getValue());
+            owners.add(owner.owner().value());
+          }
+          offered[0] += offeredNow;
+          return;
+        } catch (io.grpc.StatusRuntimeException refused) {
+          if (System.nanoTime() > deadline || !transientRefusal(refused)) {
+            throw refused;
+          }
+          sleepQuietly(Math.min(1_000, 50L << Math.min(attempt, 5)));
+        }
+      }
     });
     store.trash().purge(id);
     LOG.info("node {}: trash entry {} (shard {}) restored into {}: {} of {} keys written, the rest were as new or newer there", self, id,
@@ -188,6 +205,23 @@ final class NodeTrash implements TrashAdmin {
       out.computeIfAbsent(number, n -> new ArrayList<>()).add(new ShardEngine.StoredValue(to.storeKey(user), v.stored()));
     }
     return out;
+  }
+
+  /** How long a restore keeps trying a batch whose shard is paused, moving or briefly without a live owner. */
+  private static final java.time.Duration RESTORE_RETRY = java.time.Duration.ofSeconds(30);
+
+  private static boolean transientRefusal(io.grpc.StatusRuntimeException e) {
+    return e.getStatus().getCode() == Status.Code.FAILED_PRECONDITION || e.getStatus().getCode() == Status.Code.UNAVAILABLE
+        || e.getStatus().getCode() == Status.Code.ABORTED;
+  }
+
+  private static void sleepQuietly(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.CANCELLED.withDescription("interrupted while restoring a trash entry").asRuntimeException();
+    }
   }
 
   /** Merges values into {@code target} on its owner, here or over gRPC; returns the user keys written. */

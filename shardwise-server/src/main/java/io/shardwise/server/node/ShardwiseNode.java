@@ -75,6 +75,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private MoveServiceImpl moves;
   private io.shardwise.server.replication.Replicator replicator;
   private final ScheduledExecutorService replication;
+  private final java.util.concurrent.ExecutorService replicaSnapshots;
   private Balancer balancer;
   private Server server;
   private String address;
@@ -94,6 +95,12 @@ public final class ShardwiseNode implements AutoCloseable {
     // Sends replication messages, ticks heartbeats and stores in-sync changes: never on a request's thread.
     this.replication = Executors.newScheduledThreadPool(2, r -> {
       Thread t = new Thread(r, "shardwise-replication-" + id);
+      t.setDaemon(true);
+      return t;
+    });
+    // Exports and sends snapshots to followers that fell behind the log: as long as a shard takes to copy.
+    this.replicaSnapshots = Executors.newFixedThreadPool(2, r -> {
+      Thread t = new Thread(r, "shardwise-replica-snapshots-" + id);
       t.setDaemon(true);
       return t;
     });
@@ -148,8 +155,9 @@ public final class ShardwiseNode implements AutoCloseable {
     TableAdmin tables = new TableAdmin(ctx);
     io.shardwise.server.replication.ReplicationConfig replicationConfig = config.replication();
     replicator = new io.shardwise.server.replication.Replicator(id, store,
-        io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel), this::updateMapAsync, replication,
-        System::nanoTime, replicationConfig);
+        io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel, replicationConfig.snapshotBytesPerSecond()),
+        this::updateMapAsync, replication, replicaSnapshots, config.dataDir().resolve("replica-snapshots"), System::nanoTime,
+        replicationConfig);
     shards.replicateWith(new io.shardwise.server.replication.NodeReplication(replicator, replicationConfig, () -> map.current().epoch()));
     coordinator.watchConnection(this::onConnectionChange);
     coordinator.onLiveNodesChange(peers::resetConnectBackoff); // a restarted peer is reachable at once
@@ -175,7 +183,8 @@ public final class ShardwiseNode implements AutoCloseable {
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
         new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables, trash), moves,
-        io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard));
+        io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
+            config.dataDir().resolve("replica-snapshots")));
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
@@ -235,13 +244,20 @@ public final class ShardwiseNode implements AutoCloseable {
       return;
     }
     LocalShards.MapChanges changes;
+    List<ShardRef> replicasRemoved = List.of();
     synchronized (store.trash()) {
       trash.restoreUndropped(previous, next);
       changes = shards.apply(previous, next, id);
       if (replicator != null) {
-        replicator.apply(previous, next); // leads, follows or lets go of replicas before requests route by the new map
+        replicasRemoved = replicator.apply(previous, next); // leads, follows or lets go of replicas before requests route by the new map
       }
       map.advance(next);
+    }
+    for (ShardRef shard : replicasRemoved) {
+      // A follower removed here (rebuilt elsewhere, the factor lowered, the table dropped): its copy
+      // goes to the trash after the drop grace, unless the node is a replica of that range again by then.
+      cleaner.schedule(() -> trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "no longer a replica here (map epoch " + map.current().epoch() + ")",
+          () -> keepsNothingOf(shard)), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }
     changes.owned().forEach(moves::arrived);
     registerShardMeters(previous, next);
@@ -347,15 +363,31 @@ public final class ShardwiseNode implements AutoCloseable {
         ShardRef covering = ShardRef.of(table, s.id().number());
         if (covering.overlaps(shard)) {
           trash.put(covering, ShardTrash.Kind.MOVED_AWAY, "moved to another node after shard " + shard.shardNumber()
-              + " was split or merged (map epoch " + now.epoch() + ")",
-              () -> !map.current().holds(id, covering.tableId(), covering.shardNumber()) && !moves.receiving(covering));
+              + " was split or merged (map epoch " + now.epoch() + ")", () -> keepsNothingOf(covering));
         }
       }
       shards.forget(shard);
       return;
     }
-    trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + now.epoch() + ")",
-        () -> !map.current().holds(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+    trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + now.epoch() + ")", () -> keepsNothingOf(shard));
+  }
+
+  /**
+   * True if no part of {@code range} is this node's to keep: no shard of the map it applies that
+   * overlaps the range names this node as a replica, and no move into this node is receiving one.
+   * Checked by range, not by shard id: between the decision to drop a stale copy and the drop, the
+   * shard it was may have been split or merged, and a part of it given back to this node.
+   */
+  private boolean keepsNothingOf(ShardRef range) {
+    Table table = map.current().tableById(range.tableId()).orElse(null);
+    if (table != null) {
+      for (var s : table.shards()) {
+        if (s.isReplica(id) && ShardRef.of(table, s.id().number()).overlaps(range)) {
+          return false;
+        }
+      }
+    }
+    return !moves.receivingInto(range);
   }
 
   /**
@@ -368,7 +400,7 @@ public final class ShardwiseNode implements AutoCloseable {
     for (ShardRef shard : store.storedShards(tableId -> current.tableById(tableId).orElse(null))) {
       if (!map.current().holds(id, shard.tableId(), shard.shardNumber())) {
         trash.put(shard, ShardTrash.Kind.FOREIGN_AT_START, "not this node's in the map at epoch " + map.current().epoch() + " when it started",
-            () -> !map.current().holds(id, shard.tableId(), shard.shardNumber()) && !moves.receiving(shard));
+            () -> keepsNothingOf(shard));
       }
     }
   }
@@ -522,6 +554,7 @@ public final class ShardwiseNode implements AutoCloseable {
     }
     cleaner.shutdownNow();
     replication.shutdownNow();
+    replicaSnapshots.shutdownNow();
     if (metricsEndpoint != null) {
       metricsEndpoint.close();
     }

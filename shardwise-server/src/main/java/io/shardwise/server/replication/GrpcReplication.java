@@ -8,7 +8,9 @@ import io.grpc.stub.StreamObserver;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.proto.v1.AppendRequest;
 import io.shardwise.proto.v1.AppendResponse;
+import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.ReplicaLogEntry;
+import io.shardwise.proto.v1.ReplicaSnapshotChunk;
 import io.shardwise.proto.v1.ReplicationServiceGrpc;
 import io.shardwise.proto.v1.ShardAppendResult;
 import io.shardwise.proto.v1.StoredValue;
@@ -17,9 +19,14 @@ import io.shardwise.server.replication.Messages.AppendReply;
 import io.shardwise.server.replication.Messages.Outcome;
 import io.shardwise.server.replication.Messages.ShardAppend;
 import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.replication.Messages.SnapshotOffer;
+import io.shardwise.server.rpc.FileReceiver;
+import io.shardwise.server.rpc.FileUpload;
 import io.shardwise.server.storage.LogEntry;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
+import io.shardwise.server.storage.ShardStore;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -45,9 +52,73 @@ public final class GrpcReplication {
     ShardRef resolve(long tableId, long number);
   }
 
-  /** A follower node's end of the protocol: hands each message to its {@link Replicator}. */
-  public static ReplicationServiceGrpc.ReplicationServiceImplBase service(Replicator replicator, ShardResolver shards) {
+  /**
+   * A follower node's end of the protocol: hands each message to its {@link Replicator}.
+   *
+   * @param snapshotDir where snapshots are received before they are installed (on the store's
+   *     file system, so installing moves the file in)
+   */
+  public static ReplicationServiceGrpc.ReplicationServiceImplBase service(Replicator replicator, ShardResolver shards, Path snapshotDir) {
+    java.util.concurrent.atomic.AtomicLong files = new java.util.concurrent.atomic.AtomicLong();
     return new ReplicationServiceGrpc.ReplicationServiceImplBase() {
+      @Override
+      public StreamObserver<ReplicaSnapshotChunk> installSnapshot(StreamObserver<ShardAppendResult> out) {
+        return new StreamObserver<>() {
+          private ReplicaSnapshotChunk first;
+          private ShardRef shard;
+          private FileReceiver file;
+
+          @Override
+          public void onNext(ReplicaSnapshotChunk chunk) {
+            if (first == null) {
+              if (chunk.getStoreLayout() != ShardStore.LAYOUT_VERSION) {
+                throw Errors.invalid("the leader " + chunk.getLeader() + " sends a snapshot in store layout " + chunk.getStoreLayout()
+                    + " and this node stores layout " + ShardStore.LAYOUT_VERSION + "; upgrade every node before replicating");
+              }
+              first = chunk;
+              shard = shards.resolve(chunk.getTableId(), chunk.getNumber());
+              file = new FileReceiver(snapshotDir.resolve("in-" + chunk.getTableId() + "-" + chunk.getNumber() + "-"
+                  + files.incrementAndGet() + ".sst"));
+            }
+            file.write(chunk.getData());
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            if (file != null) {
+              file.delete();
+            }
+          }
+
+          @Override
+          public void onCompleted() {
+            try {
+              ShardAppendResult.Builder b = ShardAppendResult.newBuilder();
+              if (first == null) {
+                throw Errors.invalid("an empty stream carries no snapshot");
+              }
+              b.setTableId(first.getTableId()).setNumber(first.getNumber());
+              if (shard == null) {
+                b.setOutcome(ShardAppendResult.Outcome.NOT_REPLICA); // not in this node's map yet (or any more)
+              } else {
+                ShardReply r = replicator.onSnapshot(NodeId.of(first.getLeader()), new SnapshotOffer(shard, first.getEpoch(),
+                    first.getOffset(), first.getOffsetEpoch()), file.finish());
+                b.setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch());
+              }
+              out.onNext(b.build());
+              out.onCompleted();
+            } catch (RuntimeException e) {
+              out.onError(e instanceof io.grpc.StatusRuntimeException ? e
+                  : io.grpc.Status.INTERNAL.withDescription("installing the snapshot failed: " + e.getMessage()).asRuntimeException());
+            } finally {
+              if (file != null) {
+                file.delete();
+              }
+            }
+          }
+        };
+      }
+
       @Override
       public void append(AppendRequest request, StreamObserver<AppendResponse> out) {
         List<ShardAppend> appends = new ArrayList<>(request.getShardsCount());
@@ -74,41 +145,77 @@ public final class GrpcReplication {
     };
   }
 
-  /** A leader's transport: an asynchronous call per message, to the follower's address as ZooKeeper lists it. */
-  public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels) {
-    return (to, batch, done) -> {
-      String address = addresses.apply(to);
-      if (address == null) {
-        done.accept(null, new IllegalStateException(to + " is not live"));
-        return;
+  /**
+   * A leader's transport: an asynchronous call per message, to the follower's address as ZooKeeper
+   * lists it; a snapshot as a stream at {@code snapshotBytesPerSecond} at most (0: unlimited).
+   */
+  public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels,
+      long snapshotBytesPerSecond) {
+    return new Replicator.Transport() {
+      @Override
+      public void send(NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
+        sendAppend(addresses, channels, to, batch, done);
       }
-      Map<ShardKey, ShardRef> sent = new HashMap<>();
-      AppendRequest.Builder request = AppendRequest.newBuilder().setLeader(batch.leader().value());
-      for (ShardAppend a : batch.shards()) {
-        request.addShards(toProto(a));
-        sent.put(new ShardKey(a.shard().tableId(), a.shard().shardNumber()), a.shard());
-      }
-      var call = ReplicationServiceGrpc.newFutureStub(channels.apply(address)).withDeadlineAfter(APPEND_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
-          .append(request.build());
-      Futures.addCallback(call, new FutureCallback<>() {
-        @Override
-        public void onSuccess(AppendResponse response) {
-          List<ShardReply> replies = new ArrayList<>(response.getShardsCount());
-          for (ShardAppendResult r : response.getShardsList()) {
-            ShardRef ref = sent.get(new ShardKey(r.getTableId(), r.getNumber()));
-            if (ref != null) {
-              replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
-            }
-          }
-          done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies), null);
-        }
 
-        @Override
-        public void onFailure(Throwable t) {
-          done.accept(null, t);
+      @Override
+      public void sendSnapshot(NodeId to, NodeId from, SnapshotOffer offer, Path file, java.util.function.BiConsumer<ShardReply, Throwable> done) {
+        String address = addresses.apply(to);
+        if (address == null) {
+          done.accept(null, new IllegalStateException(to + " is not live"));
+          return;
         }
-      }, MoreExecutors.directExecutor());
+        ShardAppendResult r;
+        try {
+          ReplicaSnapshotChunk.Builder head = ReplicaSnapshotChunk.newBuilder().setLeader(from.value()).setTableId(offer.shard().tableId())
+              .setNumber(offer.shard().shardNumber()).setEpoch(offer.epoch()).setOffset(offer.offset()).setOffsetEpoch(offer.offsetEpoch())
+              .setStoreLayout(ShardStore.LAYOUT_VERSION);
+          r = FileUpload.<ReplicaSnapshotChunk, ShardAppendResult>send(
+              answers -> ReplicationServiceGrpc.newStub(channels.apply(address)).withDeadlineAfter(1, TimeUnit.HOURS).installSnapshot(answers),
+              (isFirst, data) -> (isFirst ? head : ReplicaSnapshotChunk.newBuilder()).setData(data).build(),
+              file, snapshotBytesPerSecond, bytes -> { }, java.time.Duration.ofSeconds(60), "the follower " + to);
+        } catch (RuntimeException e) {
+          done.accept(null, e);
+          return;
+        }
+        done.accept(r == null ? null : new ShardReply(offer.shard(), Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()),
+            r == null ? new IllegalStateException(to + " did not answer the snapshot") : null);
+      }
     };
+  }
+
+  private static void sendAppend(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels, NodeId to,
+      AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
+    String address = addresses.apply(to);
+    if (address == null) {
+      done.accept(null, new IllegalStateException(to + " is not live"));
+      return;
+    }
+    Map<ShardKey, ShardRef> sent = new HashMap<>();
+    AppendRequest.Builder request = AppendRequest.newBuilder().setLeader(batch.leader().value());
+    for (ShardAppend a : batch.shards()) {
+      request.addShards(toProto(a));
+      sent.put(new ShardKey(a.shard().tableId(), a.shard().shardNumber()), a.shard());
+    }
+    var call = ReplicationServiceGrpc.newFutureStub(channels.apply(address)).withDeadlineAfter(APPEND_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
+        .append(request.build());
+    Futures.addCallback(call, new FutureCallback<>() {
+      @Override
+      public void onSuccess(AppendResponse response) {
+        List<ShardReply> replies = new ArrayList<>(response.getShardsCount());
+        for (ShardAppendResult r : response.getShardsList()) {
+          ShardRef ref = sent.get(new ShardKey(r.getTableId(), r.getNumber()));
+          if (ref != null) {
+            replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
+          }
+        }
+        done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies), null);
+      }
+
+      @Override
+      public void onFailure(Throwable t) {
+        done.accept(null, t);
+      }
+    }, MoreExecutors.directExecutor());
   }
 
   private record ShardKey(long tableId, long number) {}

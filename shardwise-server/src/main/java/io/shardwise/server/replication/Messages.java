@@ -43,6 +43,15 @@ final class Messages {
     }
   }
 
+  /**
+   * A leader's snapshot of one shard, for a follower whose next entry the leader's log no longer
+   * holds: the shard's data as applied up to {@code offset} (of epoch {@code offsetEpoch}), sent as
+   * a file beside this. The follower replaces its data with it and starts its log there.
+   *
+   * @param epoch the leader's epoch for the shard
+   */
+  record SnapshotOffer(ShardRef shard, long epoch, long offset, long offsetEpoch) {}
+
   /** A leader node's message to one follower node. */
   record AppendBatch(NodeId leader, List<ShardAppend> shards) {
     AppendBatch {

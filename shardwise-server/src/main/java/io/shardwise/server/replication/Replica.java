@@ -5,6 +5,7 @@ import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.server.replication.Messages.Outcome;
 import io.shardwise.server.replication.Messages.ShardAppend;
 import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.replication.Messages.SnapshotOffer;
 import io.shardwise.server.storage.LogEntry;
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ReplicaStorage;
@@ -94,6 +95,8 @@ final class Replica {
     long answeredNanos; // when it last answered OK: a follower that stops answering leaves the in-sync set even when nothing is written
     long leftNanos = Long.MIN_VALUE; // when the map last took it out of the in-sync set: it joins again only after answering since
     boolean needsSnapshot;
+    boolean snapshotInFlight;
+    long snapshotFailedNanos = Long.MIN_VALUE;
     // It answered OK to an append that reached the end of this leader's log, so it holds no older
     // leader's entries this leader lacks (see dropOlderLeadersSuffix): only then may it join the in-sync set.
     boolean trimmed;
@@ -432,6 +435,62 @@ final class Replica {
   }
 
   /**
+   * The leader epoch to put on a snapshot for {@code follower}, which now needs one (its next entry
+   * is no longer in the log) and has none on its way; -1 if it needs none, or this node does not
+   * lead. A snapshot that failed is tried again after a heartbeat's wait.
+   */
+  synchronized long startSnapshot(NodeId follower) {
+    Progress p = progress.get(follower);
+    if (role != Role.LEADER || p == null || !p.needsSnapshot || p.snapshotInFlight
+        || (p.snapshotFailedNanos != Long.MIN_VALUE && nanos.getAsLong() - p.snapshotFailedNanos < config.heartbeat().toNanos() * 10)) {
+      return -1;
+    }
+    p.snapshotInFlight = true;
+    return leaderEpoch;
+  }
+
+  /** How a snapshot for {@code follower} ended: its reply, or {@code failure}. */
+  synchronized void onSnapshotReply(NodeId follower, SnapshotOffer sent, ShardReply reply, Throwable failure, List<Runnable> after) {
+    Progress p = progress.get(follower);
+    if (role != Role.LEADER || sent == null || sent.epoch() != leaderEpoch || p == null) {
+      return;
+    }
+    p.snapshotInFlight = false;
+    if (failure != null || reply == null || reply.outcome() != Outcome.OK) {
+      p.snapshotFailedNanos = nanos.getAsLong();
+      return;
+    }
+    p.needsSnapshot = false;
+    p.answeredNanos = nanos.getAsLong();
+    p.match = Math.max(p.match, reply.matched());
+    p.next = p.match + 1;
+    advanceCommit(after);
+    after.add(changed); // the entries after the snapshot, next
+  }
+
+  /**
+   * Drops applied entries from the log but the last {@code logRetainEntries} (a leader also keeps
+   * what any follower it waits for still lacks): a follower further behind gets a snapshot. Trims
+   * in steps of half the retention, so the log is not rewritten for every entry.
+   */
+  synchronized void trimLog() {
+    if (role == Role.GONE) {
+      return;
+    }
+    LogState s = storage.state(ref);
+    long upTo = s.appliedOffset() - config.logRetainEntries();
+    if (role == Role.LEADER) {
+      for (NodeId f : maximalInSync()) {
+        Progress p = progress.get(f);
+        upTo = Math.min(upTo, p == null ? 0 : p.match);
+      }
+    }
+    if (upTo > s.baseOffset() && upTo - s.baseOffset() >= Math.max(1, config.logRetainEntries() / 2)) {
+      storage.trim(ref, upTo);
+    }
+  }
+
+  /**
    * The read barrier (Raft's ReadIndex, on the replication messages): completes once every follower
    * a commit waits for has answered OK to an append this leader sent after the call. A follower
    * answers OK only while it knows no newer leader epoch of the shard, and the map makes a new
@@ -555,7 +614,14 @@ final class Replica {
         }
         advanceCommit(after);
       }
-      case MISMATCH -> p.next = Math.max(storage.state(ref).baseOffset() + 1, Math.min(p.next - 1, reply.matched() + 1));
+      case MISMATCH -> {
+        long next = Math.min(p.next - 1, reply.matched() + 1);
+        if (next <= storage.state(ref).baseOffset()) {
+          p.needsSnapshot = true; // it does not even match where the log starts: what it lacks is only in the data
+        } else {
+          p.next = next;
+        }
+      }
       case NEEDS_SNAPSHOT -> p.needsSnapshot = true;
       case STALE_EPOCH, NOT_REPLICA -> {
         // A newer leader exists (the map will say so), or the follower has not applied the map yet: nothing to do here.
@@ -716,19 +782,9 @@ final class Replica {
 
   /** A leader's append for this shard, from {@code from}. Futures to complete go to {@code after}. */
   synchronized ShardReply onAppend(NodeId from, ShardAppend a, List<Runnable> after) {
-    if (role == Role.GONE) {
-      return new ShardReply(ref, Outcome.NOT_REPLICA, 0, leaderEpoch);
-    }
-    if (a.epoch() < leaderEpoch || (a.epoch() == leaderEpoch && role == Role.LEADER)) {
-      return new ShardReply(ref, Outcome.STALE_EPOCH, 0, leaderEpoch);
-    }
-    if (a.epoch() > leaderEpoch || role == Role.LEADER) {
-      if (role == Role.LEADER) {
-        stepDown("shard " + ref + " has a newer leader, " + from + " at epoch " + a.epoch(), after);
-      }
-      leaderEpoch = a.epoch();
-      leader = from;
-      role = Role.FOLLOWER;
+    ShardReply refused = follow(from, a.epoch(), after);
+    if (refused != null) {
+      return refused;
     }
     LogState s = storage.state(ref);
     long prevEpoch = storage.epochOf(ref, a.prevOffset());
@@ -771,6 +827,45 @@ final class Replica {
     long matched = a.end();
     applyUpTo(Math.min(a.commit(), matched));
     return new ShardReply(ref, Outcome.OK, matched, leaderEpoch);
+  }
+
+  /**
+   * Follows {@code from} as the leader at {@code epoch}, unless this replica knows a newer epoch (or
+   * leads at this one, or is gone): then the refusal to answer with.
+   */
+  private ShardReply follow(NodeId from, long epoch, List<Runnable> after) {
+    if (role == Role.GONE) {
+      return new ShardReply(ref, Outcome.NOT_REPLICA, 0, leaderEpoch);
+    }
+    if (epoch < leaderEpoch || (epoch == leaderEpoch && role == Role.LEADER)) {
+      return new ShardReply(ref, Outcome.STALE_EPOCH, 0, leaderEpoch);
+    }
+    if (epoch > leaderEpoch || role == Role.LEADER) {
+      if (role == Role.LEADER) {
+        stepDown("shard " + ref + " has a newer leader, " + from + " at epoch " + epoch, after);
+      }
+      leaderEpoch = epoch;
+      leader = from;
+      role = Role.FOLLOWER;
+    }
+    return null;
+  }
+
+  /**
+   * A leader's snapshot of the shard ({@code file}: its data as applied up to {@code o.offset()};
+   * {@code null}: empty): the data here is replaced with it and the log starts over there — unless
+   * this replica has applied that far already (what it applied is committed, so the leader's too).
+   * The file is moved in or left for the caller to delete.
+   */
+  synchronized ShardReply onSnapshot(NodeId from, SnapshotOffer o, java.nio.file.Path file, List<Runnable> after) {
+    ShardReply refused = follow(from, o.epoch(), after);
+    if (refused != null) {
+      return refused;
+    }
+    if (o.offset() > storage.state(ref).appliedOffset()) {
+      engine.installReplica(ref, file, o.offset(), o.offsetEpoch());
+    }
+    return new ShardReply(ref, Outcome.OK, o.offset(), leaderEpoch);
   }
 
   /**

@@ -13,12 +13,15 @@ import java.time.Duration;
  * @param maxBytesPerAppend bytes of entries of one shard per message, about (at least one entry)
  * @param writeTimeout how long a write waits for its entry to be committed before it answers that
  *     its outcome is unknown
+ * @param logRetainEntries applied entries each replica keeps in a shard's log for followers that fall
+ *     behind; a follower further behind than that gets a snapshot of the shard instead
+ * @param snapshotBytesPerSecond the bandwidth of one snapshot to a follower (0: unlimited)
  */
 public record ReplicationConfig(Duration lagMax, Duration heartbeat, int maxEntriesPerAppend, long maxBytesPerAppend,
-    Duration writeTimeout) {
+    Duration writeTimeout, long logRetainEntries, long snapshotBytesPerSecond) {
 
   public static final ReplicationConfig DEFAULT = new ReplicationConfig(Duration.ofSeconds(5), Duration.ofMillis(100), 512,
-      4L << 20, Duration.ofSeconds(10));
+      4L << 20, Duration.ofSeconds(10), 10_000, 64L << 20);
 
   public ReplicationConfig {
     if (lagMax.isNegative() || lagMax.isZero() || heartbeat.isNegative() || heartbeat.isZero() || writeTimeout.isZero()
@@ -31,9 +34,23 @@ public record ReplicationConfig(Duration lagMax, Duration heartbeat, int maxEntr
     if (maxEntriesPerAppend < 1 || maxBytesPerAppend < 1) {
       throw new IllegalArgumentException("an append carries at least one entry");
     }
+    if (logRetainEntries < 1) {
+      throw new IllegalArgumentException("a replica keeps at least one applied entry in its log, not " + logRetainEntries);
+    }
+    if (snapshotBytesPerSecond < 0) {
+      throw new IllegalArgumentException("the snapshot bandwidth is 0 (unlimited) or positive, not " + snapshotBytesPerSecond);
+    }
   }
 
   public ReplicationConfig withLagMax(Duration d) {
-    return new ReplicationConfig(d, heartbeat, maxEntriesPerAppend, maxBytesPerAppend, writeTimeout);
+    return new ReplicationConfig(d, heartbeat, maxEntriesPerAppend, maxBytesPerAppend, writeTimeout, logRetainEntries, snapshotBytesPerSecond);
+  }
+
+  public ReplicationConfig withLogRetainEntries(long entries) {
+    return new ReplicationConfig(lagMax, heartbeat, maxEntriesPerAppend, maxBytesPerAppend, writeTimeout, entries, snapshotBytesPerSecond);
+  }
+
+  public ReplicationConfig withSnapshotBytesPerSecond(long bytesPerSecond) {
+    return new ReplicationConfig(lagMax, heartbeat, maxEntriesPerAppend, maxBytesPerAppend, writeTimeout, logRetainEntries, bytesPerSecond);
   }
 }

@@ -10,9 +10,11 @@ import io.shardwise.server.replication.Messages.AppendReply;
 import io.shardwise.server.replication.Messages.Outcome;
 import io.shardwise.server.replication.Messages.ShardAppend;
 import io.shardwise.server.replication.Messages.ShardReply;
+import io.shardwise.server.replication.Messages.SnapshotOffer;
 import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -46,9 +48,17 @@ public final class Replicator {
 
   private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
 
-  /** Sends a message to a follower node; {@code done} hears its reply or why there is none. */
+  /** Carries messages to follower nodes. */
   public interface Transport {
+    /** Sends a message to a follower node; {@code done} hears its reply or why there is none. */
     void send(NodeId to, AppendBatch batch, BiConsumer<AppendReply, Throwable> done);
+
+    /**
+     * Sends a shard's snapshot ({@code file}: its data; {@code null}: empty) to a follower node,
+     * which installs it; {@code done} hears the follower's answer or why there is none. May block
+     * the calling thread for as long as the file takes to send.
+     */
+    void sendSnapshot(NodeId to, NodeId from, SnapshotOffer offer, Path file, BiConsumer<ShardReply, Throwable> done);
   }
 
   /**
@@ -66,6 +76,7 @@ public final class Replicator {
     final Set<Replica> shards = ConcurrentHashMap.newKeySet();
     boolean inFlight;
     boolean again;
+    boolean snapshotting; // one snapshot at a time to a node
     long lastSentNanos;
     long failedAtNanos;
 
@@ -79,6 +90,9 @@ public final class Replicator {
   private final Transport transport;
   private final MapUpdates maps;
   private final java.util.concurrent.Executor executor;
+  private final java.util.concurrent.Executor snapshots;
+  private final Path snapshotDir;
+  private final java.util.concurrent.atomic.AtomicLong snapshotFiles = new java.util.concurrent.atomic.AtomicLong();
   private final LongSupplier nanos;
   private final ReplicationConfig config;
   private final ConcurrentHashMap<ShardRef, Replica> replicas = new ConcurrentHashMap<>();
@@ -88,14 +102,21 @@ public final class Replicator {
   /**
    * @param executor runs the sending of messages (never on the caller's stack: a write must not
    *     wait for a message to another node to be handed over)
+   * @param snapshots runs the export and sending of snapshots, which take as long as the shard
+   *     takes to copy (apart from {@code executor}, so heartbeats never wait for them)
+   * @param snapshotDir where snapshots are written before they are sent (on the store's file
+   *     system; emptied here, as what it holds was left by a process that died)
    */
   public Replicator(NodeId self, ShardEngine engine, Transport transport, MapUpdates maps, java.util.concurrent.Executor executor,
-      LongSupplier nanos, ReplicationConfig config) {
+      java.util.concurrent.Executor snapshots, Path snapshotDir, LongSupplier nanos, ReplicationConfig config) {
     this.self = self;
     this.engine = engine;
     this.transport = transport;
     this.maps = maps;
     this.executor = executor;
+    this.snapshots = snapshots;
+    this.snapshotDir = snapshotDir;
+    emptyDirectory(snapshotDir);
     this.nanos = nanos;
     this.config = config;
   }
@@ -230,6 +251,16 @@ public final class Replicator {
   private void pump(Sender s, boolean heartbeat) {
     List<ShardAppend> shards = new ArrayList<>();
     synchronized (s) {
+      if (!s.snapshotting) {
+        for (Replica r : s.shards) {
+          long epoch = r.startSnapshot(s.to);
+          if (epoch >= 0) {
+            s.snapshotting = true;
+            snapshots.execute(() -> sendSnapshot(s, r, epoch));
+            break;
+          }
+        }
+      }
       if (s.inFlight) {
         s.again = true;
         return;
@@ -281,6 +312,58 @@ public final class Replicator {
     });
   }
 
+  /**
+   * Exports {@code r}'s shard as applied here and sends it to {@code s.to}, which installs it and
+   * then takes the entries after it.
+   */
+  private void sendSnapshot(Sender s, Replica r, long epoch) {
+    Path file = snapshotDir.resolve("replica-" + r.ref().tableId() + "-" + r.ref().shardNumber() + "-" + snapshotFiles.incrementAndGet()
+        + ".sst");
+    BiConsumer<SnapshotOffer, Object> finish = (offer, outcome) -> {
+      deleteQuietly(file);
+      List<Runnable> after = new ArrayList<>();
+      r.onSnapshotReply(s.to, offer, outcome instanceof ShardReply reply ? reply : null,
+          outcome instanceof Throwable t ? t : null, after);
+      synchronized (s) {
+        s.snapshotting = false;
+      }
+      after.forEach(Runnable::run);
+      executor.execute(() -> pump(s, false)); // the entries after it, or the next shard's snapshot
+    };
+    SnapshotOffer offer = new SnapshotOffer(r.ref(), epoch, 0, 0);
+    try {
+      ShardEngine.ReplicaExport export = engine.exportReplica(r.ref(), file);
+      offer = new SnapshotOffer(r.ref(), epoch, export.offset(), export.epoch());
+      LOG.info("replication: shard {}: sending {} a snapshot at offset {} ({} entries, {} bytes)", r.ref(), s.to, export.offset(),
+          export.stats().entries(), export.stats().bytes());
+      SnapshotOffer sent = offer;
+      transport.sendSnapshot(s.to, self, offer, export.stats().entries() == 0 ? null : file,
+          (reply, failure) -> finish.accept(sent, failure != null ? failure : reply));
+    } catch (RuntimeException e) {
+      LOG.info("replication: shard {}: the snapshot for {} failed: {}", r.ref(), s.to, e.toString());
+      finish.accept(offer, e);
+    }
+  }
+
+  private static void deleteQuietly(Path file) {
+    try {
+      java.nio.file.Files.deleteIfExists(file);
+    } catch (java.io.IOException ignored) {
+      // removed when the node next starts
+    }
+  }
+
+  private static void emptyDirectory(Path dir) {
+    try {
+      java.nio.file.Files.createDirectories(dir);
+      try (var old = java.nio.file.Files.list(dir)) {
+        old.forEach(Replicator::deleteQuietly);
+      }
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("cannot prepare the snapshot directory " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
   /** True if the reply calls for another message at once: a follower to walk back to where it matches. */
   private static boolean anyMore(AppendReply reply) {
     for (ShardReply r : reply.shards()) {
@@ -312,6 +395,7 @@ public final class Replicator {
       if (p != null) {
         proposeInSync(r, p.inSync(), p.shardEpoch());
       }
+      r.trimLog();
     }
   }
 
@@ -344,6 +428,21 @@ public final class Replicator {
     }
     after.forEach(Runnable::run);
     return new AppendReply(self, mapEpoch, replies);
+  }
+
+  /**
+   * A leader's snapshot of a shard ({@code file}: its data, moved in or left for the caller to
+   * delete; {@code null}: empty), installed by the replica here if it should be.
+   */
+  public ShardReply onSnapshot(NodeId leader, SnapshotOffer offer, Path file) {
+    Replica r = replicas.get(offer.shard());
+    if (r == null) {
+      return new ShardReply(offer.shard(), Outcome.NOT_REPLICA, 0, 0);
+    }
+    List<Runnable> after = new ArrayList<>();
+    ShardReply reply = r.onSnapshot(leader, offer, file, after);
+    after.forEach(Runnable::run);
+    return reply;
   }
 
   /** Every replica's state, one line each (for logs and tests). */

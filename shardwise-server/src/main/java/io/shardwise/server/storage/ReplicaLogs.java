@@ -19,6 +19,13 @@ import org.rocksdb.WriteOptions;
  * (big-endian, so a shard's entries lie in offset order), and the shard's base and applied
  * position under {@code [1][t][n]}. Applying writes the entries' effects into the data and the new
  * applied position here in one RocksDB batch, across both column families.
+ *
+ * <p>Installing a snapshot replaces the shard's data (an ingestion, which cannot share a batch
+ * with this column family) and then starts the log over at the snapshot's offset: a marker under
+ * {@code [2][t][n]} (holding the shard's key range), written before the data is touched and removed
+ * with the new state, tells a store that opens in between that the shard's data is neither the old
+ * nor surely the new: the range is emptied and the log started over at 0 before anything reads it
+ * ({@link #recoverInterruptedInstalls}), so the leader sends a snapshot again.
  */
 final class ReplicaLogs implements ReplicaStorage {
 
@@ -26,6 +33,7 @@ final class ReplicaLogs implements ReplicaStorage {
   static final byte[] COLUMN_FAMILY = COLUMN_FAMILY_NAME.getBytes(java.nio.charset.StandardCharsets.UTF_8);
   private static final byte ENTRY = 0;
   private static final byte STATE = 1;
+  private static final byte INSTALLING = 2;
 
   private final ShardStore store;
   private final RocksDB db;
@@ -239,10 +247,8 @@ final class ReplicaLogs implements ReplicaStorage {
   public void reset(ShardRef shard, long baseOffset, long baseEpoch) {
     LogState after = LogState.at(baseOffset, baseEpoch);
     store.enter();
-    try (WriteBatch batch = new WriteBatch()) {
-      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
-      batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
-      db.write(writeOptions, batch);
+    try {
+      writeReset(shard, after);
       states.put(shard, after);
     } catch (RocksDBException e) {
       throw new StorageException("starting the replication log of shard " + shard + " failed: " + e.getMessage(), e);
@@ -251,12 +257,88 @@ final class ReplicaLogs implements ReplicaStorage {
     }
   }
 
+  /** Empties the shard's log and stores {@code state}, ending an install under way, in one batch. */
+  private void writeReset(ShardRef shard, LogState state) throws RocksDBException {
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
+      batch.put(column, shardKey(STATE, shard, 0), stateValue(state));
+      batch.delete(column, shardKey(INSTALLING, shard, 0));
+      db.write(writeOptions, batch);
+    }
+  }
+
+  /** Marks the start of an install of {@code shard}'s data ({@link #reset} ends it), durably. */
+  void beginInstall(ShardRef shard) {
+    byte[] start = shard.startKey();
+    byte[] end = shard.endKey();
+    byte[] range = ByteBuffer.allocate(8 + start.length + end.length).putInt(start.length).put(start).putInt(end.length).put(end).array();
+    store.enter();
+    try {
+      db.put(column, writeOptions, shardKey(INSTALLING, shard, 0), range);
+      states.remove(shard); // read again (and found installing) if anything looks before the install ends
+    } catch (RocksDBException e) {
+      throw new StorageException("starting the install of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      store.exit();
+    }
+  }
+
+  /**
+   * Empties every shard whose install a crash interrupted, and starts its log over at 0 (called as
+   * the store opens, before anything reads). Returns how many there were.
+   */
+  int recoverInterruptedInstalls() {
+    int n = 0;
+    byte[] prefix = {INSTALLING};
+    try (Slice upper = new Slice(new byte[] {INSTALLING + 1});
+        ReadOptions read = new ReadOptions().setIterateUpperBound(upper);
+        RocksIterator it = db.newIterator(column, read)) {
+      for (it.seek(prefix); it.isValid(); it.next()) {
+        ByteBuffer k = ByteBuffer.wrap(it.key());
+        k.get();
+        long table = k.getLong();
+        long number = k.getLong();
+        ByteBuffer v = ByteBuffer.wrap(it.value());
+        byte[] start = new byte[v.getInt()];
+        v.get(start);
+        byte[] end = new byte[v.getInt()];
+        v.get(end);
+        db.deleteRange(writeOptions, start, end);
+        try (WriteBatch batch = new WriteBatch()) {
+          byte[] stateKey = ByteBuffer.allocate(17).put(STATE).putLong(table).putLong(number).array();
+          byte[] entries = ByteBuffer.allocate(17).put(ENTRY).putLong(table).putLong(number).array();
+          byte[] entriesEnd = ByteBuffer.allocate(25).put(ENTRY).putLong(table).putLong(number).putLong(Long.MAX_VALUE).array();
+          batch.deleteRange(column, entries, entriesEnd);
+          batch.put(column, stateKey, stateValue(LogState.EMPTY));
+          batch.delete(column, it.key());
+          db.write(writeOptions, batch);
+        }
+        n++;
+      }
+      it.status();
+      return n;
+    } catch (RocksDBException e) {
+      throw new StorageException("recovering interrupted replica installs failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** The shard's applied offset and its epoch, as {@code read}'s snapshot sees them ({0, 0} for a shard without a log). */
+  long[] appliedAt(ShardRef shard, ReadOptions read) throws RocksDBException {
+    byte[] raw = db.get(column, read, shardKey(STATE, shard, 0));
+    if (raw == null) {
+      return new long[] {0, 0};
+    }
+    ByteBuffer in = ByteBuffer.wrap(raw);
+    in.position(16);
+    return new long[] {in.getLong(), in.getLong()};
+  }
+
   @Override
   public void forget(ShardRef shard) {
     store.enter();
     try (WriteBatch batch = new WriteBatch()) {
-      batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
-      batch.delete(column, shardKey(STATE, shard, 0));
+      forgetIn(batch, shard);
+      batch.delete(column, shardKey(INSTALLING, shard, 0));
       db.write(writeOptions, batch);
       states.remove(shard);
     } catch (RocksDBException e) {
@@ -264,5 +346,23 @@ final class ReplicaLogs implements ReplicaStorage {
     } finally {
       store.exit();
     }
+  }
+
+  /**
+   * Adds the deletion of {@code shard}'s log to {@code batch}, which the store writes with the
+   * deletion of the shard's data ({@link ShardStore#drop}): a replica's data and its log go
+   * together, so a node never holds a log that says data is applied which it no longer has. Call
+   * {@link #forgotten} once the batch is written.
+   */
+  void forgetIn(WriteBatch batch, ShardRef shard) throws RocksDBException {
+    batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
+    batch.delete(column, shardKey(STATE, shard, 0));
+    // Not the install marker: an install drops what the replica held before it ingests the
+    // snapshot, and the marker must outlive that drop until the install's reset.
+  }
+
+  /** The batch of {@link #forgetIn} was written: the cached state goes too. */
+  void forgotten(ShardRef shard) {
+    states.remove(shard);
   }
 }

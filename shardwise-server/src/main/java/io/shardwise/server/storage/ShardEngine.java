@@ -72,6 +72,23 @@ public interface ShardEngine {
    */
   ExportStats exportShard(ShardRef shard, Path file);
 
+  /** A replica's data as exported, and the offset of its replication log it was applied up to. */
+  record ReplicaExport(ExportStats stats, long offset, long epoch) {}
+
+  /**
+   * Writes {@code shard}'s data to {@code file} as its replication log has applied it, with the
+   * offset and epoch applied, all as of one moment. No file for an empty shard.
+   */
+  ReplicaExport exportReplica(ShardRef shard, Path file);
+
+  /**
+   * Replaces this replica's data of {@code shard} with {@code file} ({@link #exportReplica} on the
+   * leader; {@code null}: empty) and starts its log over, empty, at {@code offset}/{@code epoch}.
+   * What it held is kept aside (the trash). Crash-safe: interrupted, the shard is left empty with
+   * its log at 0, never holding a mix of old and new data.
+   */
+  void installReplica(ShardRef shard, Path file, long offset, long epoch);
+
   /**
    * Replaces whatever this engine holds of {@code shard} with {@code file} (made by {@link
    * #exportShard} on another node), moving the file in; {@code file == null}: the shard is empty.

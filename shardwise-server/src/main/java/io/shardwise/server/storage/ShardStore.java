@@ -31,6 +31,8 @@ import org.rocksdb.Snapshot;
 import org.rocksdb.SstFileWriter;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * All shards of one node in one RocksDB instance, write-ahead log on.
@@ -66,6 +68,8 @@ import org.rocksdb.WriteOptions;
  * <p>Thread-safe. Closing releases RocksDB; reopening the directory brings every shard back.
  */
 public final class ShardStore implements ShardEngine, AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(ShardStore.class);
 
   /** The data directory layout this build writes ({@link StoreFormat}). */
   public static final int LAYOUT_VERSION = StoreFormat.CURRENT;
@@ -113,6 +117,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
     this.format = new StoreFormat(db, handles.get(2));
     this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions);
+    int interrupted = replicaLogs.recoverInterruptedInstalls();
+    if (interrupted > 0) {
+      LOG.warn("{} replica install(s) were interrupted by a crash: those shards start over empty and take a snapshot again", interrupted);
+    }
   }
 
   /** The replication logs of this node's replicated shards, in a column family of their own. */
@@ -643,42 +651,83 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * for a column family whose options are {@code writerOptions}. No file for an empty shard.
    */
   ExportStats export(ShardRef shard, Path file, byte[] keyPrefix, Options writerOptions) {
+    return atSnapshot(snapshot -> exportAt(snapshot, shard, file, keyPrefix, writerOptions));
+  }
+
+  /**
+   * Writes {@code shard}'s data as its replication log has applied it, with the offset applied, as
+   * of one moment (a snapshot of both column families): what a follower installs to start its log
+   * at that offset. No file for an empty shard.
+   */
+  @Override
+  public ReplicaExport exportReplica(ShardRef shard, Path file) {
+    return atSnapshot(snapshot -> {
+      try (ReadOptions read = new ReadOptions().setSnapshot(snapshot)) {
+        long[] applied = replicaLogs.appliedAt(shard, read);
+        return new ReplicaExport(exportAt(snapshot, shard, file, new byte[0], sstOptions), applied[0], applied[1]);
+      } catch (RocksDBException e) {
+        throw new StorageException("exporting replica " + shard + " failed: " + e.getMessage(), e);
+      }
+    });
+  }
+
+  /** Runs {@code read} against one RocksDB snapshot of the whole store, released afterwards. */
+  private <T> T atSnapshot(java.util.function.Function<Snapshot, T> read) {
     enter();
     try {
       Snapshot snapshot = db.getSnapshot();
-      long entries = 0;
-      long live = 0;
-      long bytes = 0;
-      try (Slice bound = new Slice(shard.endKey());
-          ReadOptions read = spanRead(shard, bound).setSnapshot(snapshot).setFillCache(false);
-          RocksIterator it = db.newIterator(read);
-          EnvOptions env = new EnvOptions();
-          SstFileWriter writer = new SstFileWriter(env, writerOptions)) {
-        it.seek(shard.startKey());
-        if (it.isValid()) {
-          writer.open(file.toString());
-          for (; it.isValid(); it.next()) {
-            byte[] key = it.key();
-            byte[] raw = it.value();
-            writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
-            entries++;
-            bytes += key.length + raw.length;
-            if (raw[0] != TOMBSTONE && !shard.isReserved(key)) {
-              live++;
-            }
-          }
-          writer.finish();
-        }
-        checkIterator(it, shard);
-        return new ExportStats(entries, live, bytes);
-      } catch (RocksDBException e) {
-        throw new StorageException("exporting shard " + shard + " failed: " + e.getMessage(), e);
+      try {
+        return read.apply(snapshot);
       } finally {
         db.releaseSnapshot(snapshot);
         snapshot.close();
       }
     } finally {
       exit();
+    }
+  }
+
+  /**
+   * Replaces this replica's data of {@code shard} with {@code file} (from {@link #exportReplica} on
+   * another node; {@code null}: empty) and starts its log over at {@code offset}. What it held is
+   * trashed, as for a move. A crash in between leaves the shard empty with its log at 0 (see
+   * {@link ReplicaLogs}), never a mix.
+   */
+  @Override
+  public void installReplica(ShardRef shard, Path file, long offset, long epoch) {
+    replicaLogs.beginInstall(shard);
+    ingest(shard, file);
+    replicaLogs.reset(shard, offset, epoch);
+  }
+
+  private ExportStats exportAt(Snapshot snapshot, ShardRef shard, Path file, byte[] keyPrefix, Options writerOptions) {
+    long entries = 0;
+    long live = 0;
+    long bytes = 0;
+    try (Slice bound = new Slice(shard.endKey());
+        ReadOptions read = spanRead(shard, bound).setSnapshot(snapshot).setFillCache(false);
+        RocksIterator it = db.newIterator(read);
+        EnvOptions env = new EnvOptions();
+        SstFileWriter writer = new SstFileWriter(env, writerOptions)) {
+      it.seek(shard.startKey());
+      if (it.isValid()) {
+        writer.open(file.toString());
+        for (; it.isValid(); it.next()) {
+          byte[] key = it.key();
+          byte[] raw = it.value();
+          writer.put(keyPrefix.length == 0 ? key : concat(keyPrefix, key), raw);
+          entries++;
+          bytes += key.length + raw.length;
+          if (raw[0] != TOMBSTONE && !shard.isReserved(key)) {
+            live++;
+          }
+        }
+        writer.finish();
+      }
+      checkIterator(it, shard);
+      return new ExportStats(entries, live, bytes);
+    } catch (RocksDBException e) {
+      throw new StorageException("exporting shard " + shard + " failed: " + e.getMessage(), e);
     }
   }
 
@@ -1085,8 +1134,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public void drop(ShardRef shard) {
     enter();
     try {
-      try {
-        db.deleteRange(writeOptions, shard.startKey(), shard.endKey());
+      // The data and the shard's replication log (if it kept one) in one batch: never one without the other.
+      try (WriteBatch batch = new WriteBatch()) {
+        batch.deleteRange(shard.startKey(), shard.endKey());
+        replicaLogs.forgetIn(batch, shard);
+        db.write(writeOptions, batch);
+        replicaLogs.forgotten(shard);
       } catch (RocksDBException e) {
         throw new StorageException("dropping shard " + shard + " failed: " + e.getMessage(), e);
       }

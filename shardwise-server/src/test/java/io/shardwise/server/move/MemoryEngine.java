@@ -1,6 +1,7 @@
 package io.shardwise.server.move;
 
 import io.shardwise.server.storage.Mutation;
+import io.shardwise.server.storage.ReplicaStorage;
 import io.shardwise.server.storage.ScanPage;
 import io.shardwise.server.storage.ShardEngine;
 import io.shardwise.server.storage.ShardRef;
@@ -150,6 +151,18 @@ public final class MemoryEngine implements ShardEngine {
       throw new UncheckedIOException(e);
     }
     return new ExportStats(range.size(), live, bytes);
+  }
+
+  @Override
+  public ReplicaExport exportReplica(ShardRef shard, Path file) {
+    ReplicaStorage.LogState s = replicas.state(shard);
+    return new ReplicaExport(exportShard(shard, file), s.appliedOffset(), s.appliedEpoch());
+  }
+
+  @Override
+  public void installReplica(ShardRef shard, Path file, long offset, long epoch) {
+    ingest(shard, file);
+    replicas.reset(shard, offset, epoch);
   }
 
   @Override

@@ -149,6 +149,63 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * A follower away while its leader wrote past what logs keep (20 entries here) comes back, gets
+   * the shard as a snapshot over gRPC (RocksDB SST, installed crash-safely), takes the entries after
+   * it, joins the in-sync set — and can then lead with every acknowledged write.
+   */
+  @Test
+  void aFollowerFurtherBehindThanTheLogCatchesUpFromASnapshotAndCanLead() throws Exception {
+    java.util.function.UnaryOperator<NodeConfig> shortLogs = c -> c.withReplication(io.shardwise.server.replication.ReplicationConfig.DEFAULT
+        .withLagMax(Duration.ofSeconds(1)).withLogRetainEntries(20));
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, shortLogs));
+      }
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(1).replicas(3).build());
+      client.put("r", Key.of("first"), b("0"));
+      ShardAssignment a = cluster.nodes.get(0).map().table("r").orElseThrow().shards().get(0);
+      String away = a.followers().get(0).value();
+      String other = a.followers().get(1).value();
+      ShardwiseNode stopped = cluster.node(away);
+      stopped.close();
+      cluster.nodes.remove(stopped);
+      ShardwiseNode leader = cluster.node(a.owner().value());
+      await().atMost(Duration.ofSeconds(20)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().size() == 1);
+      for (int i = 0; i < 300; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i));
+      }
+      Table t = leader.map().table("r").orElseThrow();
+      ShardRef ref = ShardRef.of(t, 0);
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(leader.store().replicaStorage().state(ref).baseOffset())
+          .as("the leader's log no longer starts at the beginning").isGreaterThan(200));
+
+      ShardwiseNode back = cluster.startNode(Integer.parseInt(away.substring(1)), shortLogs);
+      cluster.nodes.add(back);
+      await().atMost(Duration.ofSeconds(30)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().size() == 2);
+      assertThat(back.store().replicaStorage().state(ref).baseOffset()).as("its log starts at the snapshot").isGreaterThan(200);
+      for (int i = 0; i < 300; i += 13) {
+        assertThat(back.store().get(ref, Key.of("k" + i).encode())).as("k%d installed", i).isNotNull();
+      }
+
+      // It leads: the other follower and then the leader stop; the controller picks the only in-sync replica left.
+      ShardwiseNode second = cluster.node(other);
+      second.close();
+      cluster.nodes.remove(second);
+      await().atMost(Duration.ofSeconds(20)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().size() == 1);
+      leader.close();
+      cluster.nodes.remove(leader);
+      await().atMost(Duration.ofSeconds(30)).until(() -> back.map().table("r").orElseThrow().shards().get(0).owner().equals(back.id()));
+      ShardwiseClient survivor = cluster.client(Routing.CLIENT); // the first client's seeds are all gone (the node came back on a new port)
+      assertThat(survivor.get("r", Key.of("first"))).isPresent();
+      for (int i = 0; i < 300; i++) {
+        assertThat(survivor.get("r", Key.of("k" + i))).as("k%d after the failover", i).get()
+            .satisfies(v -> assertThat(v.value()).isNotEmpty());
+      }
+    }
+  }
+
   @Test
   void withFewerInSyncReplicasThanTheMinimumWritesAreRefusedNotLost() throws Exception {
     try (TestCluster cluster = quickCluster()) {
@@ -176,6 +233,86 @@ class ReplicationTest {
       await().atMost(Duration.ofSeconds(30)).until(() -> leader.map().table("r").orElseThrow().shards().get(0).inSync().size() == 1);
       assertThat(client.put("r", Key.of("after"), b("2"))).isEqualTo(1);
       assertThat(client.get("r", Key.of("refused"))).as("a refused write was not written").isEmpty();
+    }
+  }
+
+  /**
+   * A node stays away past the absence grace: the controller rebuilds its replicas on the node that
+   * had none (a snapshot from each leader, then the log) while writes go on; every shard is back to
+   * three replicas, all in sync, each holding every acknowledged write; the node that returns holds
+   * no replica and its old copies are in its trash, not deleted.
+   */
+  @Test
+  void aNodeAbsentPastTheGraceHasItsReplicasRebuiltElsewhereWhileWritesGoOn() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT);
+        io.shardwise.server.coordination.Coordinator admin = io.shardwise.server.coordination.Coordinator.connect(cluster.zk.connectString(),
+            Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      for (int i = 1; i <= 4; i++) {
+        cluster.nodes.add(startQuick(cluster, i));
+      }
+      new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(2).build());
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(4).replicas(3).build());
+      java.util.Map<String, String> acknowledged = new java.util.concurrent.ConcurrentHashMap<>();
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      Thread writer = new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          String k = "k" + (i % 2_000);
+          try {
+            client.put("r", Key.of(k), b("v" + i));
+            acknowledged.put(k, "v" + i);
+          } catch (ShardwiseException e) {
+            acknowledged.remove(k); // refused or unknown: the key's value is not known any more
+          }
+        }
+      });
+      writer.start();
+      await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.size() >= 500);
+      ShardwiseNode victim = cluster.nodes.get(3);
+      Table before = victim.map().table("r").orElseThrow();
+      long heldByVictim = before.shards().stream().filter(s -> s.isReplica(victim.id())).count();
+      assertThat(heldByVictim).as("4 shards x 3 replicas on 4 nodes: the victim holds some").isPositive();
+      victim.close();
+      cluster.nodes.remove(victim);
+      ShardwiseNode survivor = cluster.nodes.get(0);
+      await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(survivor.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> {
+            assertThat(s.replicas()).as("%s replicas", s.id()).hasSize(3).doesNotContain(victim.id()).doesNotHaveDuplicates();
+            assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2);
+          }));
+      int atRepair = acknowledged.size();
+      await().atMost(Duration.ofSeconds(10)).until(() -> acknowledged.size() > atRepair || atRepair >= 2_000);
+      stop.set(true);
+      writer.join();
+
+      // Every replica of every shard, the rebuilt ones included, holds every acknowledged write.
+      Table t = survivor.map().table("r").orElseThrow();
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        for (var e : acknowledged.entrySet()) {
+          Key k = Key.of(e.getKey());
+          ShardAssignment a = t.shardFor(k.partitionKey());
+          ShardRef ref = ShardRef.of(t, a.id().number());
+          for (var replica : a.replicas()) {
+            Versioned v = cluster.node(replica.value()).store().get(ref, k.encode());
+            assertThat(v).as("%s on %s", e.getKey(), replica).isNotNull();
+            assertThat(new String(v.value(), StandardCharsets.UTF_8)).as("%s on %s", e.getKey(), replica).isEqualTo(e.getValue());
+          }
+        }
+      });
+      for (var e : acknowledged.entrySet()) {
+        assertThat(client.get("r", Key.of(e.getKey()))).as(e.getKey()).get()
+            .satisfies(v -> assertThat(new String(v.value(), StandardCharsets.UTF_8)).isEqualTo(e.getValue()));
+      }
+
+      // The victim returns: it is a replica of nothing, and what it held is in its trash.
+      ShardwiseNode back = startQuick(cluster, 4);
+      cluster.nodes.add(back);
+      assertThat(back.map().table("r").orElseThrow().shards()).noneMatch(s -> s.isReplica(back.id()));
+      assertThat(back.store().trash().entries()).hasSize((int) heldByVictim)
+          .allMatch(e -> e.kind() == io.shardwise.server.storage.ShardTrash.Kind.FOREIGN_AT_START);
+      for (var e : back.store().trash().entries()) {
+        assertThat(back.store().replicaStorage().state(e.shard()).lastOffset()).as("its log went with its data").isZero();
+      }
     }
   }
 

@@ -75,6 +75,7 @@ final class ReplicationSimulation {
     long partitions;
     long failovers;
     long inSyncChanges;
+    long snapshots;
 
     void add(Stats o) {
       events += o.events;
@@ -87,13 +88,14 @@ final class ReplicationSimulation {
       partitions += o.partitions;
       failovers += o.failovers;
       inSyncChanges += o.inSyncChanges;
+      snapshots += o.snapshots;
     }
 
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
           + reads + " reads, " + messagesLost + " messages lost, " + crashes + " crashes, " + partitions + " partitions, " + failovers
-          + " failovers, " + inSyncChanges + " in-sync changes stored";
+          + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed";
     }
   }
 
@@ -104,8 +106,9 @@ final class ReplicationSimulation {
   private static final int EVENTS = 400;
   private static final int TRACE = Integer.getInteger("shardwise.sim.trace", 80);
   private static final long TICK_NANOS = Duration.ofMillis(50).toNanos();
+  // Logs keep 1 applied entry: a follower that falls behind gets a snapshot.
   private static final ReplicationConfig CONFIG = new ReplicationConfig(Duration.ofMillis(500), Duration.ofMillis(100), 4, 1 << 20,
-      Duration.ofSeconds(10));
+      Duration.ofSeconds(10), 1, 0);
 
   private final long seed;
   private final Random rnd;
@@ -115,6 +118,8 @@ final class ReplicationSimulation {
   private final List<SimClient> clients = new ArrayList<>();
   private final List<Event> pending = new ArrayList<>();
   private final Map<String, List<Op>> history = new TreeMap<>();
+  private final java.nio.file.Path files; // snapshots on their way
+  private long filesSent;
   private ShardMap stored;
   private long clock;
   private long step;
@@ -126,6 +131,11 @@ final class ReplicationSimulation {
   ReplicationSimulation(long seed) {
     this.seed = seed;
     this.rnd = new Random(seed);
+    try {
+      this.files = java.nio.file.Files.createTempDirectory("shardwise-replication-sim");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
     PartitionerSpec spec = PartitionerSpec.builder(Strategy.MOD).build();
     ShardLayout layout = ShardLayout.initial(spec, SHARDS, NODES, KeySample.empty()).layout();
     List<NodeId> owners = new ArrayList<>();
@@ -161,6 +171,12 @@ final class ReplicationSimulation {
     } catch (Violation | RuntimeException e) {
       throw new Violation("seed " + seed + ": " + e + "\nlast events:\n  " + String.join("\n  ", trace)
           + "\nreplay: mvn -pl shardwise-server test -Dtest=ReplicationSimulationTest -Dshardwise.sim.seed=" + seed);
+    } finally {
+      try (var left = java.nio.file.Files.walk(files)) {
+        left.sorted(java.util.Comparator.reverseOrder()).forEach(ReplicationSimulation::deleteQuietly);
+      } catch (java.io.IOException ignored) {
+        // a temporary directory
+      }
     }
     return stats;
   }
@@ -280,6 +296,7 @@ final class ReplicationSimulation {
   private final class SimNode {
     final NodeId id;
     final MemoryEngine engine = new MemoryEngine();
+    final java.nio.file.Path snapshotDir;
     boolean up;
     boolean isolated;
     int incarnation;
@@ -288,6 +305,7 @@ final class ReplicationSimulation {
 
     SimNode(NodeId id) {
       this.id = id;
+      this.snapshotDir = files.resolve(id.value());
     }
 
     /** Reachable by ZooKeeper: its session lives. */
@@ -299,17 +317,16 @@ final class ReplicationSimulation {
       up = true;
       int inc = ++incarnation;
       map = ShardMap.EMPTY;
-      replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc),
-          task -> later(id + " runs a task", () -> {
-            if (alive(inc)) {
-              task.run();
-            }
-          }, () -> {
-            if (alive(inc)) {
-              task.run(); // a task is never lost; it only runs late
-            }
-          }),
-          () -> clock, CONFIG);
+      java.util.concurrent.Executor tasks = task -> later(id + " runs a task", () -> {
+        if (alive(inc)) {
+          task.run();
+        }
+      }, () -> {
+        if (alive(inc)) {
+          task.run(); // a task is never lost; it only runs late
+        }
+      });
+      replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc), tasks, tasks, snapshotDir, () -> clock, CONFIG);
       applyMap(stored); // a starting node reads the map before it serves
     }
 
@@ -338,32 +355,94 @@ final class ReplicationSimulation {
   }
 
   private Replicator.Transport transport(SimNode from, int inc) {
-    return (to, batch, done) -> {
-      SimNode dest = node(to);
-      later(from.id + " -> " + to + ": append " + describe(batch), () -> {
-        if (!from.alive(inc)) {
-          return; // the sender died: nobody hears the reply
-        }
-        if (!dest.up || dest.isolated || from.isolated) {
-          done.accept(null, new IllegalStateException(to + " unreachable"));
-          return;
-        }
-        AppendReply reply = dest.replicator.onAppend(batch);
-        later(to + " -> " + from.id + ": reply " + reply.shards(), () -> {
-          if (from.alive(inc)) {
-            done.accept(from.isolated || dest.isolated ? null : reply, from.isolated || dest.isolated ? new IllegalStateException("cut off") : null);
+    return new Replicator.Transport() {
+      @Override
+      public void send(NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
+        sendAppend(from, inc, to, batch, done);
+      }
+
+      @Override
+      public void sendSnapshot(NodeId to, NodeId leader, Messages.SnapshotOffer offer, java.nio.file.Path file,
+          java.util.function.BiConsumer<Messages.ShardReply, Throwable> done) {
+        // The file is the sender's until the call returns: the receiver gets its own copy, as over the network.
+        SimNode dest = node(to);
+        java.nio.file.Path copy = file == null ? null : files.resolve("on-the-wire-" + (++filesSent) + ".sst");
+        try {
+          if (file != null) {
+            java.nio.file.Files.copy(file, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
           }
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+        later(from.id + " -> " + to + ": snapshot of " + offer.shard().shardNumber() + "@" + offer.epoch() + " at " + offer.offset(), () -> {
+          if (!from.alive(inc)) {
+            deleteQuietly(copy);
+            return;
+          }
+          if (!dest.up || dest.isolated || from.isolated) {
+            deleteQuietly(copy);
+            done.accept(null, new IllegalStateException(to + " unreachable"));
+            return;
+          }
+          Messages.ShardReply reply = dest.replicator.onSnapshot(leader, offer, copy);
+          deleteQuietly(copy);
+          if (reply.outcome() == Messages.Outcome.OK) {
+            stats.snapshots++;
+          }
+          later(to + " -> " + from.id + ": snapshot reply " + reply, () -> {
+            if (from.alive(inc)) {
+              done.accept(from.isolated || dest.isolated ? null : reply, from.isolated || dest.isolated ? new IllegalStateException("cut off") : null);
+            }
+          }, () -> {
+            if (from.alive(inc)) {
+              done.accept(null, new IllegalStateException("reply lost"));
+            }
+          });
         }, () -> {
+          deleteQuietly(copy);
           if (from.alive(inc)) {
-            done.accept(null, new IllegalStateException("reply lost"));
+            done.accept(null, new IllegalStateException("request lost"));
           }
         });
+      }
+    };
+  }
+
+  private static void deleteQuietly(java.nio.file.Path file) {
+    if (file != null) {
+      try {
+        java.nio.file.Files.deleteIfExists(file);
+      } catch (java.io.IOException ignored) {
+        // a temporary directory
+      }
+    }
+  }
+
+  private void sendAppend(SimNode from, int inc, NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
+    SimNode dest = node(to);
+    later(from.id + " -> " + to + ": append " + describe(batch), () -> {
+      if (!from.alive(inc)) {
+        return; // the sender died: nobody hears the reply
+      }
+      if (!dest.up || dest.isolated || from.isolated) {
+        done.accept(null, new IllegalStateException(to + " unreachable"));
+        return;
+      }
+      AppendReply reply = dest.replicator.onAppend(batch);
+      later(to + " -> " + from.id + ": reply " + reply.shards(), () -> {
+        if (from.alive(inc)) {
+          done.accept(from.isolated || dest.isolated ? null : reply, from.isolated || dest.isolated ? new IllegalStateException("cut off") : null);
+        }
       }, () -> {
         if (from.alive(inc)) {
-          done.accept(null, new IllegalStateException("request lost"));
+          done.accept(null, new IllegalStateException("reply lost"));
         }
       });
-    };
+    }, () -> {
+      if (from.alive(inc)) {
+        done.accept(null, new IllegalStateException("request lost"));
+      }
+    });
   }
 
   private static String describe(AppendBatch batch) {

@@ -41,6 +41,7 @@ class ReplicationSimulationTest {
       assertThat(total.crashes).isPositive();
       assertThat(total.partitions).isPositive();
       assertThat(total.reads).isPositive();
+      assertThat(total.snapshots).isPositive();
     }
   }
 

@@ -34,6 +34,12 @@ abstract class ReplicaStorageContractTest {
   /** The engine after a crash: what it kept. */
   abstract ShardEngine reopened();
 
+  /** Another node's engine of the same kind. */
+  abstract ShardEngine another();
+
+  /** A file to export a snapshot to. */
+  abstract Path file(String name);
+
   static final ShardRef SHARD = shard();
 
   private static ShardRef shard() {
@@ -121,9 +127,84 @@ abstract class ReplicaStorageContractTest {
     assertThat(after.get(SHARD, key("b"))).isNull();
   }
 
+  @Test
+  void aSnapshotInstalledOnAnotherReplicaReplacesItsDataAndStartsItsLogAtTheSnapshot() throws Exception {
+    ReplicaStorage log = engine().replicaStorage();
+    log.append(SHARD, List.of(entry(engine(), 1, 1, "a", "one"), entry(engine(), 2, 2, "b", "two"), entry(engine(), 3, 2, "c", "three")));
+    log.apply(SHARD, log.read(SHARD, 1, 2, 1 << 20));
+    Path file = file("snapshot.sst");
+    ShardEngine.ReplicaExport export = engine().exportReplica(SHARD, file);
+    assertThat(export.offset()).as("as applied, not as appended").isEqualTo(2);
+    assertThat(export.epoch()).isEqualTo(2);
+    assertThat(export.stats().liveKeys()).isEqualTo(2);
+
+    ShardEngine follower = another();
+    ReplicaStorage theirs = follower.replicaStorage();
+    theirs.append(SHARD, List.of(entry(follower, 1, 1, "stale", "old")));
+    theirs.apply(SHARD, theirs.read(SHARD, 1, 1, 1 << 20));
+    follower.installReplica(SHARD, file, export.offset(), export.epoch());
+    assertThat(theirs.state(SHARD)).isEqualTo(new ReplicaStorage.LogState(2, 2, 2, 2, 2, 2));
+    assertThat(new String(follower.get(SHARD, key("b")).value(), StandardCharsets.UTF_8)).isEqualTo("two");
+    assertThat(follower.get(SHARD, key("b")).version()).isEqualTo(engine().get(SHARD, key("b")).version());
+    assertThat(follower.get(SHARD, key("c"))).as("appended, not applied: not in the snapshot").isNull();
+    assertThat(follower.get(SHARD, key("stale"))).as("what it held is replaced").isNull();
+    theirs.append(SHARD, log.read(SHARD, 3, 10, 1 << 20));
+    theirs.apply(SHARD, theirs.read(SHARD, 3, 10, 1 << 20));
+    assertThat(new String(follower.get(SHARD, key("c")).value(), StandardCharsets.UTF_8)).isEqualTo("three");
+  }
+
+  @Test
+  void anEmptyShardInstallsAsEmpty() throws Exception {
+    ShardEngine.ReplicaExport export = engine().exportReplica(SHARD, file("empty.sst"));
+    assertThat(export.stats().entries()).isZero();
+    ShardEngine follower = another();
+    follower.replicaStorage().append(SHARD, List.of(entry(follower, 1, 1, "stale", "old")));
+    follower.replicaStorage().apply(SHARD, follower.replicaStorage().read(SHARD, 1, 1, 1 << 20));
+    follower.installReplica(SHARD, null, 0, 0);
+    assertThat(follower.get(SHARD, key("stale"))).isNull();
+    assertThat(follower.replicaStorage().state(SHARD)).isEqualTo(ReplicaStorage.LogState.EMPTY);
+  }
+
   static final class OnRocksDb extends ReplicaStorageContractTest {
     @TempDir Path dir;
     private ShardStore store;
+    private ShardStore other;
+
+    @Override
+    ShardEngine another() {
+      if (other == null) {
+        other = ShardStore.open(dir.resolve("other"), false);
+      }
+      return other;
+    }
+
+    @Override
+    Path file(String name) {
+      return dir.resolve(name);
+    }
+
+    /** kill -9 between the install's marker and its end: the shard comes back empty with its log at 0, never half old and half new. */
+    @Test
+    void anInstallInterruptedByACrashLeavesTheShardEmptyWithItsLogAtZero() throws Exception {
+      ShardStore leader = (ShardStore) engine();
+      leader.replicaStorage().append(SHARD, List.of(entry(leader, 1, 1, "a", "one")));
+      leader.replicaStorage().apply(SHARD, leader.replicaStorage().read(SHARD, 1, 1, 1 << 20));
+      Path file = file("snapshot.sst");
+      leader.exportReplica(SHARD, file);
+      ShardStore follower = (ShardStore) another();
+      follower.replicaStorage().append(SHARD, List.of(entry(follower, 1, 1, "stale", "old")));
+      follower.replicaStorage().apply(SHARD, follower.replicaStorage().read(SHARD, 1, 1, 1 << 20));
+      ((ReplicaLogs) follower.replicaStorage()).beginInstall(SHARD);
+      follower.ingest(SHARD, file); // the crash comes before the log starts over at the snapshot
+      follower.close();
+      other = ShardStore.open(dir.resolve("other"), false);
+      assertThat(other.replicaStorage().state(SHARD)).isEqualTo(ReplicaStorage.LogState.EMPTY);
+      assertThat(other.get(SHARD, key("a"))).isNull();
+      assertThat(other.get(SHARD, key("stale"))).isNull();
+      other.close();
+      other = ShardStore.open(dir.resolve("other"), false);
+      assertThat(other.replicaStorage().state(SHARD)).as("the marker is gone").isEqualTo(ReplicaStorage.LogState.EMPTY);
+    }
 
     @Override
     ShardEngine engine() {
@@ -145,11 +226,26 @@ abstract class ReplicaStorageContractTest {
       if (store != null) {
         store.close();
       }
+      if (other != null) {
+        other.close();
+      }
     }
   }
 
   static final class InMemory extends ReplicaStorageContractTest {
     private final MemoryEngine engine = new MemoryEngine();
+    private final MemoryEngine other = new MemoryEngine();
+    @TempDir Path dir;
+
+    @Override
+    ShardEngine another() {
+      return other;
+    }
+
+    @Override
+    Path file(String name) {
+      return dir.resolve(name);
+    }
 
     @Override
     ShardEngine engine() {
