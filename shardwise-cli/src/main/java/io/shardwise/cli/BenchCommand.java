@@ -134,6 +134,11 @@ final class BenchCommand implements Callable<Integer> {
 
   static final int NEAR_CACHE_KEYS = 100_000;
 
+  @Option(names = "--read-from-followers", paramLabel = "STALENESS",
+      description = "With --replicas above 1: reads go to any replica of the key's shard, answered by a follower at most this stale"
+          + " (e.g. 1s), else by the leader. Off by default (linearizable reads at the leader).")
+  String followerReads;
+
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
@@ -180,6 +185,11 @@ final class BenchCommand implements Callable<Integer> {
       ShardwiseClient.builder().nearCache(nearCacheTtl, NEAR_CACHE_KEYS); // its limits, named before anything starts
     }
     NearCacheStats nearCacheStats = null;
+    Duration followerStaleness = followerReads == null ? null
+        : Durations.parseWithin("--read-from-followers", followerReads, Duration.ofMillis(1), Duration.ofHours(1));
+    if (followerStaleness != null && replicas < 2) {
+      throw new IllegalArgumentException("--read-from-followers needs --replicas 2 or more: a table of one replica has no followers");
+    }
 
     PrintWriter out = spec.commandLine().getOut();
     Path work = Files.createTempDirectory("shardwise-bench");
@@ -208,6 +218,9 @@ final class BenchCommand implements Callable<Integer> {
           ShardwiseClient.Builder clientBuilder = ShardwiseClient.builder().routing(routing).seeds(seeds);
           if (nearCacheTtl != null) {
             clientBuilder.nearCache(nearCacheTtl, NEAR_CACHE_KEYS);
+          }
+          if (followerStaleness != null) {
+            clientBuilder.readFromFollowers(followerStaleness);
           }
           ShardwiseClient benchClient = clientBuilder.build();
           SplitDriver splitDriver = split ? new SplitDriver(coordinator, peers, table, splitBytes, options) : null;

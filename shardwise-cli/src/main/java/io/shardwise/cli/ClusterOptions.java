@@ -85,8 +85,16 @@ final class ClusterOptions {
    * @throws CliException (unavailable) naming the address when ZooKeeper or the cluster cannot be reached
    */
   ShardwiseClient connect() {
+    return connect(null);
+  }
+
+  /**
+   * A client of the cluster; {@code followerStaleness} non-null: its reads of replicated tables may
+   * be answered by followers at most that stale ({@link ShardwiseClient.Builder#readFromFollowers}).
+   */
+  ShardwiseClient connect(java.time.Duration followerStaleness) {
     Routing routing = routing();
-    return Session.current().client(zk(), routing, () -> {
+    return Session.current().client(zk() + " " + routing + " " + followerStaleness, () -> {
       List<String> seeds = new ArrayList<>();
       try {
         Coordinator zkClient = coordinator(zk());
@@ -99,7 +107,11 @@ final class ClusterOptions {
         throw CliException.unavailable("no live " + (routing == Routing.ROUTER ? "router" : "node") + " is registered in ZooKeeper at "
             + zk() + (routing == Routing.ROUTER ? " (start one with: shardwise router)" : " (start one with: shardwise node)"), null);
       }
-      return ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+      ShardwiseClient.Builder b = ShardwiseClient.builder().routing(routing).seeds(seeds);
+      if (followerStaleness != null) {
+        b.readFromFollowers(followerStaleness);
+      }
+      return b.build();
     });
   }
 }

@@ -96,12 +96,25 @@ final class KvCommand {
         description = "text (non-printable bytes escaped as \\xHH), hex, base64 or raw (the bytes as they are). Default: ${DEFAULT-VALUE}.")
     ValueFormat format;
 
+    @Option(names = "--read-from", paramLabel = "leader|follower", defaultValue = "leader",
+        description = "leader (default: linearizable) or follower: any replica of a replicated table may answer, at most --max-staleness stale.")
+    String readFrom;
+
+    @Option(names = "--max-staleness", paramLabel = "DURATION", defaultValue = "1s",
+        description = "With --read-from follower: how stale the answering replica may be (e.g. 500ms, 2s). Default: ${DEFAULT-VALUE}.")
+    String maxStaleness;
+
     @Mixin Common common;
     @Mixin Row row;
 
     @Override
     public Integer call() {
-      ShardwiseClient client = common.cluster.connect();
+      java.time.Duration staleness = switch (readFrom) {
+        case "leader" -> null;
+        case "follower" -> Durations.parseWithin("--max-staleness", maxStaleness, java.time.Duration.ofMillis(1), java.time.Duration.ofHours(1));
+        default -> throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--read-from is leader or follower, not '" + readFrom + "'");
+      };
+      ShardwiseClient client = common.cluster.connect(staleness);
       Optional<Versioned> v = client.get(row.table, row.key());
       PrintWriter out = spec.commandLine().getOut();
       if (common.output == OutputFormat.json) {

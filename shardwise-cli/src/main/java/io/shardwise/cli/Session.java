@@ -40,7 +40,11 @@ final class Session {
 
   /** The client for {@code zk} and {@code routing}, opened with {@code open} the first time. */
   synchronized ShardwiseClient client(String zk, Routing routing, Supplier<ShardwiseClient> open) {
-    String key = zk + " " + routing;
+    return client(zk + " " + routing, open);
+  }
+
+  /** The client opened under {@code key} (the cluster and every option it was built with), opened now if there is none. */
+  synchronized ShardwiseClient client(String key, Supplier<ShardwiseClient> open) {
     ShardwiseClient c = clients.get(key);
     if (c == null) {
       c = open.get();

@@ -25,8 +25,8 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise table create|list|describe|drop|undrop|split|merge|presplit}. */
-@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, split, merge and presplit tables.",
-    subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class,
+@Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, change the replication of, split, merge and presplit tables.",
+    subcommands = {TableCommand.Create.class, TableCommand.ListTables.class, TableCommand.Describe.class, TableCommand.Drop.class, TableCommand.SetTable.class,
         TableCommand.Undrop.class, TableCommand.Split.class, TableCommand.Merge.class, TableCommand.Presplit.class})
 final class TableCommand {
 
@@ -312,6 +312,38 @@ final class TableCommand {
       TableDescription t = client.mergeShards(name, shard);
       spec.commandLine().getOut().println("merged " + name + "/" + shard + " with the next shard: the table has "
           + Output.count(t.shards().size(), "shard") + " at map epoch " + t.mapEpoch());
+      print(spec.commandLine().getOut(), common.output, t, true, false);
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "set", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Change a replicated table's replicas per shard or its min in-sync replicas, online.",
+          "The balancer's leader then adds or removes followers a shard at a time (new ones are built from a snapshot",
+          "and the log, at most max_moves_per_node at once per node); 'table describe' shows them catching up."})
+  static final class SetTable implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+
+    @Parameters(paramLabel = "NAME")
+    String name;
+
+    @Option(names = "--replicas", paramLabel = "N", description = "Replicas per shard (2 to 7; a table of one replica stays so).")
+    int replicas;
+
+    @Option(names = "--min-in-sync", paramLabel = "M",
+        description = "In-sync replicas a write needs (default: unchanged, or a majority of N when only --replicas is given).")
+    int minInSync;
+
+    @Override
+    public Integer call() {
+      if (replicas == 0 && minInSync == 0) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "say what to change: --replicas N and/or --min-in-sync M");
+      }
+      ShardwiseClient client = common.cluster.connect();
+      TableDescription t = client.setReplication(name, replicas, minInSync);
+      spec.commandLine().getOut().println("table " + name + " keeps " + t.replicas() + " replicas of each shard, writes need " + t.minInSync()
+          + " in sync (map epoch " + t.mapEpoch() + "); followers are added or removed by the balancer's leader");
       print(spec.commandLine().getOut(), common.output, t, true, false);
       return Main.EXIT_OK;
     }

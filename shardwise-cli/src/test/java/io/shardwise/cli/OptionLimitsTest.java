@@ -50,6 +50,10 @@ class OptionLimitsTest {
     "rebalance schedule plan --in 1h --at 2026-12-24T08:00:00Z | shardwise rebalance schedule plan: give --at TIME or --in DURATION (one of them)",
     "rebalance schedule cancel p-1 | shardwise rebalance schedule cancel: 'p-1' is not a scheduled action's id (they look like s-0000000003)",
     "table split t --shard 1 --at-hash -5 | shardwise table split: --at-hash takes an unsigned 64-bit decimal number, not '-5'",
+    "table set t | shardwise table set: say what to change: --replicas N and/or --min-in-sync M",
+    "kv get t k --read-from nearest | shardwise kv get: --read-from is leader or follower, not 'nearest'",
+    "kv get t k --read-from follower --max-staleness 2h | shardwise kv get: --max-staleness must be between 1ms and 1h, not 2h",
+    "bench --records 10 --operations 10 --read-from-followers 1s | shardwise bench: --read-from-followers needs --replicas 2 or more: a table of one replica has no followers",
   })
   void splitOptionsAreCheckedBeforeAnyConnection(String args, String message) {
     StringWriter err = new StringWriter();

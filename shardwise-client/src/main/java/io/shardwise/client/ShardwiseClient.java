@@ -70,6 +70,7 @@ public final class ShardwiseClient implements AutoCloseable {
   private final Duration minRefreshInterval;
   private final int maxMessageBytes;
   private final NearCache nearCache;
+  private final int followerStalenessMillis; // 0: reads at the leader only
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final ScheduledExecutorService refresher;
   private volatile ShardMap map = ShardMap.EMPTY;
@@ -84,6 +85,7 @@ public final class ShardwiseClient implements AutoCloseable {
     this.minRefreshInterval = b.minRefreshInterval;
     this.maxMessageBytes = b.maxMessageBytes;
     this.nearCache = b.nearCacheTtl == null ? null : new NearCache(b.nearCacheTtl, b.nearCacheKeys);
+    this.followerStalenessMillis = b.followerStaleness == null ? 0 : (int) b.followerStaleness.toMillis();
     if (routing == Routing.CLIENT) {
       refreshMap();
       this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -115,6 +117,7 @@ public final class ShardwiseClient implements AutoCloseable {
     private int maxMessageBytes = 32 * 1024 * 1024;
     private Duration nearCacheTtl;
     private long nearCacheKeys;
+    private Duration followerStaleness;
 
     /** Node addresses ({@code host:port}); for {@link Routing#ROUTER}, router addresses. */
     public Builder seeds(List<String> addresses) {
@@ -160,6 +163,25 @@ public final class ShardwiseClient implements AutoCloseable {
       NearCache.validate(ttl, maxKeys); // now, not at build()
       this.nearCacheTtl = ttl;
       this.nearCacheKeys = maxKeys;
+      return this;
+    }
+
+    /**
+     * Reads of replicated tables ({@link #get}) go to any replica of the key's shard, chosen at
+     * random, not only its leader: a follower answers if it applied its leader's commit within
+     * {@code maxStaleness}, else the leader does. Spreads reads (a read-hot key's among its replicas)
+     * at the price of bounded staleness: such a read may miss writes acknowledged in the last
+     * {@code maxStaleness}, and two reads may see the key go back in time; it never sees a write that
+     * could be lost. Off by default (linearizable reads at the leader). Only in {@link Routing#CLIENT}
+     * and {@link Routing#NODE} modes; a router answers from the leader.
+     *
+     * @throws IllegalArgumentException if {@code maxStaleness} is not in [1 ms, 1 h]
+     */
+    public Builder readFromFollowers(Duration maxStaleness) {
+      if (maxStaleness.toMillis() < 1 || maxStaleness.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException("the max staleness of follower reads must be 1 ms to 1 h, not " + maxStaleness);
+      }
+      this.followerStaleness = maxStaleness;
       return this;
     }
 
@@ -353,9 +375,12 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private Optional<Versioned> getFromCluster(String table, Key key) {
-    GetResponse r = call(table, key, (target, stub, header) -> routing == Routing.CLIENT
-        ? batcher(target, table).get(header, Protos.key(key))
-        : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key)).build()));
+    GetResponse r = followerStalenessMillis > 0
+        ? withRetries(table, key, replicaTarget(table, key), false, (target, stub, header) -> stub.get(GetRequest.newBuilder()
+            .setHeader(header).setTable(table).setKey(Protos.key(key)).setMaxStalenessMillis(followerStalenessMillis).build()))
+        : call(table, key, (target, stub, header) -> routing == Routing.CLIENT
+            ? batcher(target, table).get(header, Protos.key(key))
+            : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key)).build()));
     return r.getFound() ? Optional.of(new Versioned(r.getValue().toByteArray(), r.getVersion())) : Optional.empty();
   }
 
@@ -669,6 +694,19 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /**
+   * Changes a replicated table's replicas per shard ({@code replicas}) and the fewest in-sync
+   * replicas a write needs ({@code minInSync}); 0 leaves either as it is (a new factor with the
+   * default min in-sync, a majority, moves the min with it). Returns at once: the cluster then adds
+   * or removes followers a shard at a time, as {@link #describeTable} shows.
+   */
+  public TableDescription setReplication(String table, int replicas, int minInSync) {
+    TableInfo info = onSeed(stub -> stub.setReplication(io.shardwise.proto.v1.SetReplicationRequest.newBuilder().setTable(table)
+        .setReplicas(replicas).setMinInSync(minInSync).build()));
+    awaitEpoch(info.getMapEpoch());
+    return Protos.table(info);
+  }
+
+  /**
    * Splits a {@code range} or {@code hashrange} table into {@code shards} shards in all, from a
    * sample of its live keys: each shard in proportion to its bytes, at points of equal bytes its
    * owner finds (never inside a partition key); a hashrange shard without keys into equal hash
@@ -838,6 +876,24 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   /** The address a request for {@code key} goes to. */
+  /**
+   * For a follower read in client mode: a live replica of the key's shard at random (the leader
+   * among them), or {@code null} to let the usual target take it (other modes, a table of one
+   * replica, a map without the table yet).
+   */
+  private String replicaTarget(String table, Key key) {
+    if (routing != Routing.CLIENT) {
+      return null;
+    }
+    Table t = map.table(table).orElse(null);
+    if (t == null || !t.replication().replicated()) {
+      return null;
+    }
+    List<NodeId> replicas = t.shardFor(key.partitionKey()).replicas();
+    NodeId pick = replicas.get(java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size()));
+    return addresses.get(pick); // null if not live: the leader is asked
+  }
+
   private String target(String table, Key key) {
     if (routing != Routing.CLIENT || key == null) {
       return seeds.get(Math.floorMod(nextSeed, seeds.size()));

@@ -132,9 +132,10 @@ public final class GrpcReplication {
             appends.add(fromProto(ref, a));
           }
         }
-        AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends));
+        AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends, request.getEchoToken(),
+            request.getEchoNanos()));
         AppendResponse.Builder b = AppendResponse.newBuilder().setFollower(reply.follower().value()).setMapEpoch(reply.mapEpoch())
-            .addAllShards(unknown);
+            .addAllShards(unknown).setToken(reply.token()).setSentNanos(reply.sentNanos());
         for (ShardReply r : reply.shards()) {
           b.addShards(ShardAppendResult.newBuilder().setTableId(r.shard().tableId()).setNumber(r.shard().shardNumber())
               .setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch()));
@@ -191,7 +192,8 @@ public final class GrpcReplication {
       return;
     }
     Map<ShardKey, ShardRef> sent = new HashMap<>();
-    AppendRequest.Builder request = AppendRequest.newBuilder().setLeader(batch.leader().value());
+    AppendRequest.Builder request = AppendRequest.newBuilder().setLeader(batch.leader().value()).setEchoToken(batch.echoToken())
+        .setEchoNanos(batch.echoNanos());
     for (ShardAppend a : batch.shards()) {
       request.addShards(toProto(a));
       sent.put(new ShardKey(a.shard().tableId(), a.shard().shardNumber()), a.shard());
@@ -208,7 +210,8 @@ public final class GrpcReplication {
             replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
           }
         }
-        done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies), null);
+        done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies, response.getToken(),
+            response.getSentNanos()), null);
       }
 
       @Override
@@ -223,7 +226,7 @@ public final class GrpcReplication {
   static io.shardwise.proto.v1.ShardAppend toProto(ShardAppend a) {
     io.shardwise.proto.v1.ShardAppend.Builder b = io.shardwise.proto.v1.ShardAppend.newBuilder().setTableId(a.shard().tableId())
         .setNumber(a.shard().shardNumber()).setEpoch(a.epoch()).setPrevOffset(a.prevOffset()).setPrevEpoch(a.prevEpoch())
-        .setCommit(a.commit()).setLeaderLast(a.leaderLast());
+        .setCommit(a.commit()).setLeaderLast(a.leaderLast()).setLeaderReady(a.leaderReady());
     for (LogEntry e : a.entries()) {
       ReplicaLogEntry.Builder entry = ReplicaLogEntry.newBuilder().setOffset(e.offset()).setEpoch(e.epoch());
       for (ShardEngine.StoredValue v : e.effects()) {
@@ -249,6 +252,7 @@ public final class GrpcReplication {
       }
       entries.add(new LogEntry(e.getOffset(), e.getEpoch(), effects));
     }
-    return new ShardAppend(shard, a.getEpoch(), a.getPrevOffset(), a.getPrevEpoch(), entries, a.getCommit(), a.getLeaderLast());
+    return new ShardAppend(shard, a.getEpoch(), a.getPrevOffset(), a.getPrevEpoch(), entries, a.getCommit(), a.getLeaderLast(),
+        a.getLeaderReady());
   }
 }

@@ -25,9 +25,12 @@ final class Messages {
    * @param leaderLast the leader's last offset when it sent this: an append that reaches it tells
    *     the follower that any older leader's entries it holds after {@link #end} are in no log
    *     that can commit any more, so it drops them ({@link #reachesLeaderEnd})
+   * @param leaderReady the leader had committed its whole inherited log when it sent this, so
+   *     {@code commit} covers every write acknowledged before then, by it or any earlier leader
+   *     (what a follower's freshness for follower reads rests on)
    */
   record ShardAppend(ShardRef shard, long epoch, long prevOffset, long prevEpoch, List<LogEntry> entries, long commit,
-      long leaderLast) {
+      long leaderLast, boolean leaderReady) {
     ShardAppend {
       entries = List.copyOf(entries);
     }
@@ -52,8 +55,16 @@ final class Messages {
    */
   record SnapshotOffer(ShardRef shard, long epoch, long offset, long offsetEpoch) {}
 
-  /** A leader node's message to one follower node. */
-  record AppendBatch(NodeId leader, List<ShardAppend> shards) {
+  /**
+   * A leader node's message to one follower node.
+   *
+   * @param echoToken, echoNanos the follower's {@link AppendReply#token} and {@link AppendReply#sentNanos}
+   *     of the last reply the leader had received when it built this message (0, 0: none yet). The
+   *     commits in this message were read after that reply arrived, so they cover every write
+   *     acknowledged before the follower sent it — a time on the follower's own clock, which is
+   *     how a follower bounds its staleness without comparing clocks.
+   */
+  record AppendBatch(NodeId leader, List<ShardAppend> shards, long echoToken, long echoNanos) {
     AppendBatch {
       shards = List.copyOf(shards);
     }
@@ -81,8 +92,12 @@ final class Messages {
    */
   record ShardReply(ShardRef shard, Outcome outcome, long matched, long knownEpoch) {}
 
-  /** A follower node's answer to an {@link AppendBatch}, with the map epoch it had applied when it answered. */
-  record AppendReply(NodeId follower, long mapEpoch, List<ShardReply> shards) {
+  /**
+   * A follower node's answer to an {@link AppendBatch}, with the map epoch it had applied when it
+   * answered, and when it answered on its own clock ({@code sentNanos}) in this process ({@code
+   * token}: a random number per process, since a restarted node's clock starts over).
+   */
+  record AppendReply(NodeId follower, long mapEpoch, List<ShardReply> shards, long token, long sentNanos) {
     AppendReply {
       shards = List.copyOf(shards);
     }

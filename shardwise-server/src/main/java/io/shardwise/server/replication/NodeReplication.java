@@ -54,6 +54,11 @@ public final class NodeReplication implements ReplicatedData {
     }
   }
 
+  @Override
+  public <T> java.util.Optional<T> readAsFollower(ShardRef shard, java.time.Duration maxStaleness, java.util.function.Supplier<T> read) {
+    return replicator.readAsFollower(shard, maxStaleness.toNanos(), read);
+  }
+
   private <T> T await(CompletableFuture<T> f, String what) throws VersionMismatchException {
     try {
       return f.get(config.writeTimeout().toMillis(), TimeUnit.MILLISECONDS);

@@ -126,6 +126,10 @@ final class Replica {
   private NodeId leader;
   private long leaderEpoch; // the newest leader epoch known
   private long shardEpoch; // the shard's epoch in the newest map applied
+  // A follower's freshness, on this node's clock: its data holds every write acknowledged before it
+  // (see Messages.AppendBatch: the time a reply of ours was sent, echoed with a commit we applied).
+  private long freshNanos = Long.MIN_VALUE;
+  private long installs; // snapshots installed (or being installed): a read that spans one is not answered
   // Leader only:
   private final Map<NodeId, Progress> progress = new HashMap<>();
   private List<NodeId> inSync = List.of();
@@ -426,7 +430,7 @@ final class Replica {
     if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
       return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
     }
-    ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit, s.lastOffset());
+    ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit, s.lastOffset(), ready.isDone());
     if (!p.awaitingSend.isEmpty()) {
       p.awaitingReply.put(a, p.awaitingSend); // its OK reply confirms this leader for them
       p.awaitingSend = new ArrayList<>();
@@ -780,8 +784,35 @@ final class Replica {
 
   // ------------------------------------------------------------------ the follower's side
 
-  /** A leader's append for this shard, from {@code from}. Futures to complete go to {@code after}. */
-  synchronized ShardReply onAppend(NodeId from, ShardAppend a, List<Runnable> after) {
+  /**
+   * A follower read: {@code read}'s answer if this replica follows the shard and its data holds
+   * every write acknowledged up to {@code maxStalenessNanos} ago; empty otherwise (the leader
+   * answers instead). It knows that from its own clock alone: a commit it applied came in a message
+   * built after the leader had received a reply this node sent at a known time (a round trip, as a
+   * lease would use; no clocks compared). Its data holds only committed writes, so an answer is
+   * never a write that could be lost. Not under this replica's lock: a snapshot installed
+   * meanwhile voids the answer. {@code read} never returns null.
+   */
+  <T> java.util.Optional<T> readAsFollower(long maxStalenessNanos, java.util.function.Supplier<T> read) {
+    long before;
+    synchronized (this) {
+      if (role != Role.FOLLOWER || freshNanos == Long.MIN_VALUE || nanos.getAsLong() - freshNanos > maxStalenessNanos) {
+        return java.util.Optional.empty();
+      }
+      before = installs;
+    }
+    T answer = read.get();
+    synchronized (this) {
+      return installs == before && role == Role.FOLLOWER ? java.util.Optional.of(answer) : java.util.Optional.empty();
+    }
+  }
+
+  /**
+   * A leader's append for this shard, from {@code from}. Futures to complete go to {@code after}.
+   * {@code echoNanos}: when, on this node's clock, it sent the last reply the leader had received
+   * before building the append ({@link Messages.AppendBatch}), or {@code Long.MIN_VALUE} if unknown.
+   */
+  synchronized ShardReply onAppend(NodeId from, ShardAppend a, long echoNanos, List<Runnable> after) {
     ShardReply refused = follow(from, a.epoch(), after);
     if (refused != null) {
       return refused;
@@ -798,8 +829,8 @@ final class Replica {
         return new ShardReply(ref, Outcome.OK, Math.max(a.end(), s.baseOffset()), leaderEpoch);
       }
       ShardAppend rest = new ShardAppend(ref, a.epoch(), s.baseOffset(), storage.epochOf(ref, s.baseOffset()),
-          a.entries().subList((int) skip, a.entries().size()), a.commit(), a.leaderLast());
-      return onAppend(from, rest, after);
+          a.entries().subList((int) skip, a.entries().size()), a.commit(), a.leaderLast(), a.leaderReady());
+      return onAppend(from, rest, echoNanos, after);
     }
     if (prevEpoch != a.prevEpoch()) {
       // Missing, or another leader's: back to where our log surely matches or ends.
@@ -826,6 +857,10 @@ final class Replica {
     }
     long matched = a.end();
     applyUpTo(Math.min(a.commit(), matched));
+    if (a.leaderReady() && echoNanos != Long.MIN_VALUE && storage.state(ref).appliedOffset() >= a.commit()) {
+      // Every write acknowledged before echoNanos is at or below a.commit(), and applied here.
+      freshNanos = Math.max(freshNanos, echoNanos);
+    }
     return new ShardReply(ref, Outcome.OK, matched, leaderEpoch);
   }
 
@@ -863,6 +898,8 @@ final class Replica {
       return refused;
     }
     if (o.offset() > storage.state(ref).appliedOffset()) {
+      installs++;
+      freshNanos = Long.MIN_VALUE; // fresh again at the next append whose commit it has applied
       engine.installReplica(ref, file, o.offset(), o.offsetEpoch());
     }
     return new ShardReply(ref, Outcome.OK, o.offset(), leaderEpoch);

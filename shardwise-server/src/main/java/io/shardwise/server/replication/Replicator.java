@@ -77,6 +77,8 @@ public final class Replicator {
     boolean inFlight;
     boolean again;
     boolean snapshotting; // one snapshot at a time to a node
+    long echoToken; // the last reply's token and send time, echoed in the next message (see AppendBatch)
+    long echoNanos;
     long lastSentNanos;
     long failedAtNanos;
 
@@ -98,6 +100,9 @@ public final class Replicator {
   private final ConcurrentHashMap<ShardRef, Replica> replicas = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<NodeId, Sender> senders = new ConcurrentHashMap<>();
   private volatile long mapEpoch;
+  // This process's replies carry it; an echo of another token (an earlier process of this node, whose
+  // clock meant something else) is ignored. Random, never 0 (0: no reply echoed).
+  private final long token = java.util.concurrent.ThreadLocalRandom.current().nextLong(1, Long.MAX_VALUE);
 
   /**
    * @param executor runs the sending of messages (never on the caller's stack: a write must not
@@ -222,6 +227,15 @@ public final class Replicator {
     return r.readBarrier();
   }
 
+  /**
+   * {@code read}'s answer if this node follows {@code shard} and its replica is at most {@code
+   * maxStalenessNanos} stale ({@link Replica#readAsFollower}); empty otherwise.
+   */
+  public <T> Optional<T> readAsFollower(ShardRef shard, long maxStalenessNanos, java.util.function.Supplier<T> read) {
+    Replica r = replicas.get(shard);
+    return r == null ? Optional.empty() : r.readAsFollower(maxStalenessNanos, read);
+  }
+
   public CompletableFuture<long[]> write(ShardRef shard, List<Mutation> batch) {
     Replica r = replicas.get(shard);
     if (r == null) {
@@ -280,9 +294,19 @@ public final class Replicator {
     }
     Map<ShardRef, ShardAppend> sent = new HashMap<>();
     shards.forEach(a -> sent.put(a.shard(), a));
-    transport.send(s.to, new AppendBatch(self, shards), (reply, failure) -> {
+    long echoToken;
+    long echoNanos;
+    synchronized (s) {
+      echoToken = s.echoToken;
+      echoNanos = s.echoNanos;
+    }
+    transport.send(s.to, new AppendBatch(self, shards, echoToken, echoNanos), (reply, failure) -> {
       List<Runnable> after = new ArrayList<>();
       if (reply != null) {
+        synchronized (s) { // before the next message is built: its commits are read after this reply arrived
+          s.echoToken = reply.token();
+          s.echoNanos = reply.sentNanos();
+        }
         for (ShardReply r : reply.shards()) {
           Replica replica = replicas.get(r.shard());
           ShardAppend a = sent.remove(r.shard());
@@ -422,12 +446,13 @@ public final class Replicator {
   public AppendReply onAppend(AppendBatch batch) {
     List<Runnable> after = new ArrayList<>();
     List<ShardReply> replies = new ArrayList<>(batch.shards().size());
+    long echo = batch.echoToken() == token ? batch.echoNanos() : Long.MIN_VALUE; // a reply of this process, or none
     for (ShardAppend a : batch.shards()) {
       Replica r = replicas.get(a.shard());
-      replies.add(r == null ? new ShardReply(a.shard(), Outcome.NOT_REPLICA, 0, 0) : r.onAppend(batch.leader(), a, after));
+      replies.add(r == null ? new ShardReply(a.shard(), Outcome.NOT_REPLICA, 0, 0) : r.onAppend(batch.leader(), a, echo, after));
     }
     after.forEach(Runnable::run);
-    return new AppendReply(self, mapEpoch, replies);
+    return new AppendReply(self, mapEpoch, replies, token, nanos.getAsLong());
   }
 
   /**

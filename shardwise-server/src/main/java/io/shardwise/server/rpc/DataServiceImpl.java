@@ -55,6 +55,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
@@ -76,11 +77,17 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final TableAdmin tables;
 
   private final RequestMetrics requests;
+  private final io.micrometer.core.instrument.Counter followerReads;
+  private final io.micrometer.core.instrument.Counter followerReadsStale;
 
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this.ctx = ctx;
     this.tables = tables;
     this.requests = new RequestMetrics(ctx.metrics());
+    this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
+        .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "answered").register(ctx.metrics());
+    this.followerReadsStale = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
+        .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "too_stale").register(ctx.metrics());
   }
 
   // ------------------------------------------------------------------ tables
@@ -121,6 +128,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   @Override
+  public void setReplication(io.shardwise.proto.v1.SetReplicationRequest request, StreamObserver<TableInfo> out) {
+    respond(out, () -> tables.setReplication(request));
+  }
+
+  @Override
   public void presplitTable(io.shardwise.proto.v1.PresplitTableRequest request, StreamObserver<TableInfo> out) {
     respond(out, () -> tables.presplit(request));
   }
@@ -153,10 +165,39 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public void get(GetRequest request, StreamObserver<GetResponse> out) {
     respond(requests.timed("get", out), () -> {
       Key key = key(request.getKey());
-      return keyed(request.getHeader(), request.getTable(), key, false,
+      RequestHeader h = request.getHeader();
+      if (request.getMaxStalenessMillis() > 0 && !ctx.isRouter()) {
+        Optional<GetResponse> answered = getAsFollower(request, key);
+        if (answered.isPresent()) {
+          return answered.get();
+        }
+        h = h.toBuilder().setForward(true).build(); // not fresh enough here: the leader answers, through this node
+      }
+      return keyed(h, request.getTable(), key, false,
           (map, shard) -> found(map, ctx.shards().get(shard, key.encode())),
-          (stub, header) -> stub.get(request.toBuilder().setHeader(header).build()));
+          (stub, header) -> stub.get(request.toBuilder().setHeader(header).setMaxStalenessMillis(0).build()));
     });
+  }
+
+  /** A bounded-staleness read answered here, if this node follows the key's shard and its replica is fresh enough. */
+  private Optional<GetResponse> getAsFollower(GetRequest request, Key key) {
+    ShardMap map = ctx.map().current();
+    Table table = map.table(request.getTable()).orElse(null);
+    if (table == null || !table.replication().replicated() || request.getHeader().getMapEpoch() > map.epoch()) {
+      return Optional.empty();
+    }
+    ShardAssignment a = table.shardFor(key.partitionKey());
+    if (!a.followers().contains(ctx.self())) {
+      return Optional.empty();
+    }
+    ShardRef shard = ref(table, a);
+    Optional<Optional<Versioned>> read = ctx.shards().getAsFollower(shard, key.encode(), Duration.ofMillis(request.getMaxStalenessMillis()));
+    if (read.isEmpty()) {
+      followerReadsStale.increment();
+      return Optional.empty();
+    }
+    followerReads.increment();
+    return Optional.of(found(map, read.get().orElse(null)));
   }
 
   @Override

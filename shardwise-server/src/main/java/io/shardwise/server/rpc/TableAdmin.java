@@ -157,6 +157,45 @@ public final class TableAdmin {
     return applied(request.getTable(), stored);
   }
 
+  /**
+   * Changes a replicated table's replicas per shard and min in-sync replicas: one compare-and-set
+   * of the map. The shards' replicas change afterwards, a follower at a time, by the controller
+   * ({@code ReplicaRepair}): new followers are built (a snapshot, then the log) and join the
+   * in-sync set; with fewer replicas, followers not in sync go first. Raising min in-sync above the
+   * in-sync replicas a shard has now refuses its writes until more catch up, as the table says.
+   */
+  TableInfo setReplication(io.shardwise.proto.v1.SetReplicationRequest request) {
+    String name = request.getTable();
+    int live = ctx.coordinator().liveNodesNow().size();
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      Table t = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
+      Replication now = t.replication();
+      int factor = request.getReplicas() == 0 ? now.factor() : request.getReplicas();
+      if (factor < 1 || factor > Replication.MAX_FACTOR) {
+        throw Errors.invalid("a table keeps 1 to " + Replication.MAX_FACTOR + " replicas of each shard, not " + factor);
+      }
+      if (now.replicated() != (factor > 1)) {
+        throw Status.FAILED_PRECONDITION.withDescription("table " + name + " keeps " + now.factor() + " replica" + (now.replicated() ? "s" : "")
+            + " of each shard; turning replication " + (now.replicated() ? "off" : "on") + " for a table is not supported online"
+            + " (its writes would change path): create a table with --replicas and copy the data").asRuntimeException();
+      }
+      if (factor > now.factor() && factor > live) {
+        throw Status.FAILED_PRECONDITION.withDescription("table " + name + " cannot keep " + factor + " replicas of each shard: each on its own"
+            + " node, and " + live + " are live").asRuntimeException();
+      }
+      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync()
+          : request.getReplicas() != 0 && now.minInSync() == Replication.of(now.factor()).minInSync() ? Replication.of(factor).minInSync()
+          : Math.min(now.minInSync(), factor);
+      if (minInSync < 1 || minInSync > factor) {
+        throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
+      }
+      Replication next = new Replication(factor, minInSync);
+      return next.equals(now) ? Optional.empty()
+          : Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.SetReplication(name, next)).build());
+    });
+    return applied(name, stored);
+  }
+
   /** Splits a table into the given number of shards in all ({@link ShardSplits#presplit}). */
   TableInfo presplit(io.shardwise.proto.v1.PresplitTableRequest request) {
     return applied(request.getTable(), new ShardSplits(ctx.coordinator(), ctx.peers()).presplit(request.getTable(), request.getShards()));

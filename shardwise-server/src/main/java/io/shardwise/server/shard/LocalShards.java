@@ -166,6 +166,16 @@ public final class LocalShards {
     }
   }
 
+  /**
+   * A bounded-staleness read of a shard this node follows (it does not hold it: its leader does):
+   * the key's live value if the replica here applied its leader's commit within {@code
+   * maxStaleness} ({@link ReplicatedData#readAsFollower}); empty if it did not, and the leader must
+   * answer. The inner optional is the key's value or its absence.
+   */
+  public java.util.Optional<java.util.Optional<Versioned>> getAsFollower(ShardRef ref, byte[] key, java.time.Duration maxStaleness) {
+    return replication.readAsFollower(ref, maxStaleness, () -> java.util.Optional.ofNullable(store.get(ref, key)));
+  }
+
   /** The live value of {@code key}, or {@code null}, once {@link #readBarrier} has returned for its shard. */
   public Versioned getAfterBarrier(ShardRef ref, byte[] key) {
     LocalShard s = enter(ref, false);

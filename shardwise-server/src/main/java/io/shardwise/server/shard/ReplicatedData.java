@@ -24,6 +24,11 @@ public interface ReplicatedData {
     public void readBarrier(java.util.Collection<ShardRef> shards) {
       throw new IllegalStateException("shards " + shards + " are replicated but this node has no replication");
     }
+
+    @Override
+    public <T> java.util.Optional<T> readAsFollower(ShardRef shard, java.time.Duration maxStaleness, java.util.function.Supplier<T> read) {
+      return java.util.Optional.empty();
+    }
   };
 
   /**
@@ -40,4 +45,11 @@ public interface ReplicatedData {
 
   /** Blocks until reads of every one of {@code shards} here are linearizable (their barriers all under way at once). */
   void readBarrier(java.util.Collection<ShardRef> shards);
+
+  /**
+   * A bounded-staleness read at a follower: {@code read}'s answer if this node follows {@code
+   * shard} and its replica heard and applied its leader's commit within {@code maxStaleness};
+   * empty if not (the leader must answer). {@code read} never returns null.
+   */
+  <T> java.util.Optional<T> readAsFollower(ShardRef shard, java.time.Duration maxStaleness, java.util.function.Supplier<T> read);
 }

@@ -316,6 +316,105 @@ class ReplicationTest {
     }
   }
 
+  /** {@code table set}: a table of two replicas gets a third on every shard, online, then goes back to two; bad requests are refused whole. */
+  @Test
+  void aTablesReplicasChangeOnlineAndEveryNewReplicaHoldsEveryWrite() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(3).replicas(2).build());
+      for (int i = 0; i < 300; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i));
+      }
+      TableDescription raised = client.setReplication("r", 3, 0);
+      assertThat(raised.replicas()).isEqualTo(3);
+      assertThat(raised.minInSync()).as("a majority of the new factor: the old min was the default").isEqualTo(2);
+      ShardwiseNode any = cluster.nodes.get(0);
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(any.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2)));
+      for (int i = 300; i < 400; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i));
+      }
+      Table t = any.map().table("r").orElseThrow();
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        for (int i = 0; i < 400; i++) {
+          Key k = Key.of("k" + i);
+          ShardAssignment a = t.shardFor(k.partitionKey());
+          for (var replica : a.replicas()) {
+            assertThat(cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode())).as("k%d on %s", i, replica)
+                .isNotNull();
+          }
+        }
+      });
+
+      assertThat(client.setReplication("r", 2, 0).replicas()).isEqualTo(2);
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(any.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> assertThat(s.replicas()).as("%s", s.id()).hasSize(2)));
+      assertThat(client.get("r", Key.of("k399"))).isPresent();
+
+      long epoch = any.map().epoch();
+      assertThatThrownBy(() -> client.setReplication("r", 4, 0)).isInstanceOf(ShardwiseException.class)
+          .hasMessageContaining("cannot keep 4 replicas").hasMessageContaining("3 are live");
+      assertThatThrownBy(() -> client.setReplication("r", 2, 3)).hasMessageContaining("min in-sync replicas must be 1 to the replication factor (2)");
+      client.createTable("single", TableSpec.builder("hashrange").shards(1).build());
+      assertThatThrownBy(() -> client.setReplication("single", 3, 0)).hasMessageContaining("not supported online");
+      assertThatThrownBy(() -> client.setReplication("nope", 3, 0)).hasMessageContaining("nope");
+      assertThat(any.map().table("r").orElseThrow().replication().factor()).as("nothing half-changed").isEqualTo(2);
+      assertThat(any.map().epoch()).isEqualTo(epoch + 1); // only the table created
+    }
+  }
+
+  /**
+   * Follower reads: a client that allows 2 s of staleness has its reads answered by every replica
+   * (each node counts those it answered as a follower), and sees every write acknowledged before
+   * the followers' next heartbeat. A follower whose last commit from its leader is older than the
+   * bound does not answer; the read goes on to the leader (forwarded by the follower).
+   */
+  @Test
+  void followerReadsAreAnsweredByEveryReplicaAndAStaleFollowerPassesThemToTheLeader() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient writer = cluster.client(Routing.CLIENT);
+      writer.createTable("r", TableSpec.builder("hashrange").shards(1).replicas(3).build());
+      for (int i = 0; i < 50; i++) {
+        writer.put("r", Key.of("k" + i), b("v" + i));
+      }
+      ShardwiseClient reader = cluster.client(Routing.CLIENT, o -> o.readFromFollowers(Duration.ofSeconds(2)));
+      ShardAssignment a = cluster.nodes.get(0).map().table("r").orElseThrow().shards().get(0);
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        for (int i = 0; i < 50; i++) {
+          assertThat(reader.get("r", Key.of("k" + i))).as("k%d", i).get()
+              .satisfies(v -> assertThat(v.value()).isNotEmpty());
+        }
+        for (var f : a.followers()) {
+          assertThat(answeredAsFollower(cluster.node(f.value()))).as("reads answered by follower %s", f).isPositive();
+        }
+      });
+      // Every value a follower answers with is one that was acknowledged (the data holds only committed writes).
+      for (int i = 0; i < 50; i++) {
+        assertThat(new String(reader.get("r", Key.of("k" + i)).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v" + i);
+      }
+
+      // A bound shorter than the heartbeat (100 ms): the follower is mostly too stale, and passes the
+      // reads sent to it to the leader, which answers with the newest value.
+      ShardwiseNode follower = cluster.node(a.followers().get(0).value());
+      double staleBefore = staleAtFollower(follower);
+      ShardwiseClient direct = cluster.client(Routing.NODE, o -> o.seeds(java.util.List.of(follower.address()))
+          .readFromFollowers(Duration.ofMillis(1)));
+      for (int i = 0; i < 20; i++) {
+        writer.put("r", Key.of("k0"), b("new" + i));
+        assertThat(new String(direct.get("r", Key.of("k0")).orElseThrow().value(), StandardCharsets.UTF_8)).isIn("new" + i, "new" + (i - 1));
+      }
+      assertThat(staleAtFollower(follower)).as("reads the follower passed on").isGreaterThan(staleBefore);
+    }
+  }
+
+  private static double answeredAsFollower(ShardwiseNode n) {
+    return n.metrics().find("shardwise.follower.reads").tag("outcome", "answered").counter().count();
+  }
+
+  private static double staleAtFollower(ShardwiseNode n) {
+    return n.metrics().find("shardwise.follower.reads").tag("outcome", "too_stale").counter().count();
+  }
+
   @Test
   void aTableCannotKeepMoreReplicasThanThereAreNodes() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {

@@ -71,13 +71,18 @@ final class TestCluster implements AutoCloseable {
   }
 
   ShardwiseClient client(Routing routing) {
+    return client(routing, b -> b);
+  }
+
+  /** A client of this cluster, built with {@code options} besides its routing and seeds; closed with the cluster. */
+  ShardwiseClient client(Routing routing, java.util.function.UnaryOperator<ShardwiseClient.Builder> options) {
     List<String> seeds = new ArrayList<>();
     if (routing == Routing.ROUTER) {
       seeds.add(router.address());
     } else {
       nodes.forEach(n -> seeds.add(n.address()));
     }
-    ShardwiseClient c = ShardwiseClient.builder().routing(routing).seeds(seeds).build();
+    ShardwiseClient c = options.apply(ShardwiseClient.builder().routing(routing).seeds(seeds)).build();
     clients.add(c);
     return c;
   }

@@ -70,6 +70,8 @@ final class ReplicationSimulation {
     long writesFailed;
     long writesUnknown;
     long reads;
+    long followerReads;
+    long followerReadsRefused;
     long messagesLost;
     long crashes;
     long partitions;
@@ -83,6 +85,8 @@ final class ReplicationSimulation {
       writesFailed += o.writesFailed;
       writesUnknown += o.writesUnknown;
       reads += o.reads;
+      followerReads += o.followerReads;
+      followerReadsRefused += o.followerReadsRefused;
       messagesLost += o.messagesLost;
       crashes += o.crashes;
       partitions += o.partitions;
@@ -94,7 +98,7 @@ final class ReplicationSimulation {
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
-          + reads + " reads, " + messagesLost + " messages lost, " + crashes + " crashes, " + partitions + " partitions, " + failovers
+          + reads + " reads, " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + partitions + " partitions, " + failovers
           + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed";
     }
   }
@@ -123,6 +127,7 @@ final class ReplicationSimulation {
   private ShardMap stored;
   private long clock;
   private long step;
+  private final List<Long> tickSteps = new ArrayList<>(List.of(0L)); // the step at which the clock reached each tick
   private long writeCounter;
 
   /** Something the world will do later: a message or reply on its way, a task, a map change. */
@@ -207,7 +212,7 @@ final class ReplicationSimulation {
     } else if (r < 680) {
       runPending();
     } else if (r < 800) {
-      clock += TICK_NANOS;
+      advanceClock();
       for (SimNode n : nodes) {
         if (n.up) {
           n.replicator.tick();
@@ -250,6 +255,20 @@ final class ReplicationSimulation {
       }
     }
     checkReplicas(false);
+  }
+
+  private void advanceClock() {
+    clock += TICK_NANOS;
+    tickSteps.add(step);
+  }
+
+  /** The first step at which the clock read {@code nanos} or more (0 before the start). */
+  private long firstStepAt(long nanos) {
+    if (nanos <= 0) {
+      return 0;
+    }
+    int tick = (int) ((nanos + TICK_NANOS - 1) / TICK_NANOS);
+    return tick < tickSteps.size() ? tickSteps.get(tick) : step;
   }
 
   /** Runs one pending event, or loses it. */
@@ -600,8 +619,12 @@ final class ReplicationSimulation {
     }
     String key = "k" + rnd.nextInt(KEYS);
     int kind = rnd.nextInt(100);
-    if (kind < 30) {
+    if (kind < 20) {
       read(c, key);
+      return;
+    }
+    if (kind < 30) {
+      followerRead(c, key);
       return;
     }
     String value = "v" + (++writeCounter);
@@ -701,6 +724,37 @@ final class ReplicationSimulation {
     });
   }
 
+  /** How stale a follower read may be: ten ticks (the heartbeat is two). */
+  private static final long FOLLOWER_STALENESS_NANOS = 10 * TICK_NANOS;
+
+  /**
+   * A bounded-staleness read at a replica the client's map names, chosen at random. If answered,
+   * it is recorded as a read invoked when the clock read {@code now - bound}: the checker then
+   * requires it to see every write acknowledged before that and no write never committed — exactly
+   * the promise of a follower read.
+   */
+  private void followerRead(SimClient c, String key) {
+    Table t = c.map.table("t").orElseThrow();
+    List<NodeId> replicas = t.shardFor(Key.of(key).partitionKey()).replicas();
+    SimNode n = node(replicas.get(rnd.nextInt(replicas.size())));
+    if (!n.up) {
+      return;
+    }
+    ShardRef ref = refOf(stored, key);
+    java.util.Optional<java.util.Optional<Versioned>> read = n.replicator.readAsFollower(ref, FOLLOWER_STALENESS_NANOS,
+        () -> java.util.Optional.ofNullable(n.engine.get(ref, Key.of(key).encode())));
+    if (read.isEmpty()) {
+      stats.followerReadsRefused++; // the leader would answer: a linearizable read, tested by read()
+      return;
+    }
+    Versioned got = read.get().orElse(null);
+    stats.followerReads++;
+    Op op = Op.get(c.id, got == null ? null : new String(got.value(), StandardCharsets.UTF_8), got == null ? 0 : got.version(),
+        firstStepAt(clock - FOLLOWER_STALENESS_NANOS), step);
+    history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
+    note("client " + c.id + ": follower read " + op + " at " + n.id);
+  }
+
   // ------------------------------------------------------------------ checks
 
   /**
@@ -777,7 +831,7 @@ final class ReplicationSimulation {
         Event e = pending.remove(0);
         e.action().run();
       }
-      clock += TICK_NANOS;
+      advanceClock();
       nodes.forEach(n -> n.replicator.tick());
       controller();
       if (pending.isEmpty() && settled()) {
@@ -808,7 +862,7 @@ final class ReplicationSimulation {
           while (!pending.isEmpty()) {
             pending.remove(0).action().run();
           }
-          clock += TICK_NANOS;
+          advanceClock();
           nodes.forEach(n -> n.replicator.tick());
         }
         reader.inFlight = null;

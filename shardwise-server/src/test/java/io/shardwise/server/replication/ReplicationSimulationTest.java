@@ -42,6 +42,7 @@ class ReplicationSimulationTest {
       assertThat(total.partitions).isPositive();
       assertThat(total.reads).isPositive();
       assertThat(total.snapshots).isPositive();
+      assertThat(total.followerReads).isPositive();
     }
   }
 
