@@ -45,6 +45,21 @@ public final class EmbeddedCluster implements AutoCloseable {
     return node;
   }
 
+  /**
+   * Stops node {@code id} for good (its process would be gone: it leaves ZooKeeper at once and
+   * never returns in this run); its data stays in its directory.
+   */
+  public synchronized void stopNode(String id) {
+    for (ShardwiseNode n : nodes) {
+      if (n.id().value().equals(id)) {
+        n.close();
+        nodes.remove(n);
+        return;
+      }
+    }
+    throw new IllegalArgumentException("no running node " + id);
+  }
+
   public String zk() {
     return zk.connectString();
   }

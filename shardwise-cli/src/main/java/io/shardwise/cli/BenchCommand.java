@@ -113,7 +113,9 @@ final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--during", paramLabel = "EVENT", description = {"With --dev, cut the run into before / during / after an event a third of the way in:",
       "rebalance: a node joins and its plan is approved;",
-      "split: the table starts as one range shard and the balancer (auto mode) starts splitting it by size and load and spreading the shards."})
+      "split: the table starts as one range shard and the balancer (auto mode) starts splitting it by size and load and spreading the shards;",
+      "node-loss: (--replicas 2 or more, --nodes above it) a node holding replicas stops for good; the balancer's leader fails its",
+      "shards over and rebuilds its replicas on the others (absence grace 1 s); 'during' ends when every shard is whole and in sync again."})
   String during;
 
   @Option(names = "--split-size", paramLabel = "SIZE",
@@ -158,8 +160,13 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     boolean rebalance = during != null;
-    if (rebalance && !during.equals("rebalance") && !during.equals("split")) {
-      throw new IllegalArgumentException("--during must be rebalance or split, not '" + during + "'");
+    if (rebalance && !during.equals("rebalance") && !during.equals("split") && !during.equals("node-loss")) {
+      throw new IllegalArgumentException("--during must be rebalance, split or node-loss, not '" + during + "'");
+    }
+    boolean nodeLoss = rebalance && during.equals("node-loss");
+    if (nodeLoss && (replicas < 2 || nodes <= replicas)) {
+      throw new IllegalArgumentException("--during node-loss needs --replicas 2 or more and more --nodes than replicas (the lost replicas are"
+          + " rebuilt on a node that has none), not " + replicas + " replicas on " + nodes + " nodes");
     }
     if (rebalance && !dev) {
       throw new IllegalArgumentException("--during " + during + " needs --dev (it changes the cluster it started)");
@@ -251,6 +258,11 @@ final class BenchCommand implements Callable<Integer> {
               splitDriver.start();
               result = bench.run(target, load, splitDriver::phase, listener);
               rebalanceReport = splitDriver.report(result);
+            } else if (nodeLoss) {
+              NodeLossDriver driver = new NodeLossDriver(cluster, coordinator, benchClient, table, options);
+              driver.start();
+              result = bench.run(target, load, driver::phase, listener);
+              rebalanceReport = driver.report(result);
             } else if (rebalance) {
               RebalanceDriver driver = new RebalanceDriver(cluster, coordinator, options);
               driver.start();
@@ -288,7 +300,7 @@ final class BenchCommand implements Callable<Integer> {
             .put("hitRate", BenchReport.round(nearCacheStats.hitRate()));
       }
       if (rebalanceReport != null) {
-        root.set(split ? "split" : "rebalance", rebalanceReport);
+        root.set(split ? "split" : nodeLoss ? "nodeLoss" : "rebalance", rebalanceReport);
       }
       if (results.size() > 1) {
         ObjectNode others = root.putObject("baselines");
@@ -309,6 +321,8 @@ final class BenchCommand implements Callable<Integer> {
       }
       if (rebalanceReport != null && split) {
         SplitDriver.print(out, rebalanceReport);
+      } else if (rebalanceReport != null && nodeLoss) {
+        NodeLossDriver.print(out, rebalanceReport);
       } else if (rebalanceReport != null) {
         ObjectNode r = rebalanceReport;
         out.println(r.has("plan")
@@ -319,7 +333,7 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     out.flush();
-    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || (!split && !rebalanceReport.has("plan")));
+    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || (!split && !nodeLoss && !rebalanceReport.has("plan")));
     return results.get(0).errorCount() == 0 && !rebalanceFailed ? Main.EXIT_OK : Main.EXIT_FAILURE;
   }
 
@@ -449,6 +463,121 @@ final class BenchCommand implements Callable<Integer> {
             .put("longestWritePauseMs", BenchReport.round(p.getReportLongestPauseMicros() / 1000.0));
       }
       return o;
+    }
+  }
+
+  /**
+   * Cuts a run into before / during / after the loss of a node: a third of the way in, the node
+   * holding the most replicas of the table stops for good; the absence grace is 1 s, so the
+   * balancer's leader fails its shards over at once (it left ZooKeeper) and then rebuilds its
+   * replicas on the other nodes. "During" lasts until every shard again has its replicas, all in
+   * sync; the report gives the failover time (until no shard is led by the lost node), the rebuild
+   * time, and the rebuilt keys and bytes per second (the lost replicas' shards, as their leaders
+   * count them).
+   */
+  private static final class NodeLossDriver {
+    private final EmbeddedCluster cluster;
+    private final Coordinator coordinator;
+    private final ShardwiseClient client;
+    private final String table;
+    private final Duration third;
+    private final Duration warmup;
+    private final AtomicReference<String> phase = new AtomicReference<>("before");
+    private final AtomicReference<Exception> failure = new AtomicReference<>();
+    private final ObjectNode facts = Output.object();
+
+    NodeLossDriver(EmbeddedCluster cluster, Coordinator coordinator, ShardwiseClient client, String table, Bench.Options options) {
+      this.cluster = cluster;
+      this.coordinator = coordinator;
+      this.client = client;
+      this.table = table;
+      this.third = options.duration().dividedBy(3);
+      this.warmup = options.warmup();
+    }
+
+    String phase() {
+      return phase.get();
+    }
+
+    void start() {
+      new RebalanceRecords(coordinator).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(1).build());
+      Thread t = new Thread(() -> {
+        try {
+          Thread.sleep(warmup.toMillis() + third.toMillis());
+          io.shardwise.client.TableDescription before = client.describeTable(table, true);
+          java.util.Map<String, Long> replicasPerNode = new java.util.TreeMap<>();
+          for (var s : before.shards()) {
+            replicasPerNode.merge(s.owner(), 1L, Long::sum);
+            s.followers().forEach(f -> replicasPerNode.merge(f, 1L, Long::sum));
+          }
+          String victim = replicasPerNode.entrySet().stream().max(java.util.Map.Entry.comparingByValue()).orElseThrow().getKey();
+          long keys = 0;
+          long bytes = 0;
+          int lost = 0;
+          for (var s : before.shards()) {
+            if (s.owner().equals(victim) || s.followers().contains(victim)) {
+              keys += s.keys();
+              bytes += s.bytes();
+              lost++;
+            }
+          }
+          long stopped = System.nanoTime();
+          cluster.stopNode(victim);
+          phase.set("during");
+          double failoverSeconds = -1;
+          int factor = before.replicas();
+          while (true) {
+            io.shardwise.core.map.Table now = coordinator.readMapSynced().map().table(table).orElseThrow();
+            double elapsed = (System.nanoTime() - stopped) / 1e9;
+            if (failoverSeconds < 0 && now.shards().stream().noneMatch(s -> s.owner().value().equals(victim))) {
+              failoverSeconds = elapsed;
+            }
+            boolean whole = now.shards().stream().allMatch(s -> s.replicas().size() == factor && !s.isReplica(io.shardwise.core.map.NodeId.of(victim))
+                && s.inSync().size() == factor - 1);
+            if (whole) {
+              facts.put("lostNode", victim).put("lostReplicas", lost).put("rebuiltKeys", keys).put("rebuiltBytes", bytes)
+                  .put("failoverSeconds", BenchReport.round(failoverSeconds)).put("rebuildSeconds", BenchReport.round(elapsed))
+                  .put("keysPerSecond", BenchReport.round(keys / elapsed)).put("mbPerSecond", BenchReport.round(bytes / 1e6 / elapsed));
+              break;
+            }
+            if (elapsed > 600) {
+              throw new IllegalStateException("the lost node's replicas were not rebuilt within 10 minutes");
+            }
+            Thread.sleep(100);
+          }
+          phase.set("after");
+          Thread.sleep(third.toMillis());
+        } catch (Exception e) {
+          failure.set(e);
+        } finally {
+          phase.set(null);
+        }
+      }, "bench-node-loss");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    ObjectNode report(Bench.Result result) {
+      ObjectNode o = facts.deepCopy();
+      if (failure.get() != null) {
+        o.put("error", failure.get().toString());
+      }
+      for (Bench.Phase ph : result.phases()) {
+        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
+            .put("p99", ph.all().p99()).put("p50", ph.all().p50());
+      }
+      return o;
+    }
+
+    static void print(PrintWriter out, ObjectNode r) {
+      if (!r.has("lostNode")) {
+        out.println("node loss: " + r);
+        return;
+      }
+      out.printf(Locale.ROOT, "node loss: %s stopped holding %d replicas; failover %.2f s; replicas rebuilt in %.2f s: %,d keys, %.2f MB"
+          + " = %,.0f keys/s, %.2f MB/s%n", r.get("lostNode").asText(), r.get("lostReplicas").asInt(), r.get("failoverSeconds").asDouble(),
+          r.get("rebuildSeconds").asDouble(), r.get("rebuiltKeys").asLong(), r.get("rebuiltBytes").asLong() / 1e6,
+          r.get("keysPerSecond").asDouble(), r.get("mbPerSecond").asDouble());
     }
   }
 

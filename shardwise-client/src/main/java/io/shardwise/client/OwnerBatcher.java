@@ -49,6 +49,7 @@ final class OwnerBatcher {
   private final DataServiceGrpc.DataServiceFutureStub stub;
   private final DataServiceGrpc.DataServiceBlockingStub alone;
   private final String table;
+  private final int maxStalenessMillis; // gets: 0 at the leader; above 0 any replica fresh enough may answer
   private final ArrayDeque<Pending> queue = new ArrayDeque<>();
   private int inFlight;
 
@@ -60,7 +61,8 @@ final class OwnerBatcher {
 
   private final java.util.concurrent.Executor resendExecutor;
 
-  OwnerBatcher(ManagedChannel channel, String table, java.util.concurrent.Executor resendExecutor) {
+  OwnerBatcher(ManagedChannel channel, String table, int maxStalenessMillis, java.util.concurrent.Executor resendExecutor) {
+    this.maxStalenessMillis = maxStalenessMillis;
     this.resendExecutor = resendExecutor;
     this.stub = DataServiceGrpc.newFutureStub(channel);
     this.alone = DataServiceGrpc.newBlockingStub(channel);
@@ -145,7 +147,8 @@ final class OwnerBatcher {
       return blocking.put(io.shardwise.proto.v1.PutRequest.newBuilder().setHeader(p.header()).setTable(table).setKey(p.key())
           .setValue(p.value()).build()).getVersion();
     }
-    return blocking.get(io.shardwise.proto.v1.GetRequest.newBuilder().setHeader(p.header()).setTable(table).setKey(p.key()).build());
+    return blocking.get(io.shardwise.proto.v1.GetRequest.newBuilder().setHeader(p.header()).setTable(table).setKey(p.key())
+        .setMaxStalenessMillis(maxStalenessMillis).build());
   }
 
   /** Sends queued requests while fewer than MAX_IN_FLIGHT batches are out. */
@@ -203,7 +206,7 @@ final class OwnerBatcher {
       batch.forEach(p -> b.addEntries(KeyValue.newBuilder().setKey(p.key()).setValue(p.value())).addRequestIds(p.header().getRequestId()));
       call = stub.withDeadlineAfter(30, TimeUnit.SECONDS).batchPut(b.build());
     } else {
-      BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table);
+      BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(header).setTable(table).setMaxStalenessMillis(maxStalenessMillis);
       batch.forEach(p -> b.addKeys(p.key()));
       call = stub.withDeadlineAfter(30, TimeUnit.SECONDS).batchGet(b.build());
     }

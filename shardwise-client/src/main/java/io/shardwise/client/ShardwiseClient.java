@@ -376,8 +376,10 @@ public final class ShardwiseClient implements AutoCloseable {
 
   private Optional<Versioned> getFromCluster(String table, Key key) {
     GetResponse r = followerStalenessMillis > 0
-        ? withRetries(table, key, replicaTarget(table, key), false, (target, stub, header) -> stub.get(GetRequest.newBuilder()
-            .setHeader(header).setTable(table).setKey(Protos.key(key)).setMaxStalenessMillis(followerStalenessMillis).build()))
+        ? withRetries(table, key, replicaTarget(table, key), false, (target, stub, header) -> routing == Routing.CLIENT
+            ? followerBatcher(target, table).get(header, Protos.key(key))
+            : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key))
+                .setMaxStalenessMillis(followerStalenessMillis).build()))
         : call(table, key, (target, stub, header) -> routing == Routing.CLIENT
             ? batcher(target, table).get(header, Protos.key(key))
             : stub.get(GetRequest.newBuilder().setHeader(header).setTable(table).setKey(Protos.key(key)).build()));
@@ -779,7 +781,13 @@ public final class ShardwiseClient implements AutoCloseable {
   });
 
   private OwnerBatcher batcher(String target, String table) {
-    return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table, asyncRetries));
+    return batchers.computeIfAbsent(target + "\u0000" + table, k -> new OwnerBatcher(channel(target), table, 0, asyncRetries));
+  }
+
+  /** The batcher of follower reads (at this client's max staleness) to {@code target}. */
+  private OwnerBatcher followerBatcher(String target, String table) {
+    return batchers.computeIfAbsent(target + "\u0000" + table + "\u0000follower",
+        k -> new OwnerBatcher(channel(target), table, followerStalenessMillis, asyncRetries));
   }
 
   private <R> R call(String table, Key key, Call<R> call) {

@@ -58,4 +58,16 @@ class ReplicaPlacementTest {
     assertThatThrownBy(() -> new ReplicaPlacement(nodes(2), Map.of()).followers(NodeId.of("n1"), 2))
         .hasMessage("2 followers need 3 nodes; there are 2");
   }
+
+  @Test
+  void moreReplicasAvoidTheShardsNodesFullNodesAndTheirZonesAndStopWhenNodesRunOut() {
+    List<NodeId> nodes = nodes(5);
+    Map<NodeId, String> zones = Map.of(nodes.get(0), "a", nodes.get(1), "b", nodes.get(2), "a", nodes.get(3), "c", nodes.get(4), "c");
+    ReplicaPlacement placement = new ReplicaPlacement(nodes, zones);
+    // A shard on n1 (a) and on n6, a node gone from the placement's list: one more goes to zone b or c, not a; n2 (b) is full.
+    List<NodeId> one = placement.more(List.of(nodes.get(0), NodeId.of("n6")), 1, java.util.Set.of(nodes.get(1)));
+    assertThat(one).hasSize(1).allMatch(n -> zones.get(n).equals("c"));
+    // Four more wanted, three nodes left that are neither replicas nor full: three come back.
+    assertThat(placement.more(List.of(nodes.get(0)), 4, java.util.Set.of(nodes.get(1)))).hasSize(3).doesNotContain(nodes.get(0), nodes.get(1));
+  }
 }

@@ -333,6 +333,11 @@ public final class ShardwiseNode implements AutoCloseable {
             .baseUnit("keys").description("keys read from the shard on this node since it started").tags(tags).register(metrics);
         io.micrometer.core.instrument.FunctionCounter.builder("shardwise.shard.writes", traffic, x -> x.counts(ref).writes())
             .baseUnit("keys").description("keys written to the shard on this node since it started").tags(tags).register(metrics);
+        if (t.replication().replicated()) {
+          io.micrometer.core.instrument.Gauge.builder("shardwise.replication.lag", replicator, r -> r.lagEntries(ref))
+              .baseUnit("entries").description("entries of the shard's log its furthest-behind follower lacks (0 unless this node leads it)")
+              .tags(tags).register(metrics);
+        }
       }
     }
   }

@@ -778,6 +778,19 @@ final class Replica {
     }
   }
 
+  /** Leading: how many entries the furthest-behind follower lacks of this log (0 when not leading or without followers). */
+  synchronized long lagEntries() {
+    if (role != Role.LEADER || progress.isEmpty()) {
+      return 0;
+    }
+    long last = storage.state(ref).lastOffset();
+    long lag = 0;
+    for (Progress p : progress.values()) {
+      lag = Math.max(lag, last - p.match);
+    }
+    return lag;
+  }
+
   synchronized long shardEpoch() {
     return shardEpoch;
   }

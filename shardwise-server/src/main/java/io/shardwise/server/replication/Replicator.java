@@ -136,6 +136,12 @@ public final class Replicator {
     return Optional.ofNullable(replicas.get(shard));
   }
 
+  /** Entries the furthest-behind follower of {@code shard} lacks, if this node leads it; 0 otherwise. */
+  public long lagEntries(ShardRef shard) {
+    Replica r = replicas.get(shard);
+    return r == null ? 0 : r.lagEntries();
+  }
+
   /** Every replica on this node. */
   public Map<ShardRef, Replica> replicas() {
     return Map.copyOf(replicas);

@@ -167,7 +167,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       Key key = key(request.getKey());
       RequestHeader h = request.getHeader();
       if (request.getMaxStalenessMillis() > 0 && !ctx.isRouter()) {
-        Optional<GetResponse> answered = getAsFollower(request, key);
+        Optional<GetResponse> answered = getAsFollower(h, request.getTable(), key, request.getMaxStalenessMillis());
         if (answered.isPresent()) {
           return answered.get();
         }
@@ -180,10 +180,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   /** A bounded-staleness read answered here, if this node follows the key's shard and its replica is fresh enough. */
-  private Optional<GetResponse> getAsFollower(GetRequest request, Key key) {
+  private Optional<GetResponse> getAsFollower(RequestHeader h, String tableName, Key key, long maxStalenessMillis) {
     ShardMap map = ctx.map().current();
-    Table table = map.table(request.getTable()).orElse(null);
-    if (table == null || !table.replication().replicated() || request.getHeader().getMapEpoch() > map.epoch()) {
+    Table table = map.table(tableName).orElse(null);
+    if (table == null || !table.replication().replicated() || h.getMapEpoch() > map.epoch()) {
       return Optional.empty();
     }
     ShardAssignment a = table.shardFor(key.partitionKey());
@@ -191,7 +191,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       return Optional.empty();
     }
     ShardRef shard = ref(table, a);
-    Optional<Optional<Versioned>> read = ctx.shards().getAsFollower(shard, key.encode(), Duration.ofMillis(request.getMaxStalenessMillis()));
+    Optional<Optional<Versioned>> read = ctx.shards().getAsFollower(shard, key.encode(), Duration.ofMillis(maxStalenessMillis));
     if (read.isEmpty()) {
       followerReadsStale.increment();
       return Optional.empty();
@@ -309,31 +309,69 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += k.getPartitionKey().size() + k.getSortKey().size();
       }
       ctx.limits().checkBatch(keys.size(), bytes);
-      byte[][] partitionKeys = partitionKeys(keys);
       GetResponse[] results = new GetResponse[keys.size()];
-      int touched = batch(request.getHeader(), request.getTable(), partitionKeys, false,
-          (map, table, indexes) -> {
-            List<ShardRef> shards = new ArrayList<>(indexes.size());
-            for (int i : indexes) {
-              shards.add(ref(table, table.shardFor(partitionKeys[i])));
-            }
-            ctx.shards().readBarrier(shards); // a replicated table's shards: one barrier each, all at once
-            for (int j = 0; j < indexes.size(); j++) {
-              int i = indexes.get(j);
-              results[i] = result(ctx.shards().getAfterBarrier(shards.get(j), keys.get(i).encode()));
-              heat(shards.get(j), partitionKeys[i], false);
-            }
-          },
-          (stub, header, indexes) -> {
-            BatchGetRequest.Builder sub = BatchGetRequest.newBuilder().setHeader(header).setTable(request.getTable());
-            indexes.forEach(i -> sub.addKeys(request.getKeys(i)));
-            BatchGetResponse r = stub.batchGet(sub.build());
-            for (int j = 0; j < indexes.size(); j++) {
-              results[indexes.get(j)] = r.getResults(j);
-            }
-          });
+      BatchGetRequest rest = request;
+      List<Key> restKeys = keys;
+      List<Integer> restIndexes = null; // null: every key, in order
+      if (request.getMaxStalenessMillis() > 0 && !ctx.isRouter()) {
+        // The keys of shards this node follows, answered here while fresh enough; the rest by their leaders (forwarded).
+        restIndexes = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+          Optional<GetResponse> here = getAsFollower(request.getHeader(), request.getTable(), keys.get(i), request.getMaxStalenessMillis());
+          if (here.isPresent()) {
+            results[i] = here.get().toBuilder().clearHeader().build();
+          } else {
+            restIndexes.add(i);
+          }
+        }
+        if (restIndexes.isEmpty()) {
+          return BatchGetResponse.newBuilder().setHeader(header(ctx.map().current(), 1)).addAllResults(List.of(results)).build();
+        }
+        BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(request.getHeader().toBuilder().setForward(true))
+            .setTable(request.getTable());
+        restIndexes.forEach(i -> b.addKeys(request.getKeys(i)));
+        rest = b.build();
+        restKeys = new ArrayList<>(restIndexes.size());
+        for (int i : restIndexes) {
+          restKeys.add(keys.get(i));
+        }
+      }
+      GetResponse[] restResults = restIndexes == null ? results : new GetResponse[restKeys.size()];
+      int touched = batchGetAtLeaders(rest, restKeys, restResults);
+      if (restIndexes != null) {
+        for (int j = 0; j < restIndexes.size(); j++) {
+          results[restIndexes.get(j)] = restResults[j];
+        }
+      }
       return BatchGetResponse.newBuilder().setHeader(header(ctx.map().current(), touched)).addAllResults(List.of(results)).build();
     });
+  }
+
+  /** Reads {@code keys} (those of {@code request}) at their shards' leaders, here or forwarded, into {@code results}; returns the shards touched. */
+  private int batchGetAtLeaders(BatchGetRequest request, List<Key> keys, GetResponse[] results) {
+    byte[][] partitionKeys = partitionKeys(keys);
+    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, false,
+        (map, table, indexes) -> {
+          List<ShardRef> shards = new ArrayList<>(indexes.size());
+          for (int i : indexes) {
+            shards.add(ref(table, table.shardFor(partitionKeys[i])));
+          }
+          ctx.shards().readBarrier(shards); // a replicated table's shards: one barrier each, all at once
+          for (int j = 0; j < indexes.size(); j++) {
+            int i = indexes.get(j);
+            results[i] = result(ctx.shards().getAfterBarrier(shards.get(j), keys.get(i).encode()));
+            heat(shards.get(j), partitionKeys[i], false);
+          }
+        },
+        (stub, header, indexes) -> {
+          BatchGetRequest.Builder sub = BatchGetRequest.newBuilder().setHeader(header).setTable(request.getTable());
+          indexes.forEach(i -> sub.addKeys(request.getKeys(i)));
+          BatchGetResponse r = stub.batchGet(sub.build());
+          for (int j = 0; j < indexes.size(); j++) {
+            results[indexes.get(j)] = r.getResults(j);
+          }
+        });
+    return touched;
   }
 
   // ------------------------------------------------------------------ scans
@@ -776,6 +814,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       return;
     } catch (IllegalArgumentException e) {
       out.onError(Errors.invalid(e.getMessage()));
+      return;
+    } catch (io.shardwise.server.storage.StorageException e) {
+      // A node stopping while requests were in flight: nothing was done, so the client may retry elsewhere.
+      out.onError((e.storeClosed() ? Status.UNAVAILABLE : Status.INTERNAL).withDescription(e.getMessage()).withCause(e).asRuntimeException());
       return;
     } catch (RuntimeException e) {
       out.onError(Status.INTERNAL.withDescription(e.toString()).withCause(e).asRuntimeException());

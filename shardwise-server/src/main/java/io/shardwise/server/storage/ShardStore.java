@@ -1158,7 +1158,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     inUse.increment();
     if (closed) {
       inUse.decrement();
-      throw new StorageException("the shard store is closed", null);
+      throw StorageException.closedStore();
     }
   }
 
