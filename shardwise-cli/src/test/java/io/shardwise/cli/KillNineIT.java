@@ -47,7 +47,7 @@ class KillNineIT {
 
   private static final Duration SESSION = Duration.ofSeconds(4);
 
-  @TempDir Path dir;
+  @TempDir(cleanup = org.junit.jupiter.api.io.CleanupMode.ON_SUCCESS) Path dir; // a failed run's logs stay for a look
   private ServerProcesses processes;
   private String zk;
 

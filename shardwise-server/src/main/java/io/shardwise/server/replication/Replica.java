@@ -97,6 +97,8 @@ final class Replica {
     boolean needsSnapshot;
     boolean snapshotInFlight;
     long snapshotFailedNanos = Long.MIN_VALUE;
+    long refusedLoggedNanos = Long.MIN_VALUE / 2;
+    long sentNanos = Long.MIN_VALUE / 2; // when an append of this shard last went to it
     // It answered OK to an append that reached the end of this leader's log, so it holds no older
     // leader's entries this leader lacks (see dropOlderLeadersSuffix): only then may it join the in-sync set.
     boolean trimmed;
@@ -427,9 +429,15 @@ final class Replica {
     long prevEpoch = storage.epochOf(ref, prev);
     List<LogEntry> entries = p.next <= s.lastOffset()
         ? storage.read(ref, p.next, config.maxEntriesPerAppend(), config.maxBytesPerAppend()) : List.of();
-    if (entries.isEmpty() && !heartbeat && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
+    long now = nanos.getAsLong();
+    // A heartbeat is due per shard, not per follower node: while other shards keep the node's
+    // messages busy, an idle shard must still be heard from, or its follower looks silent and
+    // leaves the in-sync set (and then the shard refuses writes).
+    boolean due = heartbeat || now - p.sentNanos >= config.heartbeat().toNanos();
+    if (entries.isEmpty() && !due && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
       return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
     }
+    p.sentNanos = now;
     ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit, s.lastOffset(), ready.isDone());
     if (!p.awaitingSend.isEmpty()) {
       p.awaitingReply.put(a, p.awaitingSend); // its OK reply confirms this leader for them
@@ -629,6 +637,11 @@ final class Replica {
       case NEEDS_SNAPSHOT -> p.needsSnapshot = true;
       case STALE_EPOCH, NOT_REPLICA -> {
         // A newer leader exists (the map will say so), or the follower has not applied the map yet: nothing to do here.
+        if (now - p.refusedLoggedNanos > 5_000_000_000L) {
+          p.refusedLoggedNanos = now;
+          org.slf4j.LoggerFactory.getLogger(Replica.class).info("replication: shard {}: {} answers {} (knows leader epoch {}; this leader's is {})",
+              ref, follower, reply.outcome(), reply.knownEpoch(), leaderEpoch);
+        }
       }
       default -> throw new IllegalStateException("unknown outcome " + reply.outcome());
     }
@@ -947,6 +960,16 @@ final class Replica {
   public synchronized String toString() {
     LogState s = storage.state(ref);
     return ref + " " + role + " leader epoch " + leaderEpoch + " log (" + s.baseOffset() + ", " + s.lastOffset() + "] applied "
-        + s.appliedOffset() + (role == Role.LEADER ? " commit " + commit + " in sync " + inSync : " leader " + leader);
+        + s.appliedOffset() + (role == Role.LEADER ? " commit " + commit + " in sync " + inSync + " followers " + progressSummary()
+            : " leader " + leader);
+  }
+
+  private String progressSummary() {
+    long now = nanos.getAsLong();
+    StringBuilder b = new StringBuilder("{");
+    progress.forEach((f, p) -> b.append(b.length() > 1 ? ", " : "").append(f).append(": match ").append(p.match).append(" next ")
+        .append(p.next).append(p.needsSnapshot ? " needs snapshot" : "").append(p.trimmed ? "" : " not trimmed").append(" answered ")
+        .append((now - p.answeredNanos) / 1_000_000).append(" ms ago"));
+    return b.append("}").toString();
   }
 }

@@ -431,6 +431,7 @@ public final class Replicator {
 
   private void proposeInSync(Replica r, List<NodeId> inSync, long guard) {
     ShardRef ref = r.ref();
+    LOG.info("replication: shard {}: proposing in-sync followers {} ({})", ref, inSync, r);
     maps.update(map -> {
       Table t = map.tableById(ref.tableId()).orElse(null);
       ShardAssignment a = t == null ? null : t.shard(ref.shardNumber()).orElse(null);
