@@ -132,6 +132,7 @@ final class Replica {
   // (see Messages.AppendBatch: the time a reply of ours was sent, echoed with a commit we applied).
   private long freshNanos = Long.MIN_VALUE;
   private long installs; // snapshots installed (or being installed): a read that spans one is not answered
+  private boolean installing; // a snapshot is going in, outside this replica's lock: appends and reads wait
   // Leader only:
   private final Map<NodeId, Progress> progress = new HashMap<>();
   private List<NodeId> inSync = List.of();
@@ -822,7 +823,7 @@ final class Replica {
   <T> java.util.Optional<T> readAsFollower(long maxStalenessNanos, java.util.function.Supplier<T> read) {
     long before;
     synchronized (this) {
-      if (role != Role.FOLLOWER || freshNanos == Long.MIN_VALUE || nanos.getAsLong() - freshNanos > maxStalenessNanos) {
+      if (role != Role.FOLLOWER || installing || freshNanos == Long.MIN_VALUE || nanos.getAsLong() - freshNanos > maxStalenessNanos) {
         return java.util.Optional.empty();
       }
       before = installs;
@@ -842,6 +843,9 @@ final class Replica {
     ShardReply refused = follow(from, a.epoch(), after);
     if (refused != null) {
       return refused;
+    }
+    if (installing) {
+      return new ShardReply(ref, Outcome.NOT_REPLICA, 0, leaderEpoch); // a snapshot is going in: its log is not there yet
     }
     LogState s = storage.state(ref);
     long prevEpoch = storage.epochOf(ref, a.prevOffset());
@@ -918,17 +922,34 @@ final class Replica {
    * this replica has applied that far already (what it applied is committed, so the leader's too).
    * The file is moved in or left for the caller to delete.
    */
-  synchronized ShardReply onSnapshot(NodeId from, SnapshotOffer o, java.nio.file.Path file, List<Runnable> after) {
-    ShardReply refused = follow(from, o.epoch(), after);
-    if (refused != null) {
-      return refused;
-    }
-    if (o.offset() > storage.state(ref).appliedOffset()) {
+  ShardReply onSnapshot(NodeId from, SnapshotOffer o, java.nio.file.Path file, List<Runnable> after) {
+    synchronized (this) {
+      ShardReply refused = follow(from, o.epoch(), after);
+      if (refused != null) {
+        return refused;
+      }
+      if (installing) {
+        return new ShardReply(ref, Outcome.NOT_REPLICA, 0, leaderEpoch); // another install is under way: not now
+      }
+      if (o.offset() <= storage.state(ref).appliedOffset()) {
+        return new ShardReply(ref, Outcome.OK, o.offset(), leaderEpoch);
+      }
+      installing = true; // appends wait (refused) until it is in
       installs++;
       freshNanos = Long.MIN_VALUE; // fresh again at the next append whose commit it has applied
-      engine.installReplica(ref, file, o.offset(), o.offsetEpoch());
     }
-    return new ShardReply(ref, Outcome.OK, o.offset(), leaderEpoch);
+    // Not under this replica's lock: the install takes the store's trash lock, which a node applying
+    // a map holds while it updates this replica — the two would wait for each other.
+    try {
+      engine.installReplica(ref, file, o.offset(), o.offsetEpoch());
+    } finally {
+      synchronized (this) {
+        installing = false;
+      }
+    }
+    synchronized (this) {
+      return new ShardReply(ref, Outcome.OK, o.offset(), leaderEpoch);
+    }
   }
 
   /**
