@@ -25,22 +25,30 @@ import java.util.TreeSet;
 public final class ShardMap {
 
   /** The map before anything was created: epoch 0, no tables. */
-  public static final ShardMap EMPTY = new ShardMap(0, new TreeMap<>());
+  public static final ShardMap EMPTY = new ShardMap(0, new TreeMap<>(), new TreeMap<>());
 
   private final long epoch;
   private final SortedMap<String, Table> tables;
+  private final SortedMap<NodeId, String> stores;
 
-  private ShardMap(long epoch, SortedMap<String, Table> tables) {
+  private ShardMap(long epoch, SortedMap<String, Table> tables, SortedMap<NodeId, String> stores) {
     this.epoch = epoch;
     this.tables = Collections.unmodifiableSortedMap(tables);
+    this.stores = Collections.unmodifiableSortedMap(stores);
+  }
+
+  /** {@link #restore(long, List, java.util.Map)} with no stores recorded (a map as clients see it). */
+  public static ShardMap restore(long epoch, List<Table> tables) {
+    return restore(epoch, tables, java.util.Map.of());
   }
 
   /**
    * Rebuilds a stored map. Used by whatever reads the map back from storage.
    *
+   * @param stores the store each node's replicas are granted to ({@link #storeOf})
    * @throws IllegalArgumentException if a shard epoch is above the map epoch or a shard id repeats
    */
-  public static ShardMap restore(long epoch, List<Table> tables) {
+  public static ShardMap restore(long epoch, List<Table> tables, java.util.Map<NodeId, String> stores) {
     SortedMap<String, Table> byName = new TreeMap<>();
     for (Table t : tables) {
       if (byName.put(t.name(), t) != null) {
@@ -68,7 +76,7 @@ public final class ShardMap {
         }
       }
     }
-    return new ShardMap(epoch, byName);
+    return new ShardMap(epoch, byName, new TreeMap<>(stores));
   }
 
   /** Builds a table for {@link #restore}, its next shard number one above its highest. */
@@ -97,6 +105,23 @@ public final class ShardMap {
 
   public long epoch() {
     return epoch;
+  }
+
+  /**
+   * The store (a node's data directory, by its id) that {@code node}'s replicas in this map are
+   * granted to: their in-sync memberships and leaderships vouch for that data, not for whatever
+   * directory a process with the node's id has. A node starting on another store takes itself out
+   * of them first ({@link ShardMapDelta.GrantStore}); a follower joins an in-sync set only with a
+   * leader's word that it answered from this store ({@link ShardMapDelta.ChangeInSync#stores}).
+   * Empty if none is recorded (nodes of a build before store ids).
+   */
+  public Optional<String> storeOf(NodeId node) {
+    return Optional.ofNullable(stores.get(node));
+  }
+
+  /** Every recorded store, by node. */
+  public SortedMap<NodeId, String> stores() {
+    return stores;
   }
 
   /** Tables by name, in name order. */
@@ -184,8 +209,11 @@ public final class ShardMap {
     }
     long next = epoch + 1;
     SortedMap<String, Table> out = new TreeMap<>(tables);
+    SortedMap<NodeId, String> grants = new TreeMap<>(stores);
     for (ShardMapDelta.Change change : delta.changes()) {
-      if (change instanceof ShardMapDelta.CreateTable) {
+      if (change instanceof ShardMapDelta.GrantStore g) {
+        grants.put(g.node(), g.store());
+      } else if (change instanceof ShardMapDelta.CreateTable) {
         ShardMapDelta.CreateTable c = (ShardMapDelta.CreateTable) change;
         if (out.containsKey(c.name())) {
           throw new IllegalArgumentException("table " + c.name() + " already exists");
@@ -322,6 +350,13 @@ public final class ShardMap {
         if (ordered.size() != isr.inSync().size()) {
           throw new IllegalArgumentException("shard " + s.id() + ": in-sync " + isr.inSync() + " are not all followers " + s.followers());
         }
+        for (NodeId f : ordered) {
+          String granted = grants.get(f);
+          if (!s.inSync().contains(f) && granted != null && !granted.equals(isr.stores().get(f))) {
+            throw new IllegalArgumentException("shard " + s.id() + ": " + f + " joins the in-sync set on the word of store "
+                + isr.stores().get(f) + ", but its replicas are granted to store " + granted + " (its data directory was replaced)");
+          }
+        }
         out.put(t.name(), t.withShard(position, s.withFollowers(s.followers(), ordered, next)));
       } else if (change instanceof ShardMapDelta.ChangeLeader lead) {
         Table t = existing(out, lead.shard());
@@ -362,7 +397,7 @@ public final class ShardMap {
         out.put(t.name(), t.withShard(position, current.movedTo(m.to(), next)));
       }
     }
-    return new ShardMap(next, out);
+    return new ShardMap(next, out, grants);
   }
 
   /** {@code t} with {@code node} on its ring: each range its points cut becomes new shards of the same owner. */

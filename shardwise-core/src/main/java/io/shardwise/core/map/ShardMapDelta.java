@@ -16,7 +16,7 @@ public final class ShardMapDelta {
 
   /** One change. */
   public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing,
-      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader {}
+      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader, GrantStore {}
 
   /**
    * A new table whose shard at position i is led by {@code owners.get(i)}, with the followers
@@ -64,11 +64,30 @@ public final class ShardMapDelta {
    * a deposed leader can never shrink the set its successor relies on. Shrinks when a follower falls
    * behind, grows when one has caught up.
    */
-  public record ChangeInSync(ShardId shard, NodeId leader, long shardEpoch, List<NodeId> inSync) implements Change {
+  public record ChangeInSync(ShardId shard, NodeId leader, long shardEpoch, List<NodeId> inSync, java.util.Map<NodeId, String> stores)
+      implements Change {
+    /**
+     * @param stores for each follower it adds, the store it answered from: refused unless that is
+     *     the store the map grants the follower's replicas to ({@link ShardMap#storeOf}), so a
+     *     leader's knowledge of a node's old data directory can never vouch for its new one
+     */
     public ChangeInSync {
       inSync = List.copyOf(inSync);
+      stores = java.util.Map.copyOf(stores);
+    }
+
+    /** A change that adds no follower (or one of a node with no store recorded). */
+    public ChangeInSync(ShardId shard, NodeId leader, long shardEpoch, List<NodeId> inSync) {
+      this(shard, leader, shardEpoch, inSync, java.util.Map.of());
     }
   }
+
+  /**
+   * Grants {@code node}'s replicas to {@code store} from now on: what a node starting on a data
+   * directory the map does not know records, in the same change that takes it out of every
+   * in-sync set and leadership (it holds none of their data).
+   */
+  public record GrantStore(NodeId node, String store) implements Change {}
 
   /**
    * Makes the in-sync follower {@code to} the shard's leader in place of {@code from}, which stays a

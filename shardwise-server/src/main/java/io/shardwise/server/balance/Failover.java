@@ -72,6 +72,46 @@ public final class Failover {
     return changes == 0 ? Optional.empty() : Optional.of(delta.build());
   }
 
+  /**
+   * What {@link #forget} decides: the change to store, and the shards it cannot fix — {@code node}
+   * leads them and none of their followers is in sync, so {@code node}'s lost data was their only
+   * copy with every acknowledged write.
+   */
+  public record Forgetting(Optional<ShardMapDelta> delta, List<io.shardwise.core.map.ShardId> stranded) {}
+
+  /**
+   * The change that stops the map counting on {@code node}'s replicas, for a node whose store is
+   * not the one they were granted to (its data directory was wiped or replaced: Kafka's KIP-966
+   * problem, where a broker that lost its disk comes back under its old id and is still in the
+   * in-sync sets). Every in-sync set loses {@code node}; every shard it leads gets an in-sync
+   * follower as leader (a live one if any, else one that is down: the shard then waits for that
+   * node, as it would for an unclean election's refusal), and {@code node} stays a follower, out of
+   * sync, to be rebuilt from its new leader. Shards it leads with no in-sync follower are {@link
+   * Forgetting#stranded}.
+   */
+  public static Forgetting forget(ShardMap map, NodeId node, java.util.Set<NodeId> live) {
+    ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+    int changes = 0;
+    List<io.shardwise.core.map.ShardId> stranded = new java.util.ArrayList<>();
+    for (Table t : map.tables().values()) {
+      for (ShardAssignment s : t.shards()) {
+        if (s.owner().equals(node) && !s.followers().isEmpty()) {
+          Optional<NodeId> next = s.inSync().stream().filter(live::contains).findFirst().or(() -> s.inSync().stream().findFirst());
+          if (next.isEmpty()) {
+            stranded.add(s.id());
+          } else {
+            delta.add(new ShardMapDelta.ChangeLeader(s.id(), node, next.get(), false));
+            changes++;
+          }
+        } else if (s.inSync().contains(node)) {
+          delta.add(new ShardMapDelta.ChangeInSync(s.id(), s.owner(), s.epoch(), s.inSync().stream().filter(n -> !n.equals(node)).toList()));
+          changes++;
+        }
+      }
+    }
+    return new Forgetting(changes == 0 ? Optional.empty() : Optional.of(delta.build()), List.copyOf(stranded));
+  }
+
   /** Runs the failover against the stored map and the live nodes now; returns how many shards changed. */
   int run() {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();

@@ -294,7 +294,9 @@ final class MapChunks {
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));
     }
-    ShardMap map = ShardMap.restore(root.getEpoch(), tables);
+    Map<io.shardwise.core.map.NodeId, String> stores = new HashMap<>();
+    root.getNodeStoresMap().forEach((node, store) -> stores.put(io.shardwise.core.map.NodeId.of(node), store));
+    ShardMap map = ShardMap.restore(root.getEpoch(), tables, stores);
     if (lastMap == null || map.epoch() >= lastMap.epoch()) {
       lastRoot = root;
       lastMap = map;
@@ -343,6 +345,7 @@ final class MapChunks {
     Map<String, TableRootProto> refs = new HashMap<>();
     root.getTablesList().forEach(r -> refs.put(r.getName(), r));
     MapRootProto.Builder out = MapRootProto.newBuilder().setFormat(FORMAT).setEpoch(next.epoch());
+    next.stores().forEach((node, store) -> out.putNodeStores(node.value(), store));
     for (Table table : next.tables().values()) {
       TableRootProto ref = refs.get(table.name());
       Table before = current.tables().get(table.name());

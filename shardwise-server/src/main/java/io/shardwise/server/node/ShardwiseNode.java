@@ -149,6 +149,7 @@ public final class ShardwiseNode implements AutoCloseable {
     LOG.info("node starting: {}", config);
     clusterId = ClusterIdentity.establish(coordinator, config.zk(), config.dataDir(), id, !store.isEmpty()
         || !store.trash().entries().isEmpty(), config.adoptCluster());
+    StoreTrust.establish(coordinator, id, store.identity()); // before anything serves, or the map counts on data it lost
     migrateLayout();
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks(), heat);

@@ -135,7 +135,8 @@ public final class GrpcReplication {
         AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends, request.getEchoToken(),
             request.getEchoNanos()));
         AppendResponse.Builder b = AppendResponse.newBuilder().setFollower(reply.follower().value()).setMapEpoch(reply.mapEpoch())
-            .addAllShards(unknown).setToken(reply.token()).setSentNanos(reply.sentNanos());
+            .addAllShards(unknown).setToken(reply.token()).setSentNanos(reply.sentNanos())
+            .setStore(reply.store());
         for (ShardReply r : reply.shards()) {
           b.addShards(ShardAppendResult.newBuilder().setTableId(r.shard().tableId()).setNumber(r.shard().shardNumber())
               .setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch()));
@@ -211,7 +212,7 @@ public final class GrpcReplication {
           }
         }
         done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies, response.getToken(),
-            response.getSentNanos()), null);
+            response.getSentNanos(), response.getStore()), null);
       }
 
       @Override

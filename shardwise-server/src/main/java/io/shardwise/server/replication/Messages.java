@@ -95,9 +95,11 @@ final class Messages {
   /**
    * A follower node's answer to an {@link AppendBatch}, with the map epoch it had applied when it
    * answered, and when it answered on its own clock ({@code sentNanos}) in this process ({@code
-   * token}: a random number per process, since a restarted node's clock starts over).
+   * token}: a random number per process, since a restarted node's clock starts over), and the id
+   * of its store ({@code store}: another one than before means its data directory was replaced,
+   * and nothing it said before about its log holds).
    */
-  record AppendReply(NodeId follower, long mapEpoch, List<ShardReply> shards, long token, long sentNanos) {
+  record AppendReply(NodeId follower, long mapEpoch, List<ShardReply> shards, long token, long sentNanos, String store) {
     AppendReply {
       shards = List.copyOf(shards);
     }

@@ -102,6 +102,10 @@ final class Replica {
     // It answered OK to an append that reached the end of this leader's log, so it holds no older
     // leader's entries this leader lacks (see dropOlderLeadersSuffix): only then may it join the in-sync set.
     boolean trimmed;
+    // It answered from another store than before (its data directory was replaced): it leaves the
+    // in-sync set at the next look, whatever it answers meanwhile, until the map no longer has it there.
+    boolean replaced;
+    String store; // the store it answered from last (ShardEngine#storeId): what its match is about
     // Reads that need this follower to confirm the leader with an append sent after they arrived:
     // first waiting for the next send, then for the reply to it.
     List<ReadWaiter> awaitingSend = new ArrayList<>();
@@ -148,6 +152,7 @@ final class Replica {
   // both the current and the proposed set, so a follower the map may already name in sync is never
   // left out of a commit (Kafka's "maximal ISR", KIP-497).
   private List<NodeId> proposed;
+  private Map<NodeId, String> proposedStores = Map.of();
   private long proposedAt;
   private boolean proposalFailed;
 
@@ -215,6 +220,7 @@ final class Replica {
         Progress p = progress.get(f);
         if (p != null && !a.inSync().contains(f)) {
           p.leftNanos = now; // out (by this leader, or by the controller because its node left ZooKeeper)
+          p.replaced = false;
         }
       }
       inSync = a.inSync();
@@ -474,10 +480,10 @@ final class Replica {
       return;
     }
     p.needsSnapshot = false;
-    p.answeredNanos = nanos.getAsLong();
-    p.match = Math.max(p.match, reply.matched());
-    p.next = p.match + 1;
-    advanceCommit(after);
+    // Its log now ends at the snapshot. Only an append's answer, which names the store it comes
+    // from, raises its match: the next one, from here, confirms it.
+    p.next = Math.max(reply.matched(), storage.state(ref).baseOffset()) + 1;
+    after.add(changed);
     after.add(changed); // the entries after the snapshot, next
   }
 
@@ -549,6 +555,23 @@ final class Replica {
     });
   }
 
+  /**
+   * Forgets what {@code p}'s follower said of its log: it answers from another store than before
+   * (its data directory was replaced), or the map refused it into the in-sync set for the store
+   * it answered from. Its match starts over, it needs a fresh answer and the end of this log before
+   * it joins again, and if it is in the in-sync set it leaves it at the next look. Its node took
+   * itself out of every in-sync set before serving ({@code StoreTrust}); this covers what this
+   * leader learnt from the old directory.
+   */
+  private void forgetProgress(NodeId follower, Progress p) {
+    p.match = 0;
+    p.next = storage.state(ref).lastOffset() + 1;
+    p.trimmed = false;
+    p.needsSnapshot = false;
+    p.leftNanos = nanos.getAsLong();
+    p.replaced = inSync.contains(follower);
+  }
+
   /** The transport could not deliver {@code sent} or bring its reply: the reads it carried wait for the next send. */
   synchronized void onSendFailed(NodeId follower, ShardAppend sent) {
     Progress p = progress.get(follower);
@@ -609,11 +632,15 @@ final class Replica {
   }
 
   /** A follower's reply to {@code sent}. Futures to complete go to {@code after}. */
-  synchronized void onReply(NodeId follower, ShardAppend sent, ShardReply reply, List<Runnable> after) {
+  synchronized void onReply(NodeId follower, ShardAppend sent, ShardReply reply, String store, List<Runnable> after) {
     Progress p = progress.get(follower);
     if (role != Role.LEADER || sent.epoch() != leaderEpoch || p == null) {
       return; // an answer to a leader this node no longer is
     }
+    if (p.store != null && !p.store.equals(store)) {
+      forgetProgress(follower, p);
+    }
+    p.store = store;
     long now = nanos.getAsLong();
     settleReads(follower, p, sent, reply.outcome() == Outcome.OK, after);
     switch (reply.outcome()) {
@@ -733,7 +760,8 @@ final class Replica {
   }
 
   /** An in-sync set to ask the map for, guarded by the shard epoch it was computed at. */
-  record InSyncProposal(List<NodeId> inSync, long shardEpoch) {}
+  /** A change of the in-sync set to ask the map for; {@code stores}: the store each follower it adds answered from. */
+  record InSyncProposal(List<NodeId> inSync, long shardEpoch, Map<NodeId, String> stores) {}
 
   /**
    * The change of the in-sync set the leader should ask the map for now, if any: followers caught
@@ -751,7 +779,7 @@ final class Replica {
         return null;
       }
       proposalFailed = false;
-      return new InSyncProposal(proposed, proposedAt);
+      return new InSyncProposal(proposed, proposedAt, proposedStores); // the very same change, vouching for the same stores
     }
     long now = nanos.getAsLong();
     long lastOffset = storage.state(ref).lastOffset();
@@ -761,7 +789,7 @@ final class Replica {
       NodeId f = e.getKey();
       Progress p = e.getValue();
       boolean in = inSync.contains(f);
-      boolean lagging = (p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos())
+      boolean lagging = p.replaced || (p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos())
           || now - p.answeredNanos > config.lagMax().toNanos(); // silent: reads would wait for it forever
       // Back in only if it answers (a silent follower's old match would otherwise let it flap in and out).
       boolean caughtUp = p.match >= commit && p.match >= readyAt && p.trimmed && !p.needsSnapshot
@@ -778,7 +806,35 @@ final class Replica {
     }
     proposed = next;
     proposedAt = shardEpoch;
-    return new InSyncProposal(next, shardEpoch);
+    proposedStores = storesOf(next);
+    return new InSyncProposal(next, shardEpoch, proposedStores);
+  }
+
+  /** The store each follower of {@code followers} not in the in-sync set answered from. */
+  private Map<NodeId, String> storesOf(List<NodeId> followers) {
+    Map<NodeId, String> out = new HashMap<>();
+    for (NodeId f : followers) {
+      Progress p = progress.get(f);
+      if (!inSync.contains(f) && p != null && p.store != null) {
+        out.put(f, p.store);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The map refused a proposal: {@code followers} would have joined on the word of a store it does
+   * not grant their replicas to. The proposal is dropped, and what they said is forgotten.
+   */
+  synchronized void proposalRefused(List<NodeId> followers) {
+    proposed = null;
+    proposalFailed = false;
+    for (NodeId f : followers) {
+      Progress p = progress.get(f);
+      if (p != null) {
+        forgetProgress(f, p);
+      }
+    }
   }
 
   /**

@@ -79,6 +79,7 @@ public final class Replicator {
     boolean snapshotting; // one snapshot at a time to a node
     long echoToken; // the last reply's token and send time, echoed in the next message (see AppendBatch)
     long echoNanos;
+    String store; // the follower's store id in its last reply
     long lastSentNanos;
     long failedAtNanos;
 
@@ -309,15 +310,22 @@ public final class Replicator {
     transport.send(s.to, new AppendBatch(self, shards, echoToken, echoNanos), (reply, failure) -> {
       List<Runnable> after = new ArrayList<>();
       if (reply != null) {
+        String before;
         synchronized (s) { // before the next message is built: its commits are read after this reply arrived
           s.echoToken = reply.token();
           s.echoNanos = reply.sentNanos();
+          before = s.store;
+          s.store = reply.store();
+        }
+        if (before != null && !before.equals(reply.store())) {
+          LOG.warn("replication: {} answers from store {}, not {} as before: its data directory was replaced; what it said before"
+              + " is forgotten, and it is rebuilt", s.to, reply.store(), before);
         }
         for (ShardReply r : reply.shards()) {
           Replica replica = replicas.get(r.shard());
           ShardAppend a = sent.remove(r.shard());
           if (replica != null && a != null) {
-            replica.onReply(s.to, a, r, after);
+            replica.onReply(s.to, a, r, reply.store(), after);
           }
         }
       }
@@ -423,23 +431,42 @@ public final class Replicator {
     for (Replica r : replicas.values()) {
       Replica.InSyncProposal p = r.inSyncChange();
       if (p != null) {
-        proposeInSync(r, p.inSync(), p.shardEpoch());
+        proposeInSync(r, p);
       }
       r.trimLog();
     }
   }
 
-  private void proposeInSync(Replica r, List<NodeId> inSync, long guard) {
+  private void proposeInSync(Replica r, Replica.InSyncProposal proposal) {
     ShardRef ref = r.ref();
+    List<NodeId> inSync = proposal.inSync();
+    long guard = proposal.shardEpoch();
     LOG.info("replication: shard {}: proposing in-sync followers {} ({})", ref, inSync, r);
+    List<NodeId> refused = new java.util.concurrent.CopyOnWriteArrayList<>();
     maps.update(map -> {
+      refused.clear();
       Table t = map.tableById(ref.tableId()).orElse(null);
       ShardAssignment a = t == null ? null : t.shard(ref.shardNumber()).orElse(null);
       if (a == null || !a.owner().equals(self) || a.epoch() != guard) {
         return Optional.empty(); // the shard changed since we looked: look again at the next tick
       }
-      return Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.ChangeInSync(a.id(), self, guard, inSync)).build());
+      for (NodeId f : inSync) {
+        Optional<String> granted = map.storeOf(f);
+        if (!a.inSync().contains(f) && granted.isPresent() && !granted.get().equals(proposal.stores().get(f))) {
+          refused.add(f); // it answered from a store its replicas are not granted to: a replaced data directory
+        }
+      }
+      if (!refused.isEmpty()) {
+        return Optional.empty();
+      }
+      return Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.ChangeInSync(a.id(), self, guard, inSync, proposal.stores())).build());
     }, (stored, failure) -> {
+      if (failure == null && !refused.isEmpty()) {
+        LOG.warn("replication: shard {}: {} did not join the in-sync set: they answered from stores their replicas are not granted to"
+            + " (replaced data directories); they are rebuilt", ref, refused);
+        r.proposalRefused(List.copyOf(refused));
+        return;
+      }
       r.proposalDone(failure != null);
       if (failure != null) {
         LOG.info("replication: shard {}: the in-sync change to {} was not stored: {}", ref, inSync, failure.toString());
@@ -459,7 +486,7 @@ public final class Replicator {
       replies.add(r == null ? new ShardReply(a.shard(), Outcome.NOT_REPLICA, 0, 0) : r.onAppend(batch.leader(), a, echo, after));
     }
     after.forEach(Runnable::run);
-    return new AppendReply(self, mapEpoch, replies, token, nanos.getAsLong());
+    return new AppendReply(self, mapEpoch, replies, token, nanos.getAsLong(), engine.storeId());
   }
 
   /**

@@ -12,6 +12,13 @@ import java.util.List;
  */
 public interface ShardEngine {
 
+  /**
+   * Which store this is: made once, when the store was first opened, and kept with its data. A
+   * wiped or replaced data directory has another id; followers send it with every reply, so a
+   * leader notices a follower whose data is not the data it counted on.
+   */
+  String storeId();
+
   /** What an export wrote: stored entries (tombstones included), live keys, and bytes. */
   record ExportStats(long entries, long liveKeys, long bytes) {}
 

@@ -100,6 +100,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private final ShardTraffic traffic = new ShardTraffic();
   private volatile boolean closed;
   private volatile int version;
+  private Identity identity;
 
   private ShardStore(Path directory, DBOptions dbOptions, ColumnFamilyOptions dataOptions, ColumnFamilyOptions trashOptions,
       WriteOptions writeOptions, RocksDB db, List<ColumnFamilyHandle> handles) {
@@ -160,6 +161,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY, trashOptions)), handles);
       ShardStore store = new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
       try {
+        boolean empty = store.isEmpty() && store.trash().entries().isEmpty();
+        store.identity = store.format.identity(empty);
         store.version = store.format.version(store.isEmpty());
       } catch (RuntimeException e) {
         store.close();
@@ -186,6 +189,26 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    */
   public int layoutVersion() {
     return version;
+  }
+
+  /**
+   * Which store this is (see {@link #storeId}), and how it came to have its id.
+   *
+   * @param madeNow the id was made when this process opened the store: the directory is new, or
+   *     was written by a build before store ids
+   * @param adopted made now for a store that already held data (a build before store ids wrote
+   *     it): the node's replicas in the map were granted to this very data
+   */
+  public record Identity(String id, boolean madeNow, boolean adopted) {}
+
+  /** This store's identity, read (or made) when it was opened. */
+  public Identity identity() {
+    return identity;
+  }
+
+  @Override
+  public String storeId() {
+    return identity.id();
   }
 
   /** What {@link #migrate} did: the version it found, and the shards and keys it rewrote. */

@@ -38,6 +38,7 @@ final class StoreFormat {
   static final int CURRENT = 2;
   static final byte[] COLUMN_FAMILY = "meta".getBytes(StandardCharsets.UTF_8);
   private static final byte[] VERSION_KEY = "format".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] STORE_ID_KEY = "store-id".getBytes(StandardCharsets.UTF_8);
   private static final int BATCH_KEYS = 10_000;
 
   private final RocksDB db;
@@ -69,6 +70,28 @@ final class StoreFormat {
       return 1;
     } catch (RocksDBException e) {
       throw new StorageException("reading the data directory's layout version failed: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The store's id ({@link ShardStore#storeId}), made and recorded the first time the store is
+   * opened by a build that knows store ids: random, so a directory that was wiped, or replaced by
+   * another disk, has another id than the one ZooKeeper remembers for the node.
+   *
+   * @param storeEmpty whether the store holds no data now (an id made for a store that does was
+   *     written by an older build: {@link ShardStore.Identity#adopted})
+   */
+  ShardStore.Identity identity(boolean storeEmpty) {
+    try {
+      byte[] v = db.get(meta, STORE_ID_KEY);
+      if (v != null) {
+        return new ShardStore.Identity(new String(v, StandardCharsets.UTF_8), false, false);
+      }
+      String id = java.util.UUID.randomUUID().toString();
+      db.put(meta, syncWrite, STORE_ID_KEY, id.getBytes(StandardCharsets.UTF_8));
+      return new ShardStore.Identity(id, true, !storeEmpty);
+    } catch (RocksDBException e) {
+      throw new StorageException("reading the data directory's store id failed: " + e.getMessage(), e);
     }
   }
 

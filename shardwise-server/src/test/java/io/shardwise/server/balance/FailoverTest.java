@@ -61,4 +61,45 @@ class FailoverTest {
     assertThat(Failover.plan(a, Set.of(N3)).map(d -> d.changes().stream().filter(c -> c instanceof ShardMapDelta.ChangeLeader).count())
         .orElse(0L)).isZero();
   }
+
+  @Test
+  void aNodeOnANewStoreLeavesEveryInSyncSetAndHandsItsLeadershipsToInSyncFollowersLiveOnesFirst() {
+    ShardMap m = map();
+    // n2 leads shard 1 (followers n3, n1) and is in sync for shard 0; n3 is down, so n1 takes shard 1.
+    Failover.Forgetting f = Failover.forget(m, N2, Set.of(N1));
+    assertThat(f.stranded()).isEmpty();
+    ShardMap after = m.apply(f.delta().orElseThrow());
+    assertThat(shard(after, 1).owner()).isEqualTo(N1);
+    assertThat(shard(after, 1).inSync()).containsExactly(N3).doesNotContain(N2);
+    assertThat(shard(after, 1).followers()).contains(N2);
+    assertThat(shard(after, 0).owner()).isEqualTo(N1);
+    assertThat(shard(after, 0).inSync()).containsExactly(N3);
+    assertThat(after.table("single").orElseThrow().shards().get(0).owner()).as("a table of one replica is not touched").isEqualTo(N1);
+    // With no live in-sync follower, one that is down takes it (the shard waits for it, never for an empty leader).
+    ShardMap none = m.apply(Failover.forget(m, N2, Set.of()).delta().orElseThrow());
+    assertThat(shard(none, 1).owner()).isEqualTo(N3);
+  }
+
+  @Test
+  void aNodeOnANewStoreThatWasAShardsOnlyInSyncReplicaIsStrandedAndNothingIsForgotten() {
+    ShardMap m = map();
+    ShardMap alone = m.apply(ShardMapDelta.on(m).add(new ShardMapDelta.ChangeInSync(shard(m, 1).id(), N2, shard(m, 1).epoch(), List.of()))
+        .build());
+    Failover.Forgetting f = Failover.forget(alone, N2, Set.of(N1, N3));
+    assertThat(f.stranded()).containsExactly(shard(alone, 1).id());
+  }
+
+  @Test
+  void aFollowerJoinsAnInSyncSetOnlyOnTheWordOfTheStoreItsReplicasAreGrantedTo() {
+    ShardMap m = map();
+    ShardMap granted = m.apply(ShardMapDelta.on(m).add(new ShardMapDelta.GrantStore(N3, "new")).build());
+    ShardMap out = granted.apply(ShardMapDelta.on(granted).add(new ShardMapDelta.ChangeInSync(shard(granted, 0).id(), N1,
+        shard(granted, 0).epoch(), List.of(N2))).build());
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> out.apply(ShardMapDelta.on(out).add(new ShardMapDelta.ChangeInSync(
+        shard(out, 0).id(), N1, shard(out, 0).epoch(), List.of(N2, N3), java.util.Map.of(N3, "old"))).build()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("granted to store new");
+    ShardMap back = out.apply(ShardMapDelta.on(out).add(new ShardMapDelta.ChangeInSync(shard(out, 0).id(), N1, shard(out, 0).epoch(),
+        List.of(N2, N3), java.util.Map.of(N3, "new"))).build());
+    assertThat(shard(back, 0).inSync()).containsExactly(N2, N3);
+  }
 }

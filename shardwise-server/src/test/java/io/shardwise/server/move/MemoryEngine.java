@@ -37,6 +37,12 @@ public final class MemoryEngine implements ShardEngine {
 
   private final TreeMap<byte[], byte[]> data = new TreeMap<>(Arrays::compareUnsigned);
   private final TreeMap<byte[], byte[]> trash = new TreeMap<>(Arrays::compareUnsigned);
+  private final String storeId = java.util.UUID.randomUUID().toString();
+
+  @Override
+  public String storeId() {
+    return storeId;
+  }
 
   @Override
   public Versioned get(ShardRef shard, byte[] key) {

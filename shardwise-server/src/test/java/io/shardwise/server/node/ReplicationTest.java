@@ -206,6 +206,82 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * A node comes back under its old id on a wiped data directory. Before it serves it leaves every
+   * in-sync set and hands the shards it led to in-sync followers, in the change that grants its
+   * replicas to its new store; from then on the map names it in sync only for data it holds.
+   * Checked where it matters: the moment the other two nodes stop, every shard the wiped node
+   * leads or is in sync for is whole on it; and after they return, every acknowledged key is read.
+   */
+  @Test
+  void aNodeRestartedOnAWipedDataDirectoryIsInSyncOnlyForDataItHolds() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(6).replicas(3).build());
+      int keys = 600;
+      for (int i = 0; i < keys; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i));
+      }
+      ShardwiseNode wiped = cluster.node("n2");
+      String oldStore = wiped.store().storeId();
+      Table before = wiped.map().table("r").orElseThrow();
+      assertThat(before.shards()).as("n2 leads some shards and is in sync for others")
+          .anyMatch(s -> s.owner().equals(wiped.id())).anyMatch(s -> s.inSync().contains(wiped.id()));
+      wiped.close();
+      cluster.nodes.remove(wiped);
+      deleteTree(dir.resolve("n2"));
+
+      ShardwiseNode back = startQuick(cluster, 2);
+      cluster.nodes.add(back);
+      assertThat(back.store().storeId()).isNotEqualTo(oldStore);
+      // The other two stop at once: whatever the map trusts n2 with now must be on n2.
+      java.util.List<ShardwiseNode> others = cluster.nodes.stream().filter(n -> n != back).toList();
+      io.shardwise.core.map.ShardMap trusted;
+      try (var zk = io.shardwise.server.coordination.Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10),
+          Duration.ofSeconds(10))) {
+        trusted = zk.readMap().map();
+      }
+      for (ShardwiseNode n : others) {
+        n.close();
+        cluster.nodes.remove(n);
+      }
+      Table t = trusted.table("r").orElseThrow();
+      int checked = 0;
+      for (int i = 0; i < keys; i++) {
+        Key k = Key.of("k" + i);
+        ShardAssignment s = t.shardFor(k.partitionKey());
+        if (s.owner().equals(back.id()) || s.inSync().contains(back.id())) {
+          checked++;
+          assertThat(back.store().get(ShardRef.of(t, s.id().number()), k.encode()))
+              .as("k%d: the map trusts n2 with shard %s (leader %s, in sync %s) at epoch %d", i, s.id(), s.owner(), s.inSync(), trusted.epoch())
+              .isNotNull();
+        }
+      }
+      System.out.printf("wiped node: %d of %d keys are on shards the map trusted it with when the others stopped%n", checked, keys);
+      assertThat(trusted.storeOf(back.id())).as("the map grants n2's replicas to its new store").contains(back.store().storeId());
+
+      for (ShardwiseNode n : others) {
+        cluster.nodes.add(startQuick(cluster, Integer.parseInt(n.id().value().substring(1))));
+      }
+      ShardwiseClient after = cluster.client(Routing.CLIENT);
+      await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
+        for (int i = 0; i < keys; i += 1) {
+          assertThat(after.get("r", Key.of("k" + i))).as("k%d", i).isPresent();
+        }
+      });
+      await().atMost(Duration.ofSeconds(60)).until(() -> back.map().table("r").orElseThrow().shards().stream()
+          .allMatch(s -> s.inSync().size() == 2));
+    }
+  }
+
+  private static void deleteTree(Path root) throws java.io.IOException {
+    try (var paths = java.nio.file.Files.walk(root)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        java.nio.file.Files.delete(p);
+      }
+    }
+  }
+
   @Test
   void withFewerInSyncReplicasThanTheMinimumWritesAreRefusedNotLost() throws Exception {
     try (TestCluster cluster = quickCluster()) {

@@ -39,7 +39,10 @@ import java.util.concurrent.CompletionException;
  * {@link Replica}s of three nodes on {@link MemoryEngine}s, a map kept in memory with
  * compare-and-set, a network that delivers, delays and loses messages and replies in an order the
  * seed picks, a clock the seed advances, crashes (a node's process is gone, its engine — data and
- * logs — stays: kill -9) and restarts, partitions that cut a node off from the others and from
+ * logs — stays: kill -9) and restarts, some on a wiped data directory (a new engine: the node
+ * first takes itself out of the map's in-sync sets and leaderships, {@code StoreTrust}'s {@link
+ * io.shardwise.server.balance.Failover#forget}, or refuses to start when it was a shard's only
+ * in-sync copy — then its old directory is put back), partitions that cut a node off from the others and from
  * ZooKeeper, and a controller that moves the leadership of a shard whose leader is gone to an
  * in-sync follower, as the balancer's leader does.
  *
@@ -74,6 +77,7 @@ final class ReplicationSimulation {
     long followerReadsRefused;
     long messagesLost;
     long crashes;
+    long wipes;
     long partitions;
     long failovers;
     long inSyncChanges;
@@ -89,6 +93,7 @@ final class ReplicationSimulation {
       followerReadsRefused += o.followerReadsRefused;
       messagesLost += o.messagesLost;
       crashes += o.crashes;
+      wipes += o.wipes;
       partitions += o.partitions;
       failovers += o.failovers;
       inSyncChanges += o.inSyncChanges;
@@ -98,7 +103,7 @@ final class ReplicationSimulation {
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
-          + reads + " reads, " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + partitions + " partitions, " + failovers
+          + reads + " reads, " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
           + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed";
     }
   }
@@ -159,6 +164,9 @@ final class ReplicationSimulation {
     for (int n = 1; n <= NODES; n++) {
       nodes.add(new SimNode(NodeId.of("n" + n)));
     }
+    ShardMapDelta.Builder grants = ShardMapDelta.on(stored);
+    nodes.forEach(n -> grants.add(new ShardMapDelta.GrantStore(n.id, n.engine.storeId())));
+    stored = stored.apply(grants.build());
     nodes.forEach(SimNode::start);
     for (int c = 0; c < CLIENTS; c++) {
       clients.add(new SimClient(c));
@@ -236,6 +244,9 @@ final class ReplicationSimulation {
     } else if (r < 975) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (!n.up) {
+        if (chance(0.3)) {
+          n.wipe();
+        }
         n.start();
         note("restart " + n.id + " at map epoch " + n.map.epoch());
       }
@@ -314,7 +325,7 @@ final class ReplicationSimulation {
 
   private final class SimNode {
     final NodeId id;
-    final MemoryEngine engine = new MemoryEngine();
+    MemoryEngine engine = new MemoryEngine();
     final java.nio.file.Path snapshotDir;
     boolean up;
     boolean isolated;
@@ -347,6 +358,29 @@ final class ReplicationSimulation {
       });
       replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc), tasks, tasks, snapshotDir, () -> clock, CONFIG);
       applyMap(stored); // a starting node reads the map before it serves
+    }
+
+    /**
+     * Replaces the (stopped) node's engine by an empty one, and does what a node starting on it
+     * does first ({@code StoreTrust}): forgets its replicas in the map, or refuses, and then the
+     * old engine is put back (an operator restoring the directory).
+     */
+    void wipe() {
+      java.util.Set<NodeId> others = new java.util.HashSet<>();
+      nodes.stream().filter(m -> m != this && m.zk()).forEach(m -> others.add(m.id));
+      io.shardwise.server.balance.Failover.Forgetting f = io.shardwise.server.balance.Failover.forget(stored, id, others);
+      if (!f.stranded().isEmpty()) {
+        note("WIPE " + id + " refused: it is the only in-sync replica of " + f.stranded() + "; its directory is put back");
+        return;
+      }
+      engine = new MemoryEngine();
+      stats.wipes++;
+      ShardMap before = stored;
+      ShardMapDelta.Builder delta = ShardMapDelta.on(stored);
+      f.delta().ifPresent(d -> d.changes().forEach(delta::add));
+      stored = stored.apply(delta.add(new ShardMapDelta.GrantStore(id, engine.storeId())).build());
+      note("WIPE " + id + ": a new store; it forgets its replicas: " + f.delta().map(ShardMapDelta::changes).orElse(List.of())
+          + " (map epoch " + before.epoch() + " -> " + stored.epoch() + ")");
     }
 
     boolean alive(int inc) {
