@@ -378,59 +378,43 @@ final class BenchCommand implements Callable<Integer> {
 
 
   /**
-   * Cuts a run into before / during / after a rebalance: after a third of --duration, a node joins,
-   * the balancer suggests a plan, the driver approves it, and when the plan is done the run goes
-   * on for another third.
+   * Cuts a run into before / during / after an event: a third of the way in (after the warm-up)
+   * {@link #event} makes it happen and returns when it has played out ("during" from {@link
+   * #enterDuring}), and "after" lasts another third. The report gives each phase's throughput and
+   * latency beside the driver's {@link #facts}.
    */
-  private static final class RebalanceDriver {
-    private final EmbeddedCluster cluster;
-    private final Coordinator coordinator;
+  private abstract static class PhaseDriver {
+    private final String name;
     private final Duration third;
-    private final AtomicReference<String> phase = new AtomicReference<>("before");
-    private final AtomicReference<PlanRecord> plan = new AtomicReference<>();
-    private final AtomicReference<Exception> failure = new AtomicReference<>();
     private final Duration warmup;
+    private final AtomicReference<String> phase = new AtomicReference<>("before");
+    private final AtomicReference<Exception> failure = new AtomicReference<>();
 
-    RebalanceDriver(EmbeddedCluster cluster, Coordinator coordinator, Bench.Options options) {
-      this.cluster = cluster;
-      this.coordinator = coordinator;
+    PhaseDriver(String name, Bench.Options options) {
+      this.name = name;
       this.third = options.duration().dividedBy(3);
       this.warmup = options.warmup();
     }
 
-    String phase() {
+    /** Makes the event happen; returns when it is over. */
+    abstract void event() throws Exception;
+
+    /** What the event did, for the report. */
+    abstract void facts(ObjectNode report);
+
+    final void enterDuring() {
+      phase.set("during");
+    }
+
+    final String phase() {
       return phase.get();
     }
 
-    void start() {
+    final void start() {
       Thread t = new Thread(() -> {
         try {
           Thread.sleep(warmup.toMillis() + third.toMillis());
-          Rebalancing rebalancing = new Rebalancing(coordinator);
-          cluster.addNode();
-          phase.set("during");
-          String id = null;
-          long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-          while (id == null) {
-            for (PlanRecord p : rebalancing.records().plans()) {
-              if (p.getState() == PlanRecord.State.PENDING && p.getResizesCount() == 0) { // the join's moves, not a split by load
-                id = p.getId();
-              }
-            }
-            if (id == null) {
-              if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("the balancer suggested no plan within 2 minutes");
-              }
-              Thread.sleep(100);
-            }
-          }
-          rebalancing.approve(id);
-          PlanRecord p;
-          do {
-            Thread.sleep(100);
-            p = rebalancing.records().plan(id).orElseThrow();
-          } while (!RebalanceRecords.finished(p.getState()));
-          plan.set(p);
+          event();
           phase.set("after");
           Thread.sleep(third.toMillis());
         } catch (Exception e) {
@@ -438,21 +422,73 @@ final class BenchCommand implements Callable<Integer> {
         } finally {
           phase.set(null);
         }
-      }, "bench-rebalance");
+      }, name);
       t.setDaemon(true);
       t.start();
     }
 
-    ObjectNode report(Bench.Result result) {
+    final ObjectNode report(Bench.Result result) {
       ObjectNode o = Output.object();
       if (failure.get() != null) {
         o.put("error", failure.get().toString());
       }
-      PlanRecord p = plan.get();
+      facts(o);
       for (Bench.Phase ph : result.phases()) {
         o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p99", ph.all().p99()).put("p50", ph.all().p50());
       }
+      return o;
+    }
+  }
+
+  /**
+   * Cuts a run into before / during / after a rebalance: after a third of --duration, a node joins,
+   * the balancer suggests a plan, the driver approves it, and when the plan is done the run goes
+   * on for another third.
+   */
+  private static final class RebalanceDriver extends PhaseDriver {
+    private final EmbeddedCluster cluster;
+    private final Coordinator coordinator;
+    private final AtomicReference<PlanRecord> plan = new AtomicReference<>();
+
+    RebalanceDriver(EmbeddedCluster cluster, Coordinator coordinator, Bench.Options options) {
+      super("bench-rebalance", options);
+      this.cluster = cluster;
+      this.coordinator = coordinator;
+    }
+
+    @Override
+    void event() throws Exception {
+      Rebalancing rebalancing = new Rebalancing(coordinator);
+      cluster.addNode();
+      enterDuring();
+      String id = null;
+      long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+      while (id == null) {
+        for (PlanRecord p : rebalancing.records().plans()) {
+          if (p.getState() == PlanRecord.State.PENDING && p.getResizesCount() == 0) { // the join's moves, not a split by load
+            id = p.getId();
+          }
+        }
+        if (id == null) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException("the balancer suggested no plan within 2 minutes");
+          }
+          Thread.sleep(100);
+        }
+      }
+      rebalancing.approve(id);
+      PlanRecord p;
+      do {
+        Thread.sleep(100);
+        p = rebalancing.records().plan(id).orElseThrow();
+      } while (!RebalanceRecords.finished(p.getState()));
+      plan.set(p);
+    }
+
+    @Override
+    void facts(ObjectNode o) {
+      PlanRecord p = plan.get();
       if (p != null) {
         double seconds = (p.getFinishedMillis() - p.getStartedMillis()) / 1000.0;
         o.put("plan", p.getId()).put("state", Rebalancing.describe(p.getState()))
@@ -462,9 +498,9 @@ final class BenchCommand implements Callable<Integer> {
             .put("moveMBps", BenchReport.round(seconds <= 0 ? 0 : p.getReportMovedBytes() / 1e6 / seconds))
             .put("longestWritePauseMs", BenchReport.round(p.getReportLongestPauseMicros() / 1000.0));
       }
-      return o;
     }
   }
+
 
   /**
    * Cuts a run into before / during / after the loss of a node: a third of the way in, the node
@@ -475,98 +511,70 @@ final class BenchCommand implements Callable<Integer> {
    * time, and the rebuilt keys and bytes per second (the lost replicas' shards, as their leaders
    * count them).
    */
-  private static final class NodeLossDriver {
+  private static final class NodeLossDriver extends PhaseDriver {
     private final EmbeddedCluster cluster;
     private final Coordinator coordinator;
     private final ShardwiseClient client;
     private final String table;
-    private final Duration third;
-    private final Duration warmup;
-    private final AtomicReference<String> phase = new AtomicReference<>("before");
-    private final AtomicReference<Exception> failure = new AtomicReference<>();
     private final ObjectNode facts = Output.object();
 
     NodeLossDriver(EmbeddedCluster cluster, Coordinator coordinator, ShardwiseClient client, String table, Bench.Options options) {
+      super("bench-node-loss", options);
       this.cluster = cluster;
       this.coordinator = coordinator;
       this.client = client;
       this.table = table;
-      this.third = options.duration().dividedBy(3);
-      this.warmup = options.warmup();
-    }
-
-    String phase() {
-      return phase.get();
-    }
-
-    void start() {
       new RebalanceRecords(coordinator).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(1).build());
-      Thread t = new Thread(() -> {
-        try {
-          Thread.sleep(warmup.toMillis() + third.toMillis());
-          io.shardwise.client.TableDescription before = client.describeTable(table, true);
-          java.util.Map<String, Long> replicasPerNode = new java.util.TreeMap<>();
-          for (var s : before.shards()) {
-            replicasPerNode.merge(s.owner(), 1L, Long::sum);
-            s.followers().forEach(f -> replicasPerNode.merge(f, 1L, Long::sum));
-          }
-          String victim = replicasPerNode.entrySet().stream().max(java.util.Map.Entry.comparingByValue()).orElseThrow().getKey();
-          long keys = 0;
-          long bytes = 0;
-          int lost = 0;
-          for (var s : before.shards()) {
-            if (s.owner().equals(victim) || s.followers().contains(victim)) {
-              keys += s.keys();
-              bytes += s.bytes();
-              lost++;
-            }
-          }
-          long stopped = System.nanoTime();
-          cluster.stopNode(victim);
-          phase.set("during");
-          double failoverSeconds = -1;
-          int factor = before.replicas();
-          while (true) {
-            io.shardwise.core.map.Table now = coordinator.readMapSynced().map().table(table).orElseThrow();
-            double elapsed = (System.nanoTime() - stopped) / 1e9;
-            if (failoverSeconds < 0 && now.shards().stream().noneMatch(s -> s.owner().value().equals(victim))) {
-              failoverSeconds = elapsed;
-            }
-            boolean whole = now.shards().stream().allMatch(s -> s.replicas().size() == factor && !s.isReplica(io.shardwise.core.map.NodeId.of(victim))
-                && s.inSync().size() == factor - 1);
-            if (whole) {
-              facts.put("lostNode", victim).put("lostReplicas", lost).put("rebuiltKeys", keys).put("rebuiltBytes", bytes)
-                  .put("failoverSeconds", BenchReport.round(failoverSeconds)).put("rebuildSeconds", BenchReport.round(elapsed))
-                  .put("keysPerSecond", BenchReport.round(keys / elapsed)).put("mbPerSecond", BenchReport.round(bytes / 1e6 / elapsed));
-              break;
-            }
-            if (elapsed > 600) {
-              throw new IllegalStateException("the lost node's replicas were not rebuilt within 10 minutes");
-            }
-            Thread.sleep(100);
-          }
-          phase.set("after");
-          Thread.sleep(third.toMillis());
-        } catch (Exception e) {
-          failure.set(e);
-        } finally {
-          phase.set(null);
-        }
-      }, "bench-node-loss");
-      t.setDaemon(true);
-      t.start();
     }
 
-    ObjectNode report(Bench.Result result) {
-      ObjectNode o = facts.deepCopy();
-      if (failure.get() != null) {
-        o.put("error", failure.get().toString());
+    @Override
+    void event() throws Exception {
+      io.shardwise.client.TableDescription before = client.describeTable(table, true);
+      java.util.Map<String, Long> replicasPerNode = new java.util.TreeMap<>();
+      for (var s : before.shards()) {
+        replicasPerNode.merge(s.owner(), 1L, Long::sum);
+        s.followers().forEach(f -> replicasPerNode.merge(f, 1L, Long::sum));
       }
-      for (Bench.Phase ph : result.phases()) {
-        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
-            .put("p99", ph.all().p99()).put("p50", ph.all().p50());
+      String victim = replicasPerNode.entrySet().stream().max(java.util.Map.Entry.comparingByValue()).orElseThrow().getKey();
+      long keys = 0;
+      long bytes = 0;
+      int lost = 0;
+      for (var s : before.shards()) {
+        if (s.owner().equals(victim) || s.followers().contains(victim)) {
+          keys += s.keys();
+          bytes += s.bytes();
+          lost++;
+        }
       }
-      return o;
+      long stopped = System.nanoTime();
+      cluster.stopNode(victim);
+      enterDuring();
+      double failoverSeconds = -1;
+      int factor = before.replicas();
+      while (true) {
+        io.shardwise.core.map.Table now = coordinator.readMapSynced().map().table(table).orElseThrow();
+        double elapsed = (System.nanoTime() - stopped) / 1e9;
+        if (failoverSeconds < 0 && now.shards().stream().noneMatch(s -> s.owner().value().equals(victim))) {
+          failoverSeconds = elapsed;
+        }
+        boolean whole = now.shards().stream().allMatch(s -> s.replicas().size() == factor && !s.isReplica(io.shardwise.core.map.NodeId.of(victim))
+            && s.inSync().size() == factor - 1);
+        if (whole) {
+          facts.put("lostNode", victim).put("lostReplicas", lost).put("rebuiltKeys", keys).put("rebuiltBytes", bytes)
+              .put("failoverSeconds", BenchReport.round(failoverSeconds)).put("rebuildSeconds", BenchReport.round(elapsed))
+              .put("keysPerSecond", BenchReport.round(keys / elapsed)).put("mbPerSecond", BenchReport.round(bytes / 1e6 / elapsed));
+          return;
+        }
+        if (elapsed > 600) {
+          throw new IllegalStateException("the lost node's replicas were not rebuilt within 10 minutes");
+        }
+        Thread.sleep(100);
+      }
+    }
+
+    @Override
+    void facts(ObjectNode o) {
+      o.setAll(facts);
     }
 
     static void print(PrintWriter out, ObjectNode r) {

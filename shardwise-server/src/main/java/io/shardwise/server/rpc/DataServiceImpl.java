@@ -167,7 +167,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       Key key = key(request.getKey());
       RequestHeader h = request.getHeader();
       if (request.getMaxStalenessMillis() > 0 && !ctx.isRouter()) {
-        Optional<GetResponse> answered = getAsFollower(h, request.getTable(), key, request.getMaxStalenessMillis());
+        FollowerView view = followerView(h, request.getTable());
+        Optional<GetResponse> answered = view == null ? Optional.empty() : getAsFollower(view, key, request.getMaxStalenessMillis());
         if (answered.isPresent()) {
           return answered.get();
         }
@@ -179,13 +180,26 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     });
   }
 
-  /** A bounded-staleness read answered here, if this node follows the key's shard and its replica is fresh enough. */
-  private Optional<GetResponse> getAsFollower(RequestHeader h, String tableName, Key key, long maxStalenessMillis) {
+  /** The map and table that follower reads of one request go by. */
+  private record FollowerView(ShardMap map, Table table) {}
+
+  /**
+   * What follower reads of {@code tableName} go by here, looked up once per request; null if this
+   * node answers none (no such table, one replica, or a caller with a newer map than this node's).
+   */
+  private FollowerView followerView(RequestHeader h, String tableName) {
     ShardMap map = ctx.map().current();
     Table table = map.table(tableName).orElse(null);
     if (table == null || !table.replication().replicated() || h.getMapEpoch() > map.epoch()) {
-      return Optional.empty();
+      return null;
     }
+    return new FollowerView(map, table);
+  }
+
+  /** A bounded-staleness read answered here, if this node follows the key's shard and its replica is fresh enough. */
+  private Optional<GetResponse> getAsFollower(FollowerView view, Key key, long maxStalenessMillis) {
+    ShardMap map = view.map();
+    Table table = view.table();
     ShardAssignment a = table.shardFor(key.partitionKey());
     if (!a.followers().contains(ctx.self())) {
       return Optional.empty();
@@ -316,8 +330,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       if (request.getMaxStalenessMillis() > 0 && !ctx.isRouter()) {
         // The keys of shards this node follows, answered here while fresh enough; the rest by their leaders (forwarded).
         restIndexes = new ArrayList<>();
+        FollowerView view = followerView(request.getHeader(), request.getTable());
         for (int i = 0; i < keys.size(); i++) {
-          Optional<GetResponse> here = getAsFollower(request.getHeader(), request.getTable(), keys.get(i), request.getMaxStalenessMillis());
+          Optional<GetResponse> here = view == null ? Optional.empty() : getAsFollower(view, keys.get(i), request.getMaxStalenessMillis());
           if (here.isPresent()) {
             results[i] = here.get().toBuilder().clearHeader().build();
           } else {
