@@ -29,6 +29,7 @@ final class ServerProcesses implements AutoCloseable {
 
   private final Path dir;
   private final Map<String, Process> servers = new LinkedHashMap<>();
+  private final java.util.Set<String> zooKeepers = new java.util.HashSet<>(); // stopped last: the others unregister from them
   private int killed;
 
   ServerProcesses(Path dir) {
@@ -59,9 +60,32 @@ final class ServerProcesses implements AutoCloseable {
 
   /** Starts a long-running command and waits (up to 60 s) until it prints its "serving on" line. */
   Process start(String name, String... args) throws IOException, InterruptedException {
+    launch(name, args);
+    return awaitServing(name);
+  }
+
+  /** Starts several long-running commands at once (name to arguments) and waits until each serves. */
+  void startAll(Map<String, String[]> commands) throws IOException, InterruptedException {
+    for (Map.Entry<String, String[]> c : commands.entrySet()) {
+      launch(c.getKey(), c.getValue());
+    }
+    for (String name : commands.keySet()) {
+      awaitServing(name);
+    }
+  }
+
+  private void launch(String name, String... args) throws IOException {
     Path log = dir.resolve(name + ".log");
     Process p = builder(args).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     servers.put(name, p);
+    if (args.length > 0 && args[0].equals("zookeeper")) {
+      zooKeepers.add(name);
+    }
+  }
+
+  private Process awaitServing(String name) throws IOException, InterruptedException {
+    Path log = dir.resolve(name + ".log");
+    Process p = servers.get(name);
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (System.nanoTime() < deadline) {
       if (Files.exists(log) && SERVING.matcher(Files.readString(log, StandardCharsets.UTF_8)).find()) {
@@ -145,10 +169,23 @@ final class ServerProcesses implements AutoCloseable {
     return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
   }
 
-  /** SIGTERM to every server still running (the shutdown hook closes it), then SIGKILL to any that hangs. */
+  /**
+   * SIGTERM to every server still running (the shutdown hook closes it), then SIGKILL to any that
+   * hangs: nodes and routers first, ZooKeeper servers after them (a node unregisters on its way out,
+   * which waits for a ZooKeeper that is already gone).
+   */
   @Override
   public void close() {
-    for (Process p : servers.values()) {
+    List<Process> first = new ArrayList<>();
+    List<Process> last = new ArrayList<>();
+    servers.forEach((name, p) -> (zooKeepers.contains(name) ? last : first).add(p));
+    stop(first);
+    stop(last);
+    servers.clear();
+  }
+
+  private static void stop(List<Process> processes) {
+    for (Process p : processes) {
       try {
         signal(p, "CONT"); // a stopped process ignores SIGTERM until it runs again
       } catch (IOException | InterruptedException | AssertionError ignored) {
@@ -157,15 +194,15 @@ final class ServerProcesses implements AutoCloseable {
       p.destroy();
     }
     try {
-      for (Process p : servers.values()) {
+      for (Process p : processes) {
         if (!p.waitFor(20, TimeUnit.SECONDS)) {
           p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         }
       }
     } catch (InterruptedException e) {
-      servers.values().forEach(Process::destroyForcibly);
+      processes.forEach(Process::destroyForcibly);
       Thread.currentThread().interrupt();
     }
-    servers.clear();
   }
+
 }
