@@ -27,6 +27,7 @@ function draw(c) {
   drawStats(c);
   drawNodes(c);
   drawTables(c);
+  drawReplication(c);
   drawRebalancing(c);
   drawHeat(c);
   drawHot(c);
@@ -54,6 +55,7 @@ function drawNodes(c) {
       el("td", {}, n.id),
       el("td", { class: "state-" + n.state }, n.state),
       el("td", { class: skew("shards") }, n.shards),
+      el("td", { class: "num follows", title: "shards of replicated tables this node follows" }, n.follows),
       el("td", { class: skew("keys") }, fmtInt(n.keys)),
       el("td", { class: skew("bytes") }, fmtBytes(n.bytes)),
       el("td", { class: skew("requests") }, fmtRate(n.requestsPerSecond)),
@@ -90,6 +92,7 @@ function drawTables(c) {
     const p = t.resizePolicy;
     return el("tr", { "data-table": t.name },
       el("td", {}, t.name), el("td", {}, t.strategy), el("td", { class: "num" }, fmtInt(t.shards)),
+      el("td", { class: "replicas" }, replicasText(t)),
       el("td", { class: "num largest" }, ofLimit(t.largestShardBytes, p && p.splitBytes, fmtBytes)),
       el("td", { class: "num busiest" }, ofLimit(t.busiestShardRequestsPerSecond, p && p.splitRequestsPerSecond, fmtRate)),
       el("td", { class: "muted policy" }, policyText(p)),
@@ -97,6 +100,39 @@ function drawTables(c) {
         t.ringMembers ? t.ringMembers.join(", ") : "–"));
   });
   $("tables").tBodies[0].replaceChildren(...rows);
+}
+
+// A table's replicas, and how many of its shards are short of them.
+function replicasText(t) {
+  if (!t.replicas) return "1";
+  const base = `${t.replicas} · min ${t.minInSync} in sync`;
+  if (!t.underReplicated && !t.writesRefused) return base;
+  const parts = [];
+  if (t.writesRefused) parts.push(`${t.writesRefused} refusing writes`);
+  if (t.underReplicated) parts.push(`${t.underReplicated} under-replicated`);
+  return el("span", { class: "over" }, `${base} · ${parts.join(", ")}`);
+}
+
+// Shards of replicated tables short of replicas: leader down, writes refused, or under-replicated.
+function drawReplication(c) {
+  const list = c.replicationList || [];
+  if (!list.length) {
+    const replicated = (c.tableList || []).some((t) => t.replicas);
+    $("replication").replaceChildren(el("p", { class: "muted", id: "replication-ok" }, replicated
+      ? "Every shard of the replicated tables has all its replicas in sync."
+      : "No table keeps more than one replica (table create --replicas N)."));
+    return;
+  }
+  const rows = list.map((r) => el("tr", { "data-shard": r.shard },
+    el("td", {}, r.shard), el("td", { class: r.leaderLive ? "" : "state-down" }, r.leader),
+    el("td", {}, r.followers.join(", ") || "–"), el("td", {}, r.inSync.join(", ") || "none"),
+    el("td", { class: "over problem" }, r.problem)));
+  const parts = [el("table", { id: "replication-table" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Shard"), el("th", {}, "Leader"), el("th", {}, "Followers"), el("th", {}, "In sync"),
+      el("th", {}, "Problem"))),
+    el("tbody", {}, ...rows))];
+  if (c.replicationIssues > list.length) parts.push(el("p", { class: "muted" }, `…and ${c.replicationIssues - list.length} more`));
+  $("replication").replaceChildren(...parts);
 }
 
 function planSummary(p) {

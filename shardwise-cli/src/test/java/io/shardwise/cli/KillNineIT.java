@@ -45,7 +45,17 @@ import org.junit.jupiter.params.provider.MethodSource;
 @Tag("integration")
 class KillNineIT {
 
-  private static final Duration SESSION = Duration.ofSeconds(4);
+  /**
+   * Scenarios only {@code bench/faults.sh} runs, to keep {@code mvn verify} near 15 minutes: each
+   * guards a path that an in-process test or another scenario here also covers (a move's
+   * destination and the balancer's leader killed mid-move: {@code MoveSimulationTest} and the
+   * move's source killed here; a foreign ZooKeeper: {@code NoDeleteOnAMapAloneTest}; ZooKeeper
+   * paused: the pause scenarios; a ring join: {@code RebalanceTest}).
+   */
+  static final String CAMPAIGN = "campaign";
+
+  /** The nodes' ZooKeeper session timeout: 4 s, or {@code -Dshardwise.faults.session.millis}. */
+  private static final Duration SESSION = Duration.ofMillis(Long.getLong("shardwise.faults.session.millis", 4_000));
 
   @TempDir(cleanup = org.junit.jupiter.api.io.CleanupMode.ON_SUCCESS) Path dir; // a failed run's logs stay for a look
   private ServerProcesses processes;
@@ -78,7 +88,7 @@ class KillNineIT {
 
   private String[] nodeCommand(String id, String zooKeeper) {
     return new String[] {"node", "--zk", zooKeeper, "--data-dir", dir.resolve(id).toString(), "--id", id,
-        "--session-timeout", SESSION.toSeconds() + "s", "--drop-grace", "2s"};
+        "--session-timeout", SESSION.toMillis() + "ms", "--drop-grace", "2s"};
   }
 
   /**
@@ -460,6 +470,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void anOwnerRestartedAgainstTheWrongZooKeeperRefusesAndDeletesNothing(long seed) throws Exception {
     List<String> nodes = startThreeNodesWithTables("hist");
     SplittableRandom random = new SplittableRandom(seed);
@@ -492,6 +503,7 @@ class KillNineIT {
 
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void theDestinationOfAMoveKilledMidMoveLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
     faultInAMove(seed, "kill-move-destination", (moving, records, random) -> killAndRestart(moving.getTo()));
   }
@@ -503,6 +515,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void theBalancerLeaderKilledMidMoveLosesNoAcknowledgedWriteAndTheMoveIsSettled(long seed) throws Exception {
     faultInAMove(seed, "kill-balancer-leader", (moving, records, random) -> {
       String leader = records.leader().orElseThrow(() -> new AssertionError("a move is running but no balancer leader is registered"));
@@ -518,6 +531,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void zooKeeperPausedMidMoveLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
     faultInAMove(seed, "pause-zookeeper", (moving, records, random) -> {
       processes.pause("zk", Duration.ofMillis(1_000 + random.nextInt(7_000)));
@@ -534,6 +548,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void theSourceOfARingArcKilledWhileANodeJoinsLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
     faultInAMove(seed, "ring-join-kill-source", io.shardwise.client.TableSpec.builder("tokens").tokens(8).seed(seed).build(),
         (moving, records, random) -> killAndRestart(moving.getFrom()));

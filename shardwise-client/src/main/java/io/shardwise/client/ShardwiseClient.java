@@ -202,6 +202,8 @@ public final class ShardwiseClient implements AutoCloseable {
 
   /** How long one node may take to answer a map request in {@link #refreshMap} before the others' answers are taken. */
   private static final Duration MAP_FETCH_DEADLINE = Duration.ofSeconds(3);
+  /** The longest wait between attempts at a node that cannot be reached (a map refresh each, at most one per {@code minRefreshInterval}). */
+  private static final long UNREACHABLE_BACKOFF_CAP_MILLIS = 100;
 
   /**
    * Fetches the current map, asking every seed and every node of the last map at once and taking
@@ -817,7 +819,7 @@ public final class ShardwiseClient implements AutoCloseable {
         // The owner is not in our list of live nodes: it may have just restarted. Refresh, wait, retry.
         last = e;
         refreshQuietlyRateLimited();
-        sleep(Math.min(500, 10L << attempt));
+        sleep(Math.min(UNREACHABLE_BACKOFF_CAP_MILLIS, 10L << attempt));
         continue;
       }
       // A batch group retried after a refusal may now span several owners: let the node forward.
@@ -866,7 +868,10 @@ public final class ShardwiseClient implements AutoCloseable {
         } else if (routing != Routing.CLIENT) {
           nextSeed = (nextSeed + 1) % seeds.size();
         }
-        sleep(Math.min(500, 10L << attempt));
+        // A node that cannot be reached costs nothing to ask again, and its shards get a new leader
+        // the moment its session expires: look again soon. A node that refused is asked more gently.
+        boolean unreachable = code == ErrorInfo.Code.CODE_UNSPECIFIED && e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+        sleep(Math.min(unreachable ? UNREACHABLE_BACKOFF_CAP_MILLIS : 500, 10L << attempt));
       }
     }
     if (ambiguous != null) {

@@ -87,6 +87,36 @@ final class ClusterWatch {
     view = null;
   }
 
+  /** At most this many shards short of replicas are listed (the count is always whole). */
+  private static final int REPLICATION_LIST = 50;
+
+  private static ArrayNode names(List<NodeId> nodes) {
+    ArrayNode out = JSON.createArrayNode();
+    nodes.forEach(n -> out.add(n.value()));
+    return out;
+  }
+
+  /**
+   * What is wrong with a replicated shard's replicas, worst first, or null: its leader's node is
+   * down (it waits for a failover), fewer replicas are in sync than writes need (writes are
+   * refused), or fewer are in sync than the table keeps (a failure away from refusing; some may
+   * still be rebuilt elsewhere).
+   */
+  private static String replicationProblem(ShardAssignment s, io.shardwise.core.map.Replication r, Map<NodeId, NodeInfo> live) {
+    int inSync = s.inSync().size() + 1;
+    if (!live.containsKey(s.owner())) {
+      return "leader down";
+    }
+    if (inSync < r.minInSync()) {
+      return "writes refused: " + inSync + " in sync, " + r.minInSync() + " needed";
+    }
+    if (inSync < r.factor()) {
+      return "under-replicated: " + inSync + " of " + r.factor() + " in sync" + (s.replicas().size() < r.factor()
+          ? ", " + (r.factor() - s.replicas().size()) + " replica(s) to rebuild" : "");
+    }
+    return null;
+  }
+
   private ObjectNode read(long now) {
     ShardMap map = coordinator.readMap().map();
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
@@ -141,6 +171,9 @@ final class ClusterWatch {
     }
     ArrayNode shards = JSON.createArrayNode();
     ArrayNode tables = JSON.createArrayNode();
+    ArrayNode replication = JSON.createArrayNode(); // shards of replicated tables short of replicas
+    int replicationIssues = 0;
+    Map<NodeId, Integer> follows = new TreeMap<>();
     int shardCount = 0;
     for (Table t : map.tables().values()) {
       ObjectNode to = tables.addObject().put("name", t.name()).put("strategy", t.spec().strategy().id()).put("shards", t.shards().size());
@@ -153,6 +186,12 @@ final class ClusterWatch {
       }
       long largestBytes = 0;
       double busiest = 0;
+      int underReplicated = 0;
+      int writesRefused = 0;
+      io.shardwise.core.map.Replication r0 = t.replication();
+      if (r0.replicated()) {
+        to.put("replicas", r0.factor()).put("minInSync", r0.minInSync());
+      }
       for (ShardAssignment s : t.shards()) {
         shardCount++;
         String key = t.name() + "/" + s.id().number();
@@ -161,8 +200,23 @@ final class ClusterWatch {
         double readRate = current ? r.readRate : 0;
         double writeRate = current ? r.writeRate : 0;
         long[] size = sizes.getOrDefault(key, new long[2]);
-        shards.addObject().put("table", t.name()).put("number", s.id().number()).put("owner", s.owner().value())
-            .put("epoch", s.epoch()).put("keys", size[0]).put("bytes", size[1])
+        ObjectNode so = shards.addObject().put("table", t.name()).put("number", s.id().number()).put("owner", s.owner().value());
+        if (r0.replicated()) {
+          so.set("followers", names(s.followers()));
+          so.set("inSync", names(s.inSync()));
+          s.followers().forEach(f -> follows.merge(f, 1, Integer::sum));
+          String problem = replicationProblem(s, r0, live);
+          if (problem != null) {
+            underReplicated += s.inSync().size() + 1 < r0.factor() ? 1 : 0;
+            writesRefused += s.inSync().size() + 1 < r0.minInSync() || !live.containsKey(s.owner()) ? 1 : 0;
+            if (replicationIssues++ < REPLICATION_LIST) {
+              replication.addObject().put("shard", key).put("leader", s.owner().value()).put("leaderLive", live.containsKey(s.owner()))
+                  .put("replicas", r0.factor()).put("minInSync", r0.minInSync()).put("problem", problem)
+                  .<ObjectNode>set("followers", names(s.followers())).set("inSync", names(s.inSync()));
+            }
+          }
+        }
+        so.put("epoch", s.epoch()).put("keys", size[0]).put("bytes", size[1])
             .put("reads", current ? r.reads : 0).put("writes", current ? r.writes : 0)
             .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
             .put("requestsPerSecond", round(readRate + writeRate))
@@ -177,6 +231,9 @@ final class ClusterWatch {
         n[4] += writeRate;
       }
       to.put("largestShardBytes", largestBytes).put("busiestShardRequestsPerSecond", round(busiest));
+      if (r0.replicated()) {
+        to.put("underReplicated", underReplicated).put("writesRefused", writesRefused);
+      }
     }
     root.put("tables", map.tables().size());
     root.put("shards", shardCount);
@@ -200,7 +257,7 @@ final class ClusterWatch {
       NodeInfo info = live.get(id);
       String state = info == null ? "down" : drains.contains(id) ? "draining" : unreachable.contains(id.value()) ? "unreachable" : "up";
       ObjectNode o = nodes.addObject().put("id", id.value()).put("address", info == null ? "" : info.getAddress()).put("state", state)
-          .put("shards", (long) n[0]).put("keys", (long) n[1]).put("bytes", (long) n[2])
+          .put("shards", (long) n[0]).put("follows", follows.getOrDefault(id, 0)).put("keys", (long) n[1]).put("bytes", (long) n[2])
           .put("readsPerSecond", round(n[3])).put("writesPerSecond", round(n[4])).put("requestsPerSecond", round(n[3] + n[4]));
       long[] t = trash.get(id.value());
       if (t != null) { // copies the node keeps but does not serve; unknown for a node that did not answer
@@ -235,6 +292,8 @@ final class ClusterWatch {
     }
     root.set("tableList", tables);
     root.set("shardList", shards);
+    root.set("replicationList", replication);
+    root.put("replicationIssues", replicationIssues);
 
     ObjectNode balancer = root.putObject("balancer");
     PlanJson.settings(balancer, settings);

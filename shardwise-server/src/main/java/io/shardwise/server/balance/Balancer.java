@@ -97,11 +97,11 @@ public final class Balancer implements AutoCloseable {
   private final Map<NodeId, Long> absentSince = new HashMap<>();
   private final AtomicLong ticks = new AtomicLong();
   private volatile String lastFingerprint;
-  private Resizer resizer;
+  private final Resizer resizer;
   private final Failover failover;
   private final ReplicaRepair repair;
 
-  private Balancer(NodeId self, Coordinator coordinator, Peers peers) {
+  private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     this.self = self;
     this.coordinator = coordinator;
     this.peers = peers;
@@ -109,6 +109,12 @@ public final class Balancer implements AutoCloseable {
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
     this.repair = new ReplicaRepair(coordinator);
+    this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
+    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "shardwise-balancer-" + self);
+      t.setDaemon(true);
+      return t;
+    });
     this.latch = coordinator.leaderLatch(RebalanceRecords.LEADER, self.value());
     // Curator's own account of a lost latch node is an ERROR line for an ordinary session loss (its
     // logger is off in the CLI's logging): leadership changes are reported here instead.
@@ -116,6 +122,9 @@ public final class Balancer implements AutoCloseable {
       @Override
       public void isLeader() {
         LOG.info("balancer: {} is now the leader", self);
+        // Look at once: the old leader's node may be the one that died, and its shards wait for
+        // this failover (the next tick is up to a balancer tick away).
+        tickSoon();
       }
 
       @Override
@@ -123,16 +132,10 @@ public final class Balancer implements AutoCloseable {
         LOG.info("balancer: {} is no longer the leader", self);
       }
     });
-    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "shardwise-balancer-" + self);
-      t.setDaemon(true);
-      return t;
-    });
   }
 
   public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
-    Balancer b = new Balancer(self, coordinator, peers);
-    b.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, b::moveNow);
+    Balancer b = new Balancer(self, coordinator, peers, tick, metrics);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);

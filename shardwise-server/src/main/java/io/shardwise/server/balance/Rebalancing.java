@@ -73,21 +73,11 @@ public final class Rebalancing {
 
   /** Waits until the live nodes report a size for every shard of {@code map} they own (or {@link #JOIN_SIZES_WAIT} passes). */
   private static void awaitSizes(Peers peers, Map<NodeId, NodeInfo> live, ShardMap map) {
-    long deadline = System.nanoTime() + JOIN_SIZES_WAIT.toNanos();
-    while (System.nanoTime() < deadline) {
+    io.shardwise.server.rpc.Retries.poll(JOIN_SIZES_WAIT, java.time.Duration.ofMillis(100), () -> {
       Map<io.shardwise.core.map.ShardId, io.shardwise.core.plan.ShardSize> sizes = PlanMaker.sizes(peers, live);
-      boolean all = map.tables().values().stream().flatMap(t -> t.shards().stream())
+      return map.tables().values().stream().flatMap(t -> t.shards().stream())
           .allMatch(s -> !live.containsKey(s.owner()) || sizes.containsKey(s.id()));
-      if (all) {
-        return;
-      }
-      try {
-        Thread.sleep(100);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
+    });
   }
 
   /** Approves a pending plan that abandons no data; see {@link #approve(String, boolean)}. */

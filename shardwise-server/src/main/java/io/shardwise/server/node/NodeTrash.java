@@ -153,30 +153,22 @@ final class NodeTrash implements TrashAdmin {
       // A shard may be paused for a move's cutover, or have moved, split or merged since the map was
       // read: the batch is placed again by the map as it is then and merged again. A merge is
       // idempotent (newer versions win), so the parts already merged write nothing the second time.
-      long deadline = System.nanoTime() + RESTORE_RETRY.toNanos();
-      for (int attempt = 1; ; attempt++) {
+      io.shardwise.server.rpc.Retries.withBackoff(RESTORE_RETRY, NodeTrash::transientRefusal, attempt -> {
         Table now = attempt == 1 ? table : map.get().tableById(table.id()).orElse(table);
         Map<Long, List<ShardEngine.StoredValue>> byShard = sameShard && now.positionOf(e.shard().shardNumber()) >= 0
             ? Map.of(e.shard().shardNumber(), rekeyed(e.shard(), ShardRef.of(now, e.shard().shardNumber()), batch))
             : placedByKey(now, e.shard(), batch);
         long offeredNow = 0;
-        try {
-          for (var part : byShard.entrySet()) {
-            ShardAssignment owner = now.shard(part.getKey()).orElseThrow();
-            ShardRef target = ShardRef.of(now, part.getKey());
-            offeredNow += userKeys(target, part.getValue());
-            written[0] += mergeInto(owner, target, part.getValue());
-            owners.add(owner.owner().value());
-          }
-          offered[0] += offeredNow;
-          return;
-        } catch (io.grpc.StatusRuntimeException refused) {
-          if (System.nanoTime() > deadline || !transientRefusal(refused)) {
-            throw refused;
-          }
-          sleepQuietly(Math.min(1_000, 50L << Math.min(attempt, 5)));
+        for (var part : byShard.entrySet()) {
+          ShardAssignment owner = now.shard(part.getKey()).orElseThrow();
+          ShardRef target = ShardRef.of(now, part.getKey());
+          offeredNow += userKeys(target, part.getValue());
+          written[0] += mergeInto(owner, target, part.getValue());
+          owners.add(owner.owner().value());
         }
-      }
+        offered[0] += offeredNow;
+        return null;
+      });
     });
     store.trash().purge(id);
     LOG.info("node {}: trash entry {} (shard {}) restored into {}: {} of {} keys written, the rest were as new or newer there", self, id,
@@ -210,18 +202,9 @@ final class NodeTrash implements TrashAdmin {
   /** How long a restore keeps trying a batch whose shard is paused, moving or briefly without a live owner. */
   private static final java.time.Duration RESTORE_RETRY = java.time.Duration.ofSeconds(30);
 
-  private static boolean transientRefusal(io.grpc.StatusRuntimeException e) {
-    return e.getStatus().getCode() == Status.Code.FAILED_PRECONDITION || e.getStatus().getCode() == Status.Code.UNAVAILABLE
-        || e.getStatus().getCode() == Status.Code.ABORTED;
-  }
-
-  private static void sleepQuietly(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw Status.CANCELLED.withDescription("interrupted while restoring a trash entry").asRuntimeException();
-    }
+  private static boolean transientRefusal(RuntimeException e) {
+    Status.Code code = e instanceof io.grpc.StatusRuntimeException s ? s.getStatus().getCode() : Status.Code.UNKNOWN;
+    return code == Status.Code.FAILED_PRECONDITION || code == Status.Code.UNAVAILABLE || code == Status.Code.ABORTED;
   }
 
   /** Merges values into {@code target} on its owner, here or over gRPC; returns the user keys written. */

@@ -52,6 +52,8 @@ import java.util.function.LongSupplier;
  */
 final class Replica {
 
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Replica.class);
+
   /** What this node is for the shard. */
   enum Role { LEADER, FOLLOWER, GONE }
 
@@ -667,7 +669,7 @@ final class Replica {
         // A newer leader exists (the map will say so), or the follower has not applied the map yet: nothing to do here.
         if (now - p.refusedLoggedNanos > 5_000_000_000L) {
           p.refusedLoggedNanos = now;
-          org.slf4j.LoggerFactory.getLogger(Replica.class).info("replication: shard {}: {} answers {} (knows leader epoch {}; this leader's is {})",
+          LOG.info("replication: shard {}: {} answers {} (knows leader epoch {}; this leader's is {})",
               ref, follower, reply.outcome(), reply.knownEpoch(), leaderEpoch);
         }
       }

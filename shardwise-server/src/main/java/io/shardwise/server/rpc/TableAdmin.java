@@ -183,9 +183,7 @@ public final class TableAdmin {
         throw Status.FAILED_PRECONDITION.withDescription("table " + name + " cannot keep " + factor + " replicas of each shard: each on its own"
             + " node, and " + live + " are live").asRuntimeException();
       }
-      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync()
-          : request.getReplicas() != 0 && now.minInSync() == Replication.of(now.factor()).minInSync() ? Replication.of(factor).minInSync()
-          : Math.min(now.minInSync(), factor);
+      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync() : defaultMinInSync(now, factor);
       if (minInSync < 1 || minInSync > factor) {
         throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
       }
@@ -194,6 +192,16 @@ public final class TableAdmin {
           : Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.SetReplication(name, next)).build());
     });
     return applied(name, stored);
+  }
+
+  /**
+   * The min in-sync a new factor gets when the caller names none: a table that kept the default
+   * for its factor gets the new factor's default (3 replicas: 2; 5: 3), one that was set by hand
+   * keeps its value (at most the new factor).
+   */
+  private static int defaultMinInSync(Replication now, int factor) {
+    boolean keptTheDefault = now.minInSync() == Replication.of(now.factor()).minInSync();
+    return keptTheDefault ? Replication.of(factor).minInSync() : Math.min(now.minInSync(), factor);
   }
 
   /** Splits a table into the given number of shards in all ({@link ShardSplits#presplit}). */
