@@ -482,10 +482,10 @@ final class Replica {
       return;
     }
     p.needsSnapshot = false;
+    p.answeredNanos = nanos.getAsLong();
     // Its log now ends at the snapshot. Only an append's answer, which names the store it comes
     // from, raises its match: the next one, from here, confirms it.
     p.next = Math.max(reply.matched(), storage.state(ref).baseOffset()) + 1;
-    after.add(changed);
     after.add(changed); // the entries after the snapshot, next
   }
 
@@ -761,8 +761,10 @@ final class Replica {
     return all;
   }
 
-  /** An in-sync set to ask the map for, guarded by the shard epoch it was computed at. */
-  /** A change of the in-sync set to ask the map for; {@code stores}: the store each follower it adds answered from. */
+  /**
+   * An in-sync set to ask the map for, guarded by the shard epoch it was computed at; {@code
+   * stores}: the store each follower it adds answered from.
+   */
   record InSyncProposal(List<NodeId> inSync, long shardEpoch, Map<NodeId, String> stores) {}
 
   /**
