@@ -298,6 +298,13 @@ class KillNineIT {
   private static final io.shardwise.client.TableSpec REPLICATED = io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(3)
       .build();
 
+  /** {@code kill -9} of the controller's node (see {@link #controller}); the time of the kill. */
+  private Struck killController() throws Exception {
+    String victim = controller();
+    processes.kill9(victim);
+    return Struck.now(victim);
+  }
+
   /** The node that leads the balancer now (the controller, which fails shards over). */
   private String controller() throws Exception {
     try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
@@ -319,9 +326,8 @@ class KillNineIT {
     SplittableRandom random = new SplittableRandom(seed);
     checkedRun("replicas-kill-leader", seed, Duration.ofSeconds(20), REPLICATED, () -> {
       Thread.sleep(2_000 + random.nextInt(2_000));
-      String victim = controller();
-      processes.kill9(victim);
-      Struck struck = Struck.now(victim);
+      Struck struck = killController();
+      String victim = struck.node();
       Thread.sleep(random.nextInt(8_000));
       startNode(victim);
       return struck;
@@ -347,9 +353,8 @@ class KillNineIT {
     SplittableRandom random = new SplittableRandom(seed);
     checkedRun("replicas-kill-for-good", seed, Duration.ofSeconds(25), REPLICATED, () -> {
       Thread.sleep(2_000 + random.nextInt(2_000));
-      String victim = controller();
-      processes.kill9(victim);
-      Struck struck = Struck.now(victim);
+      Struck struck = killController();
+      String victim = struck.node();
       io.shardwise.core.map.NodeId dead = io.shardwise.core.map.NodeId.of(victim);
       try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).until(() -> {
@@ -379,9 +384,8 @@ class KillNineIT {
     SplittableRandom random = new SplittableRandom(seed);
     checkedRun("replicas-wipe", seed, Duration.ofSeconds(22), REPLICATED, () -> {
       Thread.sleep(2_000 + random.nextInt(2_000));
-      String victim = controller();
-      processes.kill9(victim);
-      Struck struck = Struck.now(victim);
+      Struck struck = killController();
+      String victim = struck.node();
       try (Stream<Path> files = java.nio.file.Files.walk(dir.resolve(victim))) {
         for (Path f : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
           java.nio.file.Files.delete(f);
