@@ -172,7 +172,7 @@ function movesTable(p) {
     const done = m.state === "done" ? total : pr ? pr.copiedBytes : 0;
     const bar = el("progress", { max: Math.max(1, total), value: done });
     return el("tr", { "data-shard": m.shard, "data-state": m.state },
-      el("td", {}, m.shard), el("td", {}, m.from + " → " + m.to), el("td", { class: "move-state" }, m.state + (pr && m.state === "moving" ? " · " + pr.phase : "")),
+      el("td", {}, m.shard), el("td", {}, (m.kind ? m.kind + " " : "") + m.from + " → " + m.to), el("td", { class: "move-state" }, m.state + (pr && m.state === "moving" ? " · " + pr.phase : "")),
       el("td", {}, bar), el("td", { class: "num" }, fmtBytes(m.bytes)), el("td", { class: "muted" }, m.error || ""));
   });
   return el("table", { class: "moves" },

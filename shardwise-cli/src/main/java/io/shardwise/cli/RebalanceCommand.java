@@ -821,7 +821,7 @@ final class RebalanceCommand {
         java.util.Map<String, long[]> routes = new java.util.TreeMap<>();
         java.util.Map<String, java.util.Map<String, Integer>> states = new java.util.TreeMap<>();
         for (MoveRecord m : p.getMovesList()) {
-          String route = m.getFrom() + (m.getSourceAbsent() ? " (absent)" : "") + " -> " + m.getTo();
+          String route = kind(m) + m.getFrom() + (m.getSourceAbsent() ? " (absent)" : "") + " -> " + m.getTo();
           long[] acc = routes.computeIfAbsent(route, k -> new long[3]);
           acc[0]++;
           acc[1] += m.getKeys();
@@ -880,11 +880,17 @@ final class RebalanceCommand {
               + (pr.getTotalBytes() > 0 ? String.format(Locale.ROOT, " %.0f%%", 100.0 * pr.getCopiedBytes() / pr.getTotalBytes()) : "")
               + (pr.getPhase() == MoveProgress.Phase.DONE ? String.format(Locale.ROOT, ", paused %.1f ms", pr.getPauseMicros() / 1000.0) : "");
         }
-        rows.add(List.of(m.getTable() + "/" + m.getNumber(), m.getFrom() + (m.getSourceAbsent() ? " (absent)" : ""), m.getTo(),
+        rows.add(List.of(m.getTable() + "/" + m.getNumber() + (m.getReplica() ? (m.getLeadership() ? " (lead)" : " (replica)") : ""),
+            m.getFrom() + (m.getSourceAbsent() ? " (absent)" : ""), m.getTo(),
             Long.toString(m.getKeys()), Long.toString(m.getBytes()), m.getState().name().toLowerCase(Locale.ROOT), progress,
             m.getError()));
       }
       Output.table(out, List.of("SHARD", "FROM", "TO", "KEYS", "BYTES", "STATE", "PROGRESS", "ERROR"), rows);
     }
-  }
+  
+    /** What a move of a replicated table moves: one replica, or only the lead; a table of one replica moves whole shards. */
+    private static String kind(MoveRecord m) {
+      return m.getReplica() ? (m.getLeadership() ? "lead " : "replica ") : "";
+    }
+}
 }

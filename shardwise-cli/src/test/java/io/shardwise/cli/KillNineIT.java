@@ -50,7 +50,9 @@ class KillNineIT {
    * guards a path that an in-process test or another scenario here also covers (a move's
    * destination and the balancer's leader killed mid-move: {@code MoveSimulationTest} and the
    * move's source killed here; a foreign ZooKeeper: {@code NoDeleteOnAMapAloneTest}; ZooKeeper
-   * paused: the pause scenarios; a ring join: {@code RebalanceTest}).
+   * paused: the pause scenarios; a ring join: {@code RebalanceTest}; a replica move's source or
+   * leader killed: {@code RebalanceTest}'s replicated join under the history check, and the leader
+   * kill scenarios here).
    */
   static final String CAMPAIGN = "campaign";
 
@@ -572,6 +574,29 @@ class KillNineIT {
     }
   }
 
+  /**
+   * Replicated tables (three replicas of each shard) on three nodes; a fourth joins and the
+   * balancer moves replicas and leads to it, a replica at a time. Once the first replica move of
+   * table {@code bulk} runs (its follower on n4 being built), {@code kill -9} of either the move's
+   * source or the shard's leader (seeded), restarted at once: a leader's death fails the shard over
+   * mid-build, and the move must go on or end cleanly. Nothing acknowledged may be lost, and the
+   * move is settled.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void theSourceOrLeaderOfAReplicaMoveKilledMidMoveLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
+    faultInAMove(seed, "replicas-move-kill", REPLICATED, (moving, records, random) -> {
+      String victim = moving.getFrom();
+      if (random.nextBoolean()) {
+        try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+          victim = admin.syncedMap().shard(moving.getTableId(), moving.getNumber()).map(s -> s.owner().value()).orElse(victim);
+        }
+      }
+      return killAndRestart(victim);
+    });
+  }
+
   private Struck killAndRestart(String node) throws Exception {
     processes.kill9(node);
     startNode(node); // at once, on the same data directory: waits out its old session
@@ -664,7 +689,7 @@ class KillNineIT {
     while (System.nanoTime() < deadline) {
       for (PlanRecord p : records.plans()) {
         for (MoveRecord m : p.getMovesList()) {
-          if (m.getState() == MoveRecord.State.MOVING && m.getTable().equals("bulk")) {
+          if (m.getState() == MoveRecord.State.MOVING && m.getTable().equals("bulk") && !m.getLeadership()) {
             return m;
           }
         }

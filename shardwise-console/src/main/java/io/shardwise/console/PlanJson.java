@@ -61,6 +61,9 @@ public final class PlanJson {
       if (m.getSourceAbsent()) {
         mo.put("sourceAbsent", true);
       }
+      if (m.getReplica()) {
+        mo.put("kind", m.getLeadership() ? "lead" : "replica");
+      }
       if (m.hasProgress()) {
         MoveProgress pr = m.getProgress();
         mo.putObject("progress").put("phase", pr.getPhase().name().toLowerCase(Locale.ROOT)).put("copiedBytes", pr.getCopiedBytes())

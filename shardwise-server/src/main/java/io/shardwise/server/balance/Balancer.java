@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
 import io.shardwise.proto.v1.BalancerSettings;
@@ -100,6 +101,7 @@ public final class Balancer implements AutoCloseable {
   private final Resizer resizer;
   private final Failover failover;
   private final ReplicaRepair repair;
+  private final ReplicaMoves replicaMoves;
 
   private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
     this.self = self;
@@ -109,6 +111,7 @@ public final class Balancer implements AutoCloseable {
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
     this.repair = new ReplicaRepair(coordinator);
+    this.replicaMoves = new ReplicaMoves(coordinator);
     this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "shardwise-balancer-" + self);
@@ -208,20 +211,20 @@ public final class Balancer implements AutoCloseable {
         (now - since >= settings.getAbsentGraceSeconds() * 1_000 ? absentPastGrace : absentInGrace).add(owner);
       }
     }
-    if (!settings.getPaused()) {
-      try {
-        // Failover rebalancing, in every mode: replicas lost with absent nodes are rebuilt elsewhere.
-        repair.run(absentPastGrace, records.drains(), settings.getMaxMovesPerNode());
-      } catch (RuntimeException e) {
-        LOG.warn("balancer: replica repair on {}: {}", self, e.toString());
-      }
-    }
     List<PlanRecord> plans = records.plans();
     if (plans.size() > KEEP_PLANS) {
       records.prune(plans, KEEP_PLANS);
     }
     Optional<PlanRecord> active = plans.stream()
         .filter(p -> p.getState() == PlanRecord.State.APPROVED || p.getState() == PlanRecord.State.RUNNING).findFirst();
+    if (!settings.getPaused()) {
+      try {
+        // Failover rebalancing, in every mode: replicas lost with absent nodes are rebuilt elsewhere.
+        repair.run(absentPastGrace, records.drains(), settings.getMaxMovesPerNode(), replicaMovesUnderWay(active));
+      } catch (RuntimeException e) {
+        LOG.warn("balancer: replica repair on {}: {}", self, e.toString());
+      }
+    }
     if (active.isPresent()) {
       drive(active.get(), settings, map, live);
       return;
@@ -277,6 +280,16 @@ public final class Balancer implements AutoCloseable {
     PlanRecord created = records.create(desired.toBuilder().setState(state).setNeedsApproval(auto && !withinLimits).build());
     LOG.info("balancer: plan {} ({} moves, {} bytes, {}): {}", created.getId(), created.getMovesCount(), created.getMovedBytes(),
         Rebalancing.describe(state), created.getReason());
+  }
+
+  /** The shards of the active plan's replica moves that have not ended: replica repair leaves them alone. */
+  private static Set<ShardId> replicaMovesUnderWay(Optional<PlanRecord> active) {
+    Set<ShardId> out = new TreeSet<>();
+    active.ifPresent(p -> p.getMovesList().stream()
+        .filter(m -> m.getReplica() && !m.getLeadership()
+            && (m.getState() == MoveRecord.State.WAITING || m.getState() == MoveRecord.State.MOVING))
+        .forEach(m -> out.add(new ShardId(m.getTable(), m.getNumber()))));
+    return out;
   }
 
   /**
@@ -431,7 +444,7 @@ public final class Balancer implements AutoCloseable {
     for (int i = 0; i < plan.getMovesCount(); i++) {
       MoveRecord m = plan.getMoves(i);
       if (m.getState() == MoveRecord.State.MOVING && !inFlight.containsKey(key(id, i))) {
-        boolean cutOver = ownerOf(map, m).map(o -> o.equals(NodeId.of(m.getTo()))).orElse(false);
+        boolean cutOver = landed(map, m);
         int index = i;
         plan = records.update(id, p -> withMove(p, index, p.getMoves(index).toBuilder()
             .setState(cutOver ? MoveRecord.State.DONE : MoveRecord.State.WAITING)));
@@ -440,13 +453,17 @@ public final class Balancer implements AutoCloseable {
     if (!plan.getCancelRequested() && !settings.getPaused()) {
       Map<String, Integer> busy = new TreeMap<>();
       for (int i = 0; i < plan.getMovesCount(); i++) {
-        if (plan.getMoves(i).getState() == MoveRecord.State.MOVING) {
+        if (plan.getMoves(i).getState() == MoveRecord.State.MOVING && !plan.getMoves(i).getLeadership()) {
           busy.merge(plan.getMoves(i).getFrom(), 1, Integer::sum);
           busy.merge(plan.getMoves(i).getTo(), 1, Integer::sum);
         }
       }
       for (int i = 0; i < plan.getMovesCount(); i++) {
         MoveRecord m = plan.getMoves(i);
+        if (m.getLeadership()) {
+          startLeadership(plan, i, map, settings, live); // cheap: not counted against the nodes' moves
+          continue;
+        }
         if (m.getState() != MoveRecord.State.WAITING || m.getRetryAfterMillis() > System.currentTimeMillis()
             || busy.getOrDefault(m.getFrom(), 0) >= settings.getMaxMovesPerNode()
             || busy.getOrDefault(m.getTo(), 0) >= settings.getMaxMovesPerNode()) {
@@ -532,6 +549,34 @@ public final class Balancer implements AutoCloseable {
     return map.shard(m.getTableId(), m.getNumber()).map(ShardAssignment::owner);
   }
 
+  /** Whether the map shows the move done: the new owner, or for a replicated shard the replica (or lead) on its new node. */
+  private static boolean landed(ShardMap map, MoveRecord m) {
+    return m.getReplica() ? ReplicaMoves.landed(map, m) : ownerOf(map, m).map(o -> o.equals(NodeId.of(m.getTo()))).orElse(false);
+  }
+
+  /**
+   * A lead-only move starts once its new leader is an in-sync follower — at once if it already was,
+   * or once a replica move of the same plan has built it there. If no such move is left to build
+   * it, the lead stays where it is (cancelled, with the reason).
+   */
+  private void startLeadership(PlanRecord plan, int index, ShardMap map, BalancerSettings settings, Map<NodeId, NodeInfo> live) {
+    MoveRecord m = plan.getMoves(index);
+    if (m.getState() != MoveRecord.State.WAITING || m.getRetryAfterMillis() > System.currentTimeMillis()) {
+      return;
+    }
+    if (ReplicaMoves.leadReady(map, m)) {
+      start(plan.getId(), index, settings, live);
+      return;
+    }
+    boolean coming = plan.getMovesList().stream().anyMatch(o -> !o.getLeadership() && o.getTableId() == m.getTableId()
+        && o.getNumber() == m.getNumber() && o.getTo().equals(m.getTo())
+        && (o.getState() == MoveRecord.State.WAITING || o.getState() == MoveRecord.State.MOVING));
+    if (!coming) {
+      records.update(plan.getId(), p -> withMove(p, index, p.getMoves(index).toBuilder().setState(MoveRecord.State.CANCELLED)
+          .setError(m.getTo() + " is not an in-sync follower of the shard, and no move of this plan makes it one")));
+    }
+  }
+
 
   private void start(String planId, int index, BalancerSettings settings, Map<NodeId, NodeInfo> live) {
     PlanRecord plan = records.update(planId, p -> withMove(p, index, p.getMoves(index).toBuilder()
@@ -550,6 +595,8 @@ public final class Balancer implements AutoCloseable {
           }
           reassign(move);
           last = MoveProgress.newBuilder().setPhase(MoveProgress.Phase.DONE).build();
+        } else if (move.getReplica()) {
+          last = replicaMoves.run(move, inSyncWithin(move, settings), context::isCancelled);
         } else if (source == null) {
           throw new IllegalStateException("the source " + move.getFrom() + " is not live");
         } else {
@@ -561,7 +608,7 @@ public final class Balancer implements AutoCloseable {
           }
         }
         // Done only when the map shows the new owner, whatever the source reported.
-        if (!ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false)) {
+        if (!landed(coordinator.readMapSynced().map(), move)) {
           throw new IllegalStateException("the move ended but the map does not give shard " + move.getTable() + "/" + move.getNumber()
               + " to " + move.getTo());
         }
@@ -651,8 +698,18 @@ public final class Balancer implements AutoCloseable {
     return base * 3 / 4 + java.util.concurrent.ThreadLocalRandom.current().nextLong(base / 2 + 1);
   }
 
+  /**
+   * How long a replica move waits for its new follower to catch up: a minute, plus twice the time
+   * the shard's bytes take at the move bandwidth (the leader's snapshot is sent at that rate).
+   */
+  static Duration inSyncWithin(MoveRecord move, BalancerSettings settings) {
+    long bandwidth = settings.getBandwidthBytesPerSecond();
+    long copySeconds = bandwidth <= 0 ? 0 : 2 * move.getBytes() / bandwidth;
+    return Duration.ofSeconds(60 + copySeconds);
+  }
+
   private void failed(String planId, int index, MoveRecord move, RuntimeException e) {
-    boolean cutOver = ownerOf(coordinator.readMapSynced().map(), move).map(o -> o.equals(NodeId.of(move.getTo()))).orElse(false);
+    boolean cutOver = landed(coordinator.readMapSynced().map(), move);
     int maxAttempts = records.settings().getMaxMoveAttempts();
     PlanRecord after = records.update(planId, p -> {
       MoveRecord.Builder m = p.getMoves(index).toBuilder();

@@ -9,6 +9,7 @@ import io.shardwise.core.plan.Move;
 import io.shardwise.core.plan.NodeCapacity;
 import io.shardwise.core.plan.Plan;
 import io.shardwise.core.plan.RebalancePlanner;
+import io.shardwise.core.plan.ReplicaPlanner;
 import io.shardwise.core.plan.ShardSize;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.NodeInfo;
@@ -27,6 +28,10 @@ import java.util.function.Predicate;
  * Turns the cluster as it is into a plan record: runs the core's {@link RebalancePlanner} for each
  * table over the live nodes (weight: the {@code capacity} label), with the operator's drains and
  * the nodes absent past their grace period, and adds up the forecast.
+ *
+ * <p>A replicated table is planned by the core's {@link ReplicaPlanner}: replicas and leads per
+ * node, a replica at a time (the balancer runs such a move as add a follower, wait until it is in
+ * sync, pass the lead if the source led, remove the source's replica).
  *
  * <p>Liveness comes only from ZooKeeper: a node that answers slowly, or not at all, to the size
  * request is still live and keeps its shards (its shards just count as empty for the forecast). A
@@ -71,13 +76,6 @@ public final class PlanMaker {
       if (!include.test(table.name())) {
         continue;
       }
-      if (table.replication().replicated()) {
-        // A replicated shard changes nodes a replica at a time (add a follower, let it catch up,
-        // hand over the lead, remove one), which plans do not do yet: its leaders fail over instead.
-        record.addNotes("table " + table.name() + ": keeps " + table.replication().factor() + " replicas of each shard; plans do not"
-            + " move replicas yet");
-        continue;
-      }
       List<NodeId> waitingFor = new ArrayList<>();
       for (ShardAssignment s : table.shards()) {
         if (absentInGrace.contains(s.owner()) && !waitingFor.contains(s.owner())) {
@@ -86,6 +84,44 @@ public final class PlanMaker {
       }
       if (!waitingFor.isEmpty()) {
         record.addNotes("table " + table.name() + ": not planned while " + waitingFor + " may come back (absent, within the grace period)");
+        continue;
+      }
+      if (table.replication().replicated()) {
+        // Replicas and leads, a replica at a time; replicas of draining and absent nodes are replica repair's.
+        List<NodeId> waitingForFollowers = new ArrayList<>();
+        for (ShardAssignment s : table.shards()) {
+          s.followers().stream().filter(f -> absentInGrace.contains(f) && !waitingForFollowers.contains(f)).forEach(waitingForFollowers::add);
+        }
+        if (!waitingForFollowers.isEmpty()) {
+          record.addNotes("table " + table.name() + ": not planned while " + waitingForFollowers
+              + " may come back (absent, within the grace period)");
+          continue;
+        }
+        Plan plan = ReplicaPlanner.plan(map, table.name(), nodes, zones(live), sizes);
+        if (plan.note() != null) {
+          record.addNotes("table " + table.name() + ": " + plan.note());
+        }
+        for (Move m : plan.moves()) {
+          ShardAssignment s = table.shard(m.shard().number()).orElseThrow();
+          record.addMoves(MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(m.shard().number())
+              .setShardEpoch(s.epoch()).setFrom(m.from().value()).setTo(m.to().value()).setKeys(m.keys()).setBytes(m.bytes())
+              .setState(MoveRecord.State.WAITING).setReplica(true).setLeadership(m.leadership()));
+        }
+        Map<ShardId, List<NodeId>> placed = new HashMap<>();
+        table.shards().forEach(s -> placed.put(s.id(), new ArrayList<>(s.replicas())));
+        plan.moves().stream().filter(m -> !m.leadership()).forEach(m -> {
+          List<NodeId> r = placed.get(m.shard());
+          r.set(r.indexOf(m.from()), m.to());
+        });
+        for (ShardAssignment s : table.shards()) {
+          long b = sizes.getOrDefault(s.id(), ShardSize.UNKNOWN).bytes();
+          s.replicas().forEach(n -> before.add(n, b));
+          placed.get(s.id()).forEach(n -> after.add(n, b));
+        }
+        Plan.Forecast f = plan.forecast();
+        movedBytes += f.movedBytes();
+        totalBytes += f.totalBytes();
+        minimumBytes += f.minimumFraction() * f.totalBytes();
         continue;
       }
       List<String> joining = RingJoins.missing(map, live.keySet(), drains, name -> name.equals(table.name())).stream()
@@ -187,6 +223,18 @@ public final class PlanMaker {
       }
       return worst;
     }
+  }
+
+  /** Each live node's {@code zone} label, if it has one. */
+  static Map<NodeId, String> zones(Map<NodeId, NodeInfo> live) {
+    Map<NodeId, String> zones = new java.util.TreeMap<>();
+    live.forEach((n, info) -> {
+      String zone = info.getLabelsMap().get("zone");
+      if (zone != null) {
+        zones.put(n, zone);
+      }
+    });
+    return zones;
   }
 
   /** A node's weight: its {@code capacity} label, default 1. */

@@ -2,6 +2,7 @@ package io.shardwise.server.balance;
 
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.ShardMapDelta;
 import io.shardwise.core.map.Table;
@@ -14,7 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,6 +37,9 @@ import org.slf4j.LoggerFactory;
  *       not in sync first.
  * </ul>
  *
+ * <p>A shard with a plan's replica move under way ({@link ReplicaMoves}) is left alone: it holds
+ * one replica more than its factor on purpose until the move ends.
+ *
  * <p>Rate-limited: a node builds at most {@code maxBuildingPerNode} followers at once (followers not
  * yet in sync count), so a lost node's data is rebuilt a few shards at a time per node and the
  * survivors keep serving. A node that is registered but slow keeps its replicas: nothing here looks
@@ -54,7 +57,12 @@ final class ReplicaRepair {
   }
 
   /** The cluster as the repair sees it. */
-  record Cluster(Set<NodeId> live, Map<NodeId, String> zones, Set<NodeId> absentPastGrace, Set<NodeId> drains, int maxBuildingPerNode) {}
+  record Cluster(Set<NodeId> live, Map<NodeId, String> zones, Set<NodeId> absentPastGrace, Set<NodeId> drains, int maxBuildingPerNode,
+      Set<ShardId> moving) {
+    Cluster {
+      moving = Set.copyOf(moving);
+    }
+  }
 
   /** The changes that bring the shards of replicated tables closer to their factors, in one delta; empty if none is due. */
   static Optional<ShardMapDelta> plan(ShardMap map, Cluster c) {
@@ -84,6 +92,9 @@ final class ReplicaRepair {
       for (ShardAssignment s : t.shards()) {
         if (!c.live().contains(s.owner())) {
           continue; // Failover's: nothing to copy from
+        }
+        if (c.moving().contains(s.id())) {
+          continue; // a plan's replica move is under way: its extra replica is meant to be there
         }
         if (c.drains().contains(s.owner())) {
           Optional<NodeId> to = s.inSync().stream().filter(n -> c.live().contains(n) && !c.drains().contains(n)).findFirst();
@@ -143,16 +154,10 @@ final class ReplicaRepair {
   }
 
   /** Runs the repair against the stored map; returns how many changes it made. */
-  int run(Set<NodeId> absentPastGrace, Set<NodeId> drains, int maxBuildingPerNode) {
+  int run(Set<NodeId> absentPastGrace, Set<NodeId> drains, int maxBuildingPerNode, Set<ShardId> moving) {
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
-    Map<NodeId, String> zones = new TreeMap<>();
-    live.forEach((n, info) -> {
-      String zone = info.getLabelsMap().get("zone");
-      if (zone != null) {
-        zones.put(n, zone);
-      }
-    });
-    Cluster cluster = new Cluster(live.keySet(), zones, absentPastGrace, drains, Math.max(1, maxBuildingPerNode));
+    Map<NodeId, String> zones = PlanMaker.zones(live);
+    Cluster cluster = new Cluster(live.keySet(), zones, absentPastGrace, drains, Math.max(1, maxBuildingPerNode), moving);
     if (plan(coordinator.readMap().map(), cluster).isEmpty()) {
       return 0; // nothing to do: no write to ZooKeeper
     }

@@ -40,7 +40,7 @@ class ReplicaRepairTest {
   }
 
   private static ReplicaRepair.Cluster cluster(Set<NodeId> live, Set<NodeId> gone, Set<NodeId> drains, int maxBuilding) {
-    return new ReplicaRepair.Cluster(live, Map.of(), gone, drains, maxBuilding);
+    return new ReplicaRepair.Cluster(live, Map.of(), gone, drains, maxBuilding, Set.of());
   }
 
   /** n3 has failed over (it led shard 2) and is gone past the grace: its followers are replaced on n4, n5. */
@@ -126,8 +126,23 @@ class ReplicaRepairTest {
     m = m.apply(Failover.plan(m, Set.of(N1, N2, N4, N5)).orElseThrow());
     // n1 in zone a, n2 in zone b, n4 in zone a, n5 in zone c: every shard's new follower goes to zone c.
     ReplicaRepair.Cluster c = new ReplicaRepair.Cluster(Set.of(N1, N2, N4, N5), Map.of(N1, "a", N2, "b", N4, "a", N5, "c"), Set.of(N3),
-        Set.of(), 5);
+        Set.of(), 5, Set.of());
     ShardMap after = m.apply(ReplicaRepair.plan(m, c).orElseThrow());
     assertThat(after.table("r").orElseThrow().shards()).allSatisfy(s -> assertThat(s.replicas()).contains(N5).doesNotContain(N4));
+  }
+
+  /** A plan's replica move adds a fourth replica on purpose: repair leaves that shard alone, and trims it once the move is given up. */
+  @Test
+  void aShardWithAReplicaMoveUnderWayKeepsItsExtraReplicaUntilTheMoveEnds() {
+    ShardMap m = map();
+    ShardAssignment s0 = shard(m, 0);
+    m = m.apply(ShardMapDelta.on(m).add(new ShardMapDelta.AddFollower(s0.id(), N4)).build());
+    Set<NodeId> live = Set.of(N1, N2, N3, N4);
+
+    ReplicaRepair.Cluster moving = new ReplicaRepair.Cluster(live, Map.of(), Set.of(), Set.of(), 2, Set.of(s0.id()));
+    assertThat(ReplicaRepair.plan(m, moving)).isEmpty();
+
+    ShardMap trimmed = m.apply(ReplicaRepair.plan(m, cluster(live, Set.of(), Set.of(), 2)).orElseThrow());
+    assertThat(shard(trimmed, 0).replicas()).as("the follower not in sync goes first").containsExactly(N1, N2, N3);
   }
 }

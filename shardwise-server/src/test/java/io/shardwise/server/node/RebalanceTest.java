@@ -272,6 +272,67 @@ class RebalanceTest {
     }
   }
 
+  /**
+   * A replicated table on three nodes when a fourth joins: the balancer moves replicas to it one at
+   * a time (a follower built, in sync, the lead passed if the source led, the source removed) and
+   * evens the leads, while a writer and a reader run under the history check. Afterwards every
+   * replica holds every key's last value and no other node holds any.
+   */
+  @Test
+  void addingANodeMovesReplicasAndLeadsOfAReplicatedTableWhileEveryAcknowledgedWriteSurvives() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      setMode(c, BalancerSettings.Mode.AUTO);
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("replicated", TableSpec.builder("hashrange").shards(8).replicas(3).build());
+      RebalanceRecords records = new RebalanceRecords(c);
+      try (History h = new History(client, "replicated", 500, 7)) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > 200 && h.reads.get() > 200);
+        cluster.nodes.add(cluster.startNode(4));
+        PlanRecord plan = awaitPlan(records, p -> p.getMovesList().stream().anyMatch(MoveRecord::getReplica));
+        PlanRecord done = awaitFinished(records, plan.getId());
+        assertThat(done.getState()).as(done.toString()).isEqualTo(PlanRecord.State.DONE);
+        List<MoveRecord> replicaMoves = done.getMovesList().stream().filter(m -> !m.getLeadership()).toList();
+        assertThat(replicaMoves).as("24 replicas over 4 nodes: 6 reach n4").hasSize(6)
+            .allMatch(m -> m.getReplica() && m.getTo().equals("n4") && m.getState() == MoveRecord.State.DONE);
+        long writesAfter = h.writes.get();
+        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > writesAfter + 200);
+        Map<Integer, Long> finalValues = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+
+        Table table = c.readMap().map().table("replicated").orElseThrow();
+        Map<NodeId, Integer> replicas = new java.util.TreeMap<>();
+        table.shards().forEach(s -> s.replicas().forEach(n -> replicas.merge(n, 1, Integer::sum)));
+        assertThat(replicas).containsOnlyKeys(NodeId.of("n1"), NodeId.of("n2"), NodeId.of("n3"), NodeId.of("n4"))
+            .allSatisfy((n, count) -> assertThat(count).as("replicas on %s", n).isEqualTo(6));
+        Map<NodeId, Integer> leads = shardsPerNode(c.readMap().map(), "replicated");
+        assertThat(leads.values().stream().mapToInt(Integer::intValue).max().orElseThrow()
+            - leads.values().stream().mapToInt(Integer::intValue).min().orElseThrow()).as("leads per node %s", leads).isLessThanOrEqualTo(1);
+        assertThat(leads).containsKey(NodeId.of("n4"));
+        table.shards().forEach(s -> assertThat(s.replicas()).hasSize(3).doesNotHaveDuplicates());
+
+        // Every replica holds every key's last value; a node that gave its replica away keeps nothing (after the drop grace).
+        await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+          Table now = cluster.nodes.get(0).map().table("replicated").orElseThrow();
+          for (Map.Entry<Integer, Long> e : finalValues.entrySet()) {
+            Key k = key(e.getKey());
+            ShardAssignment s = now.shardFor(k.partitionKey());
+            ShardRef ref = ShardRef.of(now, s.id().number());
+            for (ShardwiseNode n : cluster.nodes) {
+              var stored = n.store().get(ref, k.encode());
+              if (s.isReplica(n.id())) {
+                assertThat(stored).as("key %d on its replica %s", e.getKey(), n.id()).isNotNull();
+                assertThat(Long.parseLong(new String(stored.value(), StandardCharsets.UTF_8).substring(1))).as("key %d on %s", e.getKey(), n.id()).isEqualTo(e.getValue());
+              } else {
+                assertThat(stored).as("key %d left on %s (replicas %s)", e.getKey(), n.id(), s.replicas()).isNull();
+              }
+            }
+          }
+        });
+      }
+    }
+  }
+
   @Test
   void suggestModeWaitsForApprovalRefusesAStalePlanAndStaleWritersLandOnTheNewOwner() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, io.shardwise.server.rpc.Limits.DEFAULT);
