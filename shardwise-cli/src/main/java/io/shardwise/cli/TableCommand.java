@@ -182,8 +182,8 @@ final class TableCommand {
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
       TableDescription t = client.describeTable(name, stats);
-      // rings of hash ranges split and merge too; replicated tables do not split or merge yet
-      boolean splittable = (t.spec().strategy().equals("range") || t.hashRanges()) && t.replicas() == 1;
+      // rings of hash ranges split and merge too, and replicated tables (at one log position on every replica)
+      boolean splittable = t.spec().strategy().equals("range") || t.hashRanges();
       PrintWriter out = spec.commandLine().getOut();
       if (common.output == OutputFormat.json) {
         ObjectNode o = json(t);

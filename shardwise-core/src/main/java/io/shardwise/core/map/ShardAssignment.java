@@ -104,7 +104,7 @@ public record ShardAssignment(ShardId id, NodeId owner, long epoch, long leaderE
   }
 
   /** The same leader and the same followers (in any order): what a merge requires of two neighbours. */
-  boolean sameReplicas(ShardAssignment other) {
+  public boolean sameReplicas(ShardAssignment other) {
     return owner.equals(other.owner) && Set.copyOf(followers).equals(Set.copyOf(other.followers));
   }
 }

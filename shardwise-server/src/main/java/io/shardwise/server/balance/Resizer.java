@@ -103,7 +103,7 @@ final class Resizer {
       return List.of();
     }
     lastLookMillis = nowMillis;
-    boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable() && !t.replication().replicated()
+    boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable()
         && RebalanceRecords.modeOf(settings, t.name()) != BalancerSettings.Mode.MANUAL
         && (RebalanceRecords.splitBytesOf(settings, t.name()) > 0 || RebalanceRecords.splitRpsOf(settings, t.name()) > 0));
     if (!any) {
@@ -155,8 +155,7 @@ final class Resizer {
     int mergeWindow = RebalanceRecords.mergeSeconds(settings);
     double fraction = RebalanceRecords.mergeFraction(settings);
     for (Table t : map.tables().values()) {
-      if (!t.layout().splittable() || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL
-          || t.replication().replicated()) { // a replicated shard's replicas would have to split at one log position: not done yet
+      if (!t.layout().splittable() || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL) {
         continue;
       }
       long bytesLimit = RebalanceRecords.splitBytesOf(settings, t.name());
@@ -207,6 +206,9 @@ final class Resizer {
         if (l == null || r == null || splitting.contains(left.id()) || splitting.contains(right.id())
             || !mine.contains(left.id().number()) || !mine.contains(right.id().number())) {
           continue;
+        }
+        if (t.replication().replicated() && !left.sameReplicas(right)) {
+          continue; // replicated neighbours merge only on the same replicas and leader (a split's halves start so)
         }
         // On two nodes: the smaller moves to the larger's node first, never onto a draining node.
         ShardAssignment staying = l.getApproximateBytes() >= r.getApproximateBytes() ? left : right;

@@ -255,6 +255,11 @@ public final class ShardwiseNode implements AutoCloseable {
       map.advance(next);
     }
     for (ShardRef shard : replicasRemoved) {
+      if (next.tableById(shard.tableId()).map(t -> t.positionOf(shard.shardNumber()) < 0).orElse(false)) {
+        // Split or merged: the shards that replaced it start logs of their own over its data (kept
+        // where it is if this node is one of their replicas); its own log is of no use any more.
+        cleaner.execute(() -> forgetCutLog(shard));
+      }
       // A follower removed here (rebuilt elsewhere, the factor lowered, the table dropped): its copy
       // goes to the trash after the drop grace, unless the node is a replica of that range again by then.
       cleaner.schedule(() -> trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "no longer a replica here (map epoch " + map.current().epoch() + ")",
@@ -376,6 +381,17 @@ public final class ShardwiseNode implements AutoCloseable {
       return;
     }
     trash.put(shard, ShardTrash.Kind.MOVED_AWAY, "moved to another node (map epoch " + now.epoch() + ")", () -> keepsNothingOf(shard));
+  }
+
+  /** The log of a replicated shard that a split or merge replaced, unless its range goes to the trash (with the log) instead. */
+  private void forgetCutLog(ShardRef shard) {
+    try {
+      if (!keepsNothingOf(shard)) {
+        store.replicaStorage().forget(shard);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: could not remove the log of split or merged shard {}: {}", id, shard, e.getMessage());
+    }
   }
 
   /**

@@ -144,6 +144,39 @@ public final class GrpcReplication {
         out.onNext(b.build());
         out.onCompleted();
       }
+
+      @Override
+      public void quiesce(io.shardwise.proto.v1.QuiesceRequest request, StreamObserver<io.shardwise.proto.v1.QuiesceResponse> out) {
+        long holdNanos = TimeUnit.MILLISECONDS.toNanos(request.getHoldMillis());
+        List<java.util.concurrent.CompletableFuture<Replica.Quiesced>> waits = new ArrayList<>();
+        for (long number : request.getNumbersList()) {
+          ShardRef ref = shards.resolve(request.getTableId(), number);
+          if (ref == null) {
+            waits.forEach(w -> w.cancel(false));
+            out.onError(io.grpc.Status.NOT_FOUND.withDescription("no shard " + number + " of table " + request.getTableId()
+                + " in this node's map").asRuntimeException());
+            return;
+          }
+          waits.add(replicator.quiesce(ref, holdNanos));
+        }
+        java.util.concurrent.CompletableFuture.allOf(waits.toArray(new java.util.concurrent.CompletableFuture<?>[0])).whenComplete((v, t) -> {
+          if (t != null) {
+            Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+            out.onError(io.grpc.Status.UNAVAILABLE.withDescription(cause.getMessage()).asRuntimeException());
+            return;
+          }
+          io.shardwise.proto.v1.QuiesceResponse.Builder b = io.shardwise.proto.v1.QuiesceResponse.newBuilder();
+          for (int i = 0; i < waits.size(); i++) {
+            Replica.Quiesced q = waits.get(i).join();
+            if (q != null) {
+              b.addShards(io.shardwise.proto.v1.QuiescedShard.newBuilder().setNumber(request.getNumbers(i)).setShardEpoch(q.shardEpoch())
+                  .setLastOffset(q.lastOffset()).addAllInSync(q.inSync().stream().map(NodeId::value).toList()));
+            }
+          }
+          out.onNext(b.build());
+          out.onCompleted();
+        });
+      }
     };
   }
 

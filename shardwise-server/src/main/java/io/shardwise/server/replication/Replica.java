@@ -108,6 +108,9 @@ final class Replica {
     // in-sync set at the next look, whatever it answers meanwhile, until the map no longer has it there.
     boolean replaced;
     String store; // the store it answered from last (ShardEngine#storeId): what its match is about
+    // The highest offset it is known to have applied: it answered OK to an append whose commit and
+    // end both reach this far (a follower applies up to the commit before it answers).
+    long appliedSeen;
     // Reads that need this follower to confirm the leader with an append sent after they arrived:
     // first waiting for the next send, then for the reply to it.
     List<ReadWaiter> awaitingSend = new ArrayList<>();
@@ -157,6 +160,9 @@ final class Replica {
   private Map<NodeId, String> proposedStores = Map.of();
   private long proposedAt;
   private boolean proposalFailed;
+  // A split or merge of this shard is under way ({@link #quiesce}): writes are refused until then.
+  private long heldUntilNanos = Long.MIN_VALUE;
+  private final List<CompletableFuture<Quiesced>> quiesced = new ArrayList<>();
 
   /**
    * @param changed called (outside any lock) when the leader has something new to send: an entry
@@ -234,6 +240,7 @@ final class Replica {
       }
       advanceCommit(after); // a smaller in-sync set may commit at once
       releaseReads(reads, after);
+      checkQuiesced(after);
     } else {
       if (role == Role.LEADER) {
         stepDown("shard " + ref + " is led by " + a.owner() + " from epoch " + a.leaderEpoch(), after);
@@ -272,6 +279,11 @@ final class Replica {
   /** Stops leading: appended writes not yet applied end with an unknown outcome (another leader may commit them). */
   private void stepDown(String why, List<Runnable> after) {
     role = Role.FOLLOWER;
+    heldUntilNanos = Long.MIN_VALUE;
+    List<CompletableFuture<Quiesced>> quiesceWaiters = new ArrayList<>(quiesced);
+    quiesced.clear();
+    NotApplied notLeader = new NotApplied(NotApplied.Reason.NOT_LEADER, why);
+    after.add(() -> quiesceWaiters.forEach(f -> f.completeExceptionally(notLeader)));
     pending.clear(); // what was appended and not applied is the next leader's to commit or not
     CompletableFuture<Void> wasReady = ready;
     after.add(() -> wasReady.completeExceptionally(new NotApplied(NotApplied.Reason.NOT_LEADER, why)));
@@ -398,6 +410,9 @@ final class Replica {
     if (!ready.isDone()) {
       throw new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " has a new leader that is still committing its log");
     }
+    if (held(nanos.getAsLong())) {
+      throw new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " is being split or merged: writes wait until it is");
+    }
     if (1 + inSync.size() < minInSync) {
       throw new NotApplied(NotApplied.Reason.NOT_ENOUGH_REPLICAS, "shard " + ref + " has " + (1 + inSync.size())
           + " in-sync replica" + (inSync.isEmpty() ? "" : "s") + " " + inSyncNames() + "; writes need " + minInSync);
@@ -415,6 +430,78 @@ final class Replica {
   synchronized CompletableFuture<Void> whenReady() {
     return role == Role.LEADER ? ready : CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER,
         "this node does not lead shard " + ref));
+  }
+
+  // ------------------------------------------------------------------ splits and merges
+
+  /**
+   * The shard as a split or merge may cut it: every write accepted is committed and applied, here
+   * and on each in-sync follower ({@code inSync}, as the map at {@code shardEpoch} names them), up
+   * to {@code lastOffset}, the end of the log.
+   */
+  record Quiesced(long lastOffset, long shardEpoch, List<NodeId> inSync) {}
+
+  /**
+   * Quiesces the shard for a split or merge (Kafka and Raft have no such step; CockroachDB splits
+   * through its log instead): writes are refused for {@code holdNanos} (or until {@link #release}),
+   * and the future completes once the shard is {@link Quiesced} — every in-sync follower has
+   * answered an append whose commit covers the whole log, so it has applied all of it, and the
+   * halves (or the merged shard) can start logs of their own on every replica with the same data.
+   * Fails if this node stops leading, or if the hold ends first (seen at the next reply or map
+   * change; the caller's deadline ends the wait in any case). Holding again extends the hold.
+   */
+  CompletableFuture<Quiesced> quiesce(long holdNanos) {
+    CompletableFuture<Quiesced> f = new CompletableFuture<>();
+    List<Runnable> after = new ArrayList<>();
+    synchronized (this) {
+      if (role != Role.LEADER) {
+        return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node does not lead shard " + ref));
+      }
+      heldUntilNanos = nanos.getAsLong() + holdNanos;
+      quiesced.add(f);
+      checkQuiesced(after);
+      after.add(changed); // the followers hear the commit at once
+    }
+    after.forEach(Runnable::run);
+    return f;
+  }
+
+  /** Whether writes are held for a split or merge at {@code now}. */
+  private boolean held(long now) {
+    return heldUntilNanos != Long.MIN_VALUE && now - heldUntilNanos < 0;
+  }
+
+  /** Ends a hold: the split or merge it was for did not happen. */
+  synchronized void release() {
+    heldUntilNanos = Long.MIN_VALUE;
+  }
+
+  /** Completes the quiesce waiters if the shard is quiesced now. */
+  private void checkQuiesced(List<Runnable> after) {
+    if (quiesced.isEmpty() || role != Role.LEADER || !ready.isDone()) {
+      return;
+    }
+    if (!held(nanos.getAsLong())) {
+      List<CompletableFuture<Quiesced>> late = new ArrayList<>(quiesced);
+      quiesced.clear();
+      NotApplied notInTime = new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " was not quiesced while writes were held");
+      after.add(() -> late.forEach(f -> f.completeExceptionally(notInTime)));
+      return;
+    }
+    LogState s = storage.state(ref);
+    if (s.appliedOffset() < s.lastOffset() || commit < s.lastOffset()) {
+      return;
+    }
+    for (NodeId f : maximalInSync()) {
+      Progress p = progress.get(f);
+      if (p == null || p.appliedSeen < s.lastOffset() || !p.trimmed) {
+        return;
+      }
+    }
+    Quiesced q = new Quiesced(s.lastOffset(), shardEpoch, List.copyOf(inSync));
+    List<CompletableFuture<Quiesced>> done = new ArrayList<>(quiesced);
+    quiesced.clear();
+    after.add(() -> done.forEach(f -> f.complete(q)));
   }
 
   // ------------------------------------------------------------------ the leader's side of replication
@@ -442,7 +529,8 @@ final class Replica {
     // A heartbeat is due per shard, not per follower node: while other shards keep the node's
     // messages busy, an idle shard must still be heard from, or its follower looks silent and
     // leaves the in-sync set (and then the shard refuses writes).
-    boolean due = heartbeat || now - p.sentNanos >= config.heartbeat().toNanos();
+    boolean due = heartbeat || now - p.sentNanos >= config.heartbeat().toNanos()
+        || (held(now) && p.appliedSeen < commit); // a quiesce waits for it to apply the commit: tell it now
     if (entries.isEmpty() && !due && p.match >= s.lastOffset() && p.match >= commit && p.awaitingSend.isEmpty()) {
       return null; // it has everything; the commit it knows may lag, which the next heartbeat fixes
     }
@@ -569,6 +657,7 @@ final class Replica {
     p.match = 0;
     p.next = storage.state(ref).lastOffset() + 1;
     p.trimmed = false;
+    p.appliedSeen = 0;
     p.needsSnapshot = false;
     p.leftNanos = nanos.getAsLong();
     p.replaced = inSync.contains(follower);
@@ -650,6 +739,7 @@ final class Replica {
         p.answeredNanos = now;
         p.trimmed |= sent.reachesLeaderEnd();
         p.match = Math.max(p.match, reply.matched());
+        p.appliedSeen = Math.max(p.appliedSeen, Math.min(sent.commit(), reply.matched()));
         p.next = Math.max(p.next, p.match + 1);
         if (p.match >= storage.state(ref).lastOffset()) {
           p.caughtUpNanos = now;
@@ -675,6 +765,7 @@ final class Replica {
       }
       default -> throw new IllegalStateException("unknown outcome " + reply.outcome());
     }
+    checkQuiesced(after);
   }
 
   /** The commit is the least offset every in-sync replica holds; entries up to it are applied here and their writers answered. */

@@ -222,6 +222,23 @@ public final class Replicator {
    * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
    */
   /**
+   * Quiesces {@code shard} for a split or merge, if this node leads it ({@link Replica#quiesce});
+   * {@code holdNanos} 0 releases a hold instead (completing with null).
+   */
+  public CompletableFuture<Replica.Quiesced> quiesce(ShardRef shard, long holdNanos) {
+    Replica r = replicas.get(shard);
+    if (r == null) {
+      return CompletableFuture.failedFuture(new Replica.NotApplied(Replica.NotApplied.Reason.NOT_LEADER,
+          "this node keeps no replica of shard " + shard));
+    }
+    if (holdNanos <= 0) {
+      r.release();
+      return CompletableFuture.completedFuture(null);
+    }
+    return r.quiesce(holdNanos);
+  }
+
+  /**
    * Completes once a read of {@code shard} here is linearizable ({@link Replica#readBarrier}); fails
    * with {@link Replica.NotApplied} if this node does not lead it.
    */

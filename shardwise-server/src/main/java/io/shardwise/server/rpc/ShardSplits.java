@@ -12,9 +12,15 @@ import io.shardwise.proto.v1.MoveServiceGrpc;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.SizeSplitPointRequest;
 import io.shardwise.proto.v1.SizeSplitPointResponse;
+import io.shardwise.proto.v1.QuiesceRequest;
+import io.shardwise.proto.v1.QuiescedShard;
+import io.shardwise.proto.v1.ReplicationServiceGrpc;
 import io.shardwise.proto.v1.SplitShardRequest;
 import io.shardwise.server.coordination.Coordinator;
+import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -23,8 +29,9 @@ import java.util.concurrent.TimeUnit;
  * point, {@code SizeSplitPoint}), then one compare-and-set of the map and nothing else, since the
  * keys of both halves already lie where they will stay. The owner gives each half the shard's
  * version floor before it serves them and keeps the keys where they are (the old shard's span is
- * the halves'). Merges are the same: one compare-and-set. The one definition used by {@code table
- * split}, {@code table merge} and the balancer's policies.
+ * the halves'). Merges are the same: one compare-and-set. A replicated shard is first quiesced by
+ * its leader, so every replica is cut at the same log position ({@link #cutReplicated}). The one
+ * definition used by {@code table split}, {@code table merge} and the balancer's policies.
  */
 public final class ShardSplits {
 
@@ -50,13 +57,26 @@ public final class ShardSplits {
    */
   public ShardMap split(SplitShardRequest asked, ShardMap current) {
     SplitShardRequest request = asked.getAtPartitionKey().isEmpty() && !asked.getHasAtHash() ? bySize(asked, current) : asked;
-    return coordinator.updateMap(map -> {
+    Table before = current.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), current.epoch()));
+    if (!before.replication().replicated()) {
+      return coordinator.updateMap(map -> Optional.of(splitDelta(map, request, Map.of())));
+    }
+    ShardAssignment s = shardOf(before, request.getShard(), current.epoch());
+    return cutReplicated(before, s.owner(), List.of(s.id().number()), (map, quiesced) -> splitDelta(map, request, quiesced));
+  }
+
+  /** The split {@code request} asks for, as a delta on {@code map}; for a replicated table, checked against what its leader quiesced. */
+  private static ShardMapDelta splitDelta(ShardMap map, SplitShardRequest request, Map<Long, QuiescedShard> quiesced) {
+    {
       Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
       ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
       if (!t.layout().splittable()) {
         throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
       }
-      checkNotReplicated(t);
+      ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+      if (t.replication().replicated()) {
+        dropUnconfirmed(delta, List.of(s), quiesced);
+      }
       if (t.shards().size() >= MAX_SHARDS) {
         throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
       }
@@ -76,8 +96,83 @@ public final class ShardSplits {
             .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
         split = ShardMapDelta.SplitShard.atHash(s.id(), at);
       }
-      return Optional.of(ShardMapDelta.on(map).splitShard(split).build());
+      return delta.splitShard(split).build();
+    }
+  }
+
+  /** How long a leader refuses writes to shards it quiesced for a split or merge, at most: the cut is one compare-and-set after it. */
+  private static final Duration HOLD = Duration.ofSeconds(10);
+
+  /** How long a split or merge of replicated shards keeps trying through map changes made meanwhile (an in-sync change, say). */
+  private static final Duration CUT_BUDGET = Duration.ofSeconds(30);
+
+  /**
+   * Splits or merges shards of a replicated table at one log position on every replica: their
+   * leader quiesces them ({@code Quiesce}: writes held, everything accepted committed and applied on
+   * every in-sync replica), then {@code cut} makes the change as one compare-and-set, which is
+   * refused if any of the shards changed since the leader looked (its leader, replicas or in-sync
+   * set; then everything is tried again, within {@link #CUT_BUDGET}). Followers that are not in sync
+   * leave the shards in the same change (their copy may lack writes, and the new shards' logs start
+   * empty: they could never catch up by the log), and replica repair rebuilds them. The halves or
+   * the merged shard start logs of their own on every replica, over the same data.
+   */
+  private ShardMap cutReplicated(Table t, NodeId leader, List<Long> numbers,
+      java.util.function.BiFunction<ShardMap, Map<Long, QuiescedShard>, ShardMapDelta> cut) {
+    return Retries.withBackoff(CUT_BUDGET, e -> e instanceof io.grpc.StatusRuntimeException sre
+        && (sre.getStatus().getCode() == Status.Code.ABORTED || sre.getStatus().getCode() == Status.Code.UNAVAILABLE), attempt -> {
+      ShardMap now = coordinator.readMapSynced().map();
+      Table table = now.tableById(t.id()).orElseThrow(() -> Errors.noSuchTable(t.name(), now.epoch()));
+      ShardAssignment first = shardOf(table, numbers.get(0), now.epoch());
+      NodeInfo node = coordinator.liveNodesNow().get(first.owner());
+      if (node == null) {
+        throw Status.UNAVAILABLE.withDescription("shard " + first.id() + " is led by " + first.owner() + ", which is not live; it must"
+            + " quiesce the shard before it splits or merges").asRuntimeException();
+      }
+      QuiesceRequest.Builder ask = QuiesceRequest.newBuilder().setTableId(t.id()).addAllNumbers(numbers);
+      ReplicationServiceGrpc.ReplicationServiceBlockingStub leaderStub = ReplicationServiceGrpc.newBlockingStub(peers.channel(node.getAddress()));
+      Map<Long, QuiescedShard> quiesced = new HashMap<>();
+      leaderStub.withDeadlineAfter(HOLD.toMillis(), TimeUnit.MILLISECONDS).quiesce(ask.setHoldMillis(HOLD.toMillis()).build())
+          .getShardsList().forEach(q -> quiesced.put(q.getNumber(), q));
+      try {
+        return coordinator.updateMap(map -> Optional.of(cut.apply(map, quiesced)));
+      } catch (RuntimeException e) {
+        try { // the cut did not happen (or its answer was lost): writes need not wait out the hold
+          leaderStub.withDeadlineAfter(2, TimeUnit.SECONDS).quiesce(ask.setHoldMillis(0).build());
+        } catch (RuntimeException ignored) {
+          // the hold ends by itself
+        }
+        throw e;
+      }
     });
+  }
+
+  /**
+   * For shards their leader quiesced: refuses (ABORTED) if any changed since ({@code quiesced}
+   * names the epoch it saw), and adds to {@code delta} the removal of every follower that is not
+   * in sync on all of them.
+   */
+  private static void dropUnconfirmed(ShardMapDelta.Builder delta, List<ShardAssignment> shards, Map<Long, QuiescedShard> quiesced) {
+    java.util.Set<String> confirmed = null;
+    for (ShardAssignment s : shards) {
+      QuiescedShard q = quiesced.get(s.id().number());
+      if (q == null || q.getShardEpoch() != s.epoch()) {
+        throw Status.ABORTED.withDescription("shard " + s.id() + " changed while its leader quiesced it (epoch " + s.epoch()
+            + (q == null ? "" : ", quiesced at " + q.getShardEpoch()) + ")").asRuntimeException();
+      }
+      java.util.Set<String> inSync = new java.util.HashSet<>(q.getInSyncList());
+      if (confirmed == null) {
+        confirmed = inSync;
+      } else {
+        confirmed.retainAll(inSync);
+      }
+    }
+    for (ShardAssignment s : shards) {
+      for (NodeId f : s.followers()) {
+        if (!confirmed.contains(f.value())) {
+          delta.add(new ShardMapDelta.RemoveFollower(s.id(), f));
+        }
+      }
+    }
   }
 
   /**
@@ -90,22 +185,25 @@ public final class ShardSplits {
    *     for a strategy that does not merge or the last shard, FAILED_PRECONDITION for two owners or
    *     a next shard other than {@code expectedRight}
    */
-  /**
-   * Every replica of a shard of a replicated table would have to split or merge at the same
-   * position of its log (the halves start logs of their own), which is not done yet: refused, so
-   * that no replica's copy is ever cut at another point than the leader's.
-   */
-  private static void checkNotReplicated(Table t) {
-    if (t.replication().replicated()) {
-      throw Status.FAILED_PRECONDITION.withDescription("table " + t.name() + " keeps " + t.replication().factor() + " replicas of each shard;"
-          + " replicated shards do not split or merge yet").asRuntimeException();
+  public ShardMap merge(String table, long number, long expectedRight) {
+    ShardMap current = coordinator.readMapSynced().map();
+    Table before = current.table(table).orElseThrow(() -> Errors.noSuchTable(table, current.epoch()));
+    if (!before.replication().replicated()) {
+      return coordinator.updateMap(map -> Optional.of(mergeDelta(map, table, number, expectedRight, Map.of())));
     }
+    ShardAssignment left = shardOf(before, number, current.epoch());
+    int position = before.positionOf(left.id());
+    if (position + 1 >= before.shards().size()) {
+      throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
+    }
+    long right = before.shards().get(position + 1).id().number();
+    return cutReplicated(before, left.owner(), List.of(number, right), (map, quiesced) -> mergeDelta(map, table, number, right, quiesced));
   }
 
-  public ShardMap merge(String table, long number, long expectedRight) {
-    return coordinator.updateMap(map -> {
+  /** The merge of shard {@code number} with the next, as a delta on {@code map}; for a replicated table, checked against what its leader quiesced. */
+  private static ShardMapDelta mergeDelta(ShardMap map, String table, long number, long expectedRight, Map<Long, QuiescedShard> quiesced) {
+    {
       Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
-      checkNotReplicated(t);
       ShardAssignment left = shardOf(t, number, map.epoch());
       if (!t.layout().splittable()) {
         throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
@@ -120,11 +218,21 @@ public final class ShardSplits {
             + expectedRight).asRuntimeException();
       }
       if (!left.owner().equals(right.owner())) {
-        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is on " + left.owner() + " and the next one, " + right.id()
-            + ", on " + right.owner() + "; only shards on one node merge: move one to the other's node first").asRuntimeException();
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is " + (t.replication().replicated() ? "led from " : "on ")
+            + left.owner() + " and the next one, " + right.id() + ", " + (t.replication().replicated() ? "from " : "on ") + right.owner()
+            + "; only shards " + (t.replication().replicated() ? "with one leader" : "on one node") + " merge: move one to the other's node"
+            + " first").asRuntimeException();
       }
-      return Optional.of(ShardMapDelta.on(map).mergeShards(left.id(), right.id()).build());
-    });
+      if (!left.sameReplicas(right)) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " has its replicas on " + left.replicas() + " and the next"
+            + " one, " + right.id() + ", on " + right.replicas() + "; only shards with the same replicas merge").asRuntimeException();
+      }
+      ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+      if (t.replication().replicated()) {
+        dropUnconfirmed(delta, List.of(left, right), quiesced);
+      }
+      return delta.mergeShards(left.id(), right.id()).build();
+    }
   }
 
   /**
@@ -147,7 +255,6 @@ public final class ShardSplits {
     if (!t.layout().splittable()) {
       throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
     }
-    checkNotReplicated(t);
     if (shards <= t.shards().size() || shards > MAX_SHARDS) {
       throw Errors.invalid("table " + t.name() + " has " + t.shards().size() + " shards: --shards must be more than that and at most "
           + MAX_SHARDS + ", not " + shards);
@@ -256,7 +363,7 @@ public final class ShardSplits {
   private SplitShardRequest bySize(SplitShardRequest request, ShardMap map) {
     Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
     ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
-    if (!t.layout().splittable() || t.replication().replicated()) {
+    if (!t.layout().splittable()) {
       return request; // refused with the reason by split
     }
     String alternative = "give --at KEY" + (t.layout().hashRanges() ? " or --at-hash H" : "");

@@ -49,7 +49,7 @@ class RebalanceTest {
 
   // ------------------------------------------------------------------ helpers
 
-  private static Key key(int i) {
+  static Key key(int i) {
     return Key.of(String.format("key-%05d", i).getBytes(StandardCharsets.UTF_8));
   }
 

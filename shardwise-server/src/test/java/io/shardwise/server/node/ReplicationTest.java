@@ -392,6 +392,99 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * Splits and a merge of replicated shards while a writer and a reader run under the history
+   * check: the leader quiesces the shard (writes held until every in-sync follower has applied its
+   * whole log), the map cuts it in one compare-and-set, and the halves start logs of their own on
+   * every replica. Afterwards every replica of every shard holds each key's last value, and no node
+   * keeps the log of a shard that was cut.
+   */
+  @Test
+  void replicatedShardsSplitAndMergeAtOneLogPositionOnEveryReplicaWhileWritesGoOn() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(2).replicas(3).build());
+      ShardwiseNode any = cluster.nodes.get(0);
+      java.util.List<ShardRef> cut = new java.util.ArrayList<>();
+      Table start = any.map().table("r").orElseThrow();
+      // Keys written once each: a replica that missed the last entries before a cut would lack them for good.
+      java.util.Set<String> once = java.util.concurrent.ConcurrentHashMap.newKeySet();
+      java.util.concurrent.atomic.AtomicBoolean stopOnce = new java.util.concurrent.atomic.AtomicBoolean();
+      Thread onceWriter = new Thread(() -> {
+        for (int i = 0; !stopOnce.get(); i++) {
+          try {
+            client.put("r", Key.of("once-" + i), b("o" + i));
+            once.add("once-" + i);
+          } catch (ShardwiseException e) {
+            // not acknowledged: not checked
+          }
+        }
+      });
+      onceWriter.start();
+      try (RebalanceTest.History h = new RebalanceTest.History(client, "r", 300, 11)) {
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > 200 && h.reads.get() > 100);
+        long first = start.shards().get(0).id().number();
+        TableDescription split = client.splitShard("r", first); // by size, at the leader
+        assertThat(split.shards()).hasSize(3);
+        cut.add(ShardRef.of(start, first));
+        long writes = h.writes.get();
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > writes + 200);
+
+        Table afterSplit = any.map().table("r").orElseThrow();
+        ShardAssignment upper = afterSplit.shards().get(1);
+        TableDescription again = client.splitShard("r", upper.id().number());
+        assertThat(again.shards()).hasSize(4);
+        cut.add(ShardRef.of(afterSplit, upper.id().number()));
+        long writes2 = h.writes.get();
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > writes2 + 200);
+
+        Table beforeMerge = any.map().table("r").orElseThrow();
+        ShardAssignment left = beforeMerge.shards().get(1);
+        ShardAssignment right = beforeMerge.shards().get(2);
+        TableDescription merged = client.mergeShards("r", left.id().number());
+        assertThat(merged.shards()).hasSize(3);
+        cut.add(ShardRef.of(beforeMerge, left.id().number()));
+        cut.add(ShardRef.of(beforeMerge, right.id().number()));
+        long writes3 = h.writes.get();
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > writes3 + 200);
+
+        java.util.Map<Integer, Long> last = h.stopAndCheck();
+        stopOnce.set(true);
+        onceWriter.join();
+        assertThat(h.violations).isEmpty();
+
+        Table t = any.map().table("r").orElseThrow();
+        assertThat(t.shards()).hasSize(3).allSatisfy(s -> {
+          assertThat(s.replicas()).as("%s", s.id()).hasSize(3);
+          assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2);
+        });
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+          for (var e : last.entrySet()) {
+            Key k = RebalanceTest.key(e.getKey());
+            ShardAssignment a = t.shardFor(k.partitionKey());
+            for (var replica : a.replicas()) {
+              Versioned v = cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode());
+              assertThat(v).as("key %d on %s", e.getKey(), replica).isNotNull();
+              assertThat(new String(v.value(), StandardCharsets.UTF_8)).as("key %d on %s", e.getKey(), replica).isEqualTo("v" + e.getValue());
+            }
+          }
+          for (String k : once) {
+            ShardAssignment a = t.shardFor(Key.of(k).partitionKey());
+            for (var replica : a.replicas()) {
+              assertThat(cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), Key.of(k).encode()))
+                  .as("%s (written once) on %s", k, replica).isNotNull();
+            }
+          }
+          for (ShardwiseNode n : cluster.nodes) {
+            for (ShardRef old : cut) {
+              assertThat(n.store().replicaStorage().state(old).lastOffset()).as("log of cut shard %s on %s", old, n.id()).isZero();
+            }
+          }
+        });
+      }
+    }
+  }
+
   /** {@code table set}: a table of two replicas gets a third on every shard, online, then goes back to two; bad requests are refused whole. */
   @Test
   void aTablesReplicasChangeOnlineAndEveryNewReplicaHoldsEveryWrite() throws Exception {
