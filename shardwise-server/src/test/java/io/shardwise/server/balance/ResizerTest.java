@@ -196,4 +196,27 @@ class ResizerTest {
     assertThat(propose(AUTO, map, stats(map, big, new int[n], 10, Map.of()), Set.of(), new ArrayList<>()))
         .hasSize(Resizer.MAX_RESIZES_PER_PLAN);
   }
+
+  /**
+   * A replicated table's shards split by size like any other (the split quiesces them at their
+   * leader), and neighbours merge only on the same replicas and leader: never by moving one first.
+   */
+  @Test
+  void replicatedShardsSplitBySizeAndMergeOnlyWithTheSameReplicas() {
+    NodeId n3 = NodeId.of("n3");
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.RANGE).hash(HashFunctions.murmur3_128())
+        .splitPoints(List.of(b("b"), b("c"), b("d"))).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 4, 1, KeySample.empty());
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), List.of(N1, N1, N1, N2),
+        List.of(List.of(N2, n3), List.of(n3, N2), List.of(N2, n3), List.of(N1, n3)), io.shardwise.core.map.Replication.of(3)).build());
+    Set<Long> all = Set.of(0L, 1L, 2L, 3L);
+    int[] quiet = {10, 10, 10, 10};
+
+    long[] bigFirst = {2 << 20, 1_000, 1_000, 1_000};
+    List<ResizeRecord> r = propose(AUTO, map, stats(map, bigFirst, quiet, 10, Map.of()), all, new ArrayList<>());
+    assertThat(r.stream().filter(x -> x.getKind() == ResizeRecord.Kind.SPLIT).map(ResizeRecord::getNumber)).containsExactly(0L);
+    // 1+2 have the same leader and followers (in another order); 2+3 have other leaders: not merged, not moved.
+    assertThat(merges(r)).containsExactly("1+2");
+    assertThat(r).noneMatch(ResizeRecord::getMovesFirst);
+  }
 }
