@@ -271,9 +271,25 @@ class KillNineIT {
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void anOwnerKilledRightAfterSplitsAndAMergeLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
-    List<String> nodes = startThreeNodesWithTables("hist");
+    splitsThenKill(seed, "split-then-kill", HASH_RANGES);
+  }
+
+  /**
+   * The same with both tables replicated (3 replicas, 2 in sync): each split and the merge are made
+   * at one log position on every replica (the leader quiesces the shard first), and then the
+   * shard's leader is killed, so the halves fail over to followers whose logs started at the cut.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void aLeaderKilledRightAfterSplitsAndAMergeOfReplicatedShardsLosesNothing(long seed) throws Exception {
+    splitsThenKill(seed, "replicas-split-then-kill", REPLICATED);
+  }
+
+  private void splitsThenKill(long seed, String scenario, io.shardwise.client.TableSpec spec) throws Exception {
+    List<String> nodes = startThreeNodesWithTables(spec, "hist");
     SplittableRandom random = new SplittableRandom(seed);
-    checkedRun("split-then-kill", seed, Duration.ofSeconds(18), () -> {
+    checkedRun(scenario, seed, Duration.ofSeconds(18), spec, () -> {
       Thread.sleep(1_000 + random.nextInt(2_000));
       String victim;
       try (ShardwiseClient admin = client(nodes)) {
