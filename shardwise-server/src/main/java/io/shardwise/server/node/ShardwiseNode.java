@@ -428,13 +428,37 @@ public final class ShardwiseNode implements AutoCloseable {
   }
 
   private void purgeRequestRecords() {
-    long cutoff = System.currentTimeMillis() - REQUEST_RECORD_HORIZON.toMillis();
+    purgeRequestRecords(System.currentTimeMillis() - REQUEST_RECORD_HORIZON.toMillis());
+  }
+
+  /** How many write-id records a replicated shard's leader removes in one log entry. */
+  private static final int RECORDS_PER_PURGE_ENTRY = 1_024;
+
+  /**
+   * Removes write-id records written before {@code cutoff}: a shard of one replica's directly, a
+   * replicated shard's (led here) through its log, so every replica removes the same ones.
+   * Package-private for tests.
+   */
+  void purgeRequestRecords(long cutoff) {
     for (var shard : shards.all().values()) {
       try {
-        // A replicated shard's records and tombstones are the same on every replica: not purged by one alone.
-        if (shard.state() == io.shardwise.server.shard.LocalShard.State.SERVING && !shard.replicated()) {
+        if (shard.state() != io.shardwise.server.shard.LocalShard.State.SERVING) {
+          continue;
+        }
+        if (shard.replicated()) {
+          int removed;
+          do {
+            removed = replicator.purgeRecords(shard.ref(), cutoff, RECORDS_PER_PURGE_ENTRY).get(30, TimeUnit.SECONDS);
+          } while (removed == RECORDS_PER_PURGE_ENTRY && !store.isClosed());
+        } else {
           store.purgeRequestRecords(shard.ref(), cutoff);
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        LOG.warn("node {}: purging the write ids of shard {} through its log failed: {}", id,
+            map().shardName(shard.ref().tableId(), shard.ref().shardNumber()), e.toString());
       } catch (RuntimeException e) {
         LOG.warn("node {}: purging the write ids of shard {} failed: {}", id, map().shardName(shard.ref().tableId(), shard.ref().shardNumber()),
             e.getMessage());

@@ -432,6 +432,58 @@ final class Replica {
         "this node does not lead shard " + ref));
   }
 
+  // ------------------------------------------------------------------ purging write-id records
+
+  /**
+   * Removes, through the log, up to {@code limit} of the shard's write-id records written before
+   * {@code cutoffMillis}: one entry of removals, which every replica applies, so all of them keep
+   * the same records (one replica purging on its own would answer a retry differently from the
+   * next leader). The records are found outside this replica's lock (a record changes only by such
+   * a removal); a record with an entry pending is left for the next time. Leader only, and not
+   * while writes are held or refused: completes with how many were removed once the entry is
+   * committed and applied here, 0 if nothing was appended.
+   */
+  CompletableFuture<Integer> purgeRecords(long cutoffMillis, int limit) {
+    synchronized (this) {
+      if (role != Role.LEADER || !ready.isDone()) {
+        return CompletableFuture.completedFuture(0);
+      }
+    }
+    List<byte[]> expired = engine.expiredRequestRecords(ref, cutoffMillis, limit);
+    if (expired.isEmpty()) {
+      return CompletableFuture.completedFuture(0);
+    }
+    CompletableFuture<Void> applied = new CompletableFuture<>();
+    List<Runnable> after = new ArrayList<>();
+    int removed;
+    synchronized (this) {
+      try {
+        checkCanWrite();
+      } catch (NotApplied refused) {
+        return CompletableFuture.completedFuture(0);
+      }
+      List<ShardEngine.StoredValue> removals = new ArrayList<>(expired.size());
+      for (byte[] key : expired) {
+        if (!pending.containsKey(java.nio.ByteBuffer.wrap(key))) {
+          removals.add(new ShardEngine.StoredValue(key, null));
+        }
+      }
+      if (removals.isEmpty()) {
+        return CompletableFuture.completedFuture(0);
+      }
+      removed = removals.size();
+      LogEntry entry = new LogEntry(storage.state(ref).lastOffset() + 1, leaderEpoch, removals);
+      storage.append(ref, List.of(entry));
+      waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
+      advanceCommit(after);
+      if (!progress.isEmpty()) {
+        after.add(changed);
+      }
+    }
+    after.forEach(Runnable::run);
+    return applied.thenApply(v -> removed);
+  }
+
   // ------------------------------------------------------------------ splits and merges
 
   /**

@@ -222,6 +222,16 @@ public final class Replicator {
    * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
    */
   /**
+   * Removes write-id records of {@code shard} older than {@code cutoffMillis} through its log, up to
+   * {@code limit} of them, if this node leads it ({@link Replica#purgeRecords}); completes with how
+   * many (0 if it does not lead it).
+   */
+  public CompletableFuture<Integer> purgeRecords(ShardRef shard, long cutoffMillis, int limit) {
+    Replica r = replicas.get(shard);
+    return r == null ? CompletableFuture.completedFuture(0) : r.purgeRecords(cutoffMillis, limit);
+  }
+
+  /**
    * Quiesces {@code shard} for a split or merge, if this node leads it ({@link Replica#quiesce});
    * {@code holdNanos} 0 releases a hold instead (completing with null).
    */

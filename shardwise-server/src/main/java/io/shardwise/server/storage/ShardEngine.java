@@ -67,6 +67,13 @@ public interface ShardEngine {
    */
   Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException;
 
+  /**
+   * Store keys of up to {@code limit} of {@code shard}'s write-id records written before {@code
+   * cutoffMillis} (a record answers retries of its write for a while; then it may go). A replicated
+   * shard's leader removes them through its log, so that every replica removes the same ones.
+   */
+  List<byte[]> expiredRequestRecords(ShardRef shard, long cutoffMillis, int limit);
+
   /** A batch evaluated: the result of each mutation, and the stored values it leaves (none: nothing to write). */
   record Evaluation(long[] results, List<StoredValue> effects) {}
 

@@ -282,7 +282,7 @@ public final class ShardRef {
   }
 
   /** True if {@code storeKey} (of this shard) is a write id's record. */
-  boolean isRecord(byte[] storeKey) {
+  public boolean isRecord(byte[] storeKey) {
     return tagOf(storeKey, prefixLength()) == RECORD;
   }
 

@@ -480,6 +480,28 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
   }
 
+  @Override
+  public List<byte[]> expiredRequestRecords(ShardRef shard, long cutoffMillis, int limit) {
+    boolean bucket = shard.layout() == ShardRef.Layout.BUCKET;
+    enter();
+    try (Slice bound = new Slice(bucket ? shard.storeKey(BUCKET_RECORDS_END) : shard.endKey());
+        ReadOptions read = (bucket ? new ReadOptions().setIterateUpperBound(bound).setPrefixSameAsStart(true) : spanRead(shard, bound))
+            .setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      List<byte[]> out = new ArrayList<>();
+      for (it.seek(bucket ? shard.storeKey(BUCKET_RECORDS) : shard.startKey()); it.isValid() && out.size() < limit; it.next()) {
+        if ((bucket || (shard.isReserved(it.key()) && shard.isRecord(it.key())))
+            && java.nio.ByteBuffer.wrap(it.value(), HEADER + 8, 8).getLong() < cutoffMillis) {
+          out.add(it.key());
+        }
+      }
+      checkIterator(it, shard);
+      return out;
+    } finally {
+      exit();
+    }
+  }
+
   // ------------------------------------------------------------------ tombstones and the version floor
 
   /** The most tombstones {@link #purgeTombstones} removes in one call (it holds their lock stripes meanwhile). */

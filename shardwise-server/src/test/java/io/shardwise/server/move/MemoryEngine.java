@@ -111,10 +111,23 @@ public final class MemoryEngine implements ShardEngine {
         effects.add(new StoredValue(keys[i], encode(m.value(), versions[i])));
       }
       if (records[i] != null) {
-        effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(8).putLong(versions[i]).array(), 1)));
+        effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(16).putLong(versions[i]).putLong(System.currentTimeMillis())
+            .array(), 1)));
       }
     }
     return new Evaluation(versions, effects);
+  }
+
+  @Override
+  public List<byte[]> expiredRequestRecords(ShardRef shard, long cutoffMillis, int limit) {
+    List<byte[]> out = new ArrayList<>();
+    for (java.util.Map.Entry<byte[], byte[]> e : range(data, shard).entrySet()) {
+      if (out.size() < limit && shard.isReserved(e.getKey()) && shard.isRecord(e.getKey())
+          && ByteBuffer.wrap(e.getValue(), HEADER + 8, 8).getLong() < cutoffMillis) {
+        out.add(e.getKey());
+      }
+    }
+    return out;
   }
 
   private final MemoryReplicaStorage replicas = new MemoryReplicaStorage(this);

@@ -485,6 +485,56 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * Write-id records of a replicated table go through the log: the leader appends their removal and
+   * every replica applies it, so all keep the same records (and the same data); records younger than
+   * the cutoff stay.
+   */
+  @Test
+  void writeIdRecordsOfAReplicatedTableArePurgedThroughTheLogOnEveryReplica() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(2).replicas(3).build());
+      for (int i = 0; i < 200; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i));
+      }
+      Table t = cluster.nodes.get(0).map().table("r").orElseThrow();
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(recordsPerNode(cluster, t)).as("records per node")
+          .containsOnlyKeys("n1", "n2", "n3").allSatisfy((node, count) -> assertThat(count).isEqualTo(200)));
+      long cutoff = System.currentTimeMillis() + 1; // every record so far
+      Thread.sleep(5);
+      for (int i = 200; i < 210; i++) {
+        client.put("r", Key.of("k" + i), b("v" + i)); // younger than the cutoff: they stay
+      }
+      for (ShardwiseNode n : cluster.nodes) {
+        n.purgeRequestRecords(cutoff); // each node removes those of the shards it leads
+      }
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(recordsPerNode(cluster, t)).as("records per node")
+          .containsOnlyKeys("n1", "n2", "n3").allSatisfy((node, count) -> assertThat(count).isEqualTo(10)));
+      for (int i = 0; i < 210; i++) {
+        Key k = Key.of("k" + i);
+        ShardAssignment a = t.shardFor(k.partitionKey());
+        for (var replica : a.replicas()) {
+          assertThat(cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode())).as("k%d on %s", i, replica)
+              .isNotNull();
+        }
+      }
+      assertThat(client.put("r", Key.of("k0"), b("again"))).as("writes go on after the purge").isEqualTo(2);
+    }
+  }
+
+  /** Each node's count of write-id records over the table's shards it holds a replica of. */
+  private static java.util.Map<String, Integer> recordsPerNode(TestCluster cluster, Table t) {
+    java.util.Map<String, Integer> out = new java.util.TreeMap<>();
+    for (ShardAssignment a : t.shards()) {
+      for (var replica : a.replicas()) {
+        out.merge(replica.value(), cluster.node(replica.value()).store()
+            .expiredRequestRecords(ShardRef.of(t, a.id().number()), Long.MAX_VALUE, Integer.MAX_VALUE).size(), Integer::sum);
+      }
+    }
+    return out;
+  }
+
   /** {@code table set}: a table of two replicas gets a third on every shard, online, then goes back to two; bad requests are refused whole. */
   @Test
   void aTablesReplicasChangeOnlineAndEveryNewReplicaHoldsEveryWrite() throws Exception {
