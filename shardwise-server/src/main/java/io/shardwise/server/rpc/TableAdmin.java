@@ -95,8 +95,10 @@ public final class TableAdmin {
   }
 
   /**
-   * Replicas per shard when a table is created without {@code --replicas}. One for now: shards of
-   * replicated tables do not yet move, split or merge, and every table created by default must.
+   * Replicas per shard when a table is created without {@code --replicas}. One for now: replicated
+   * shards move, split and merge, but their tombstones are not purged yet, ring and token tables do
+   * not take new nodes' points while replicated, and a write at three replicas costs about five
+   * times one on a small machine (docs/benchmarks.md): a default every table gets must not lose those.
    */
   static final int DEFAULT_REPLICAS = 1;
 
