@@ -163,6 +163,9 @@ final class Replica {
   // A split or merge of this shard is under way ({@link #quiesce}): writes are refused until then.
   private long heldUntilNanos = Long.MIN_VALUE;
   private final List<CompletableFuture<Quiesced>> quiesced = new ArrayList<>();
+  // The shard epoch a quiesce reported (-1: none): a cut guarded by it may still be stored, so writes
+  // wait until the map has moved past it — by the cut, or by this leader's fence (see inSyncChange).
+  private long cutAt = -1;
 
   /**
    * @param changed called (outside any lock) when the leader has something new to send: an entry
@@ -215,6 +218,9 @@ final class Replica {
       return; // an older map than one already applied
     }
     shardEpoch = a.epoch();
+    if (cutAt >= 0 && shardEpoch > cutAt) {
+      cutAt = -1; // no cut guarded by that epoch can be stored any more
+    }
     if (proposed != null && a.epoch() > proposedAt) {
       proposed = null; // the map moved on: it holds the proposal, or the proposal can no longer apply
     }
@@ -280,6 +286,7 @@ final class Replica {
   private void stepDown(String why, List<Runnable> after) {
     role = Role.FOLLOWER;
     heldUntilNanos = Long.MIN_VALUE;
+    cutAt = -1; // a new leader is a new shard epoch: no cut guarded by the old one can be stored
     List<CompletableFuture<Quiesced>> quiesceWaiters = new ArrayList<>(quiesced);
     quiesced.clear();
     NotApplied notLeader = new NotApplied(NotApplied.Reason.NOT_LEADER, why);
@@ -410,7 +417,7 @@ final class Replica {
     if (!ready.isDone()) {
       throw new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " has a new leader that is still committing its log");
     }
-    if (held(nanos.getAsLong())) {
+    if (held(nanos.getAsLong()) || cutAt >= shardEpoch) {
       throw new NotApplied(NotApplied.Reason.NOT_READY, "shard " + ref + " is being split or merged: writes wait until it is");
     }
     if (1 + inSync.size() < minInSync) {
@@ -501,6 +508,13 @@ final class Replica {
    * halves (or the merged shard) can start logs of their own on every replica with the same data.
    * Fails if this node stops leading, or if the hold ends first (seen at the next reply or map
    * change; the caller's deadline ends the wait in any case). Holding again extends the hold.
+   *
+   * <p>Once a quiesce has completed, its caller may cut the shard at the epoch it reported at any
+   * time, however late its compare-and-set arrives: so writes resume only once the map has moved
+   * past that epoch — by the cut (this replica then goes), or, when the hold ends or is released
+   * without one, by a fence this leader stores first: an in-sync change to the same set, which
+   * raises the shard's epoch ({@link #inSyncChange}). A write accepted after the hold and lost by a
+   * late cut is so ruled out without comparing clocks.
    */
   CompletableFuture<Quiesced> quiesce(long holdNanos) {
     CompletableFuture<Quiesced> f = new CompletableFuture<>();
@@ -551,6 +565,7 @@ final class Replica {
       }
     }
     Quiesced q = new Quiesced(s.lastOffset(), shardEpoch, List.copyOf(inSync));
+    cutAt = shardEpoch;
     List<CompletableFuture<Quiesced>> done = new ArrayList<>(quiesced);
     quiesced.clear();
     after.add(() -> done.forEach(f -> f.complete(q)));
@@ -920,6 +935,13 @@ final class Replica {
   synchronized InSyncProposal inSyncChange() {
     if (role != Role.LEADER || !ready.isDone()) {
       return null;
+    }
+    if (proposed == null && cutAt >= 0 && !held(nanos.getAsLong())) {
+      // A quiesce ended without a cut in this leader's map: fence it off before writes resume.
+      proposed = List.copyOf(inSync);
+      proposedAt = shardEpoch;
+      proposedStores = Map.of();
+      return new InSyncProposal(proposed, shardEpoch, proposedStores);
     }
     if (proposed != null) {
       if (!proposalFailed) {

@@ -486,6 +486,49 @@ class ReplicationTest {
   }
 
   /**
+   * A quiesce whose cut never comes (its caller died, or its compare-and-set failed): writes are
+   * refused through the hold, and resume only once the leader has raised the shard's epoch in the
+   * map, so a cut guarded by the epoch the quiesce reported can no longer be stored and lose them.
+   */
+  @Test
+  void aQuiesceWithoutACutIsFencedOffBeforeWritesResume() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(1).replicas(3).build());
+      client.put("r", Key.of("k0"), b("v0"));
+      Table t = cluster.nodes.get(0).map().table("r").orElseThrow();
+      ShardAssignment s = t.shards().get(0);
+      io.grpc.ManagedChannel channel = io.grpc.ManagedChannelBuilder.forTarget(cluster.node(s.owner().value()).address()).usePlaintext()
+          .build();
+      try {
+        io.shardwise.proto.v1.QuiesceResponse q = io.shardwise.proto.v1.ReplicationServiceGrpc.newBlockingStub(channel)
+            .withDeadlineAfter(10, java.util.concurrent.TimeUnit.SECONDS).quiesce(io.shardwise.proto.v1.QuiesceRequest.newBuilder()
+                .setTableId(t.id()).addNumbers(s.id().number()).setHoldMillis(1_500).build());
+        long quiescedAt = q.getShards(0).getShardEpoch();
+        assertThat(quiescedAt).isEqualTo(s.epoch());
+        assertThat(q.getShards(0).getInSyncList()).containsExactlyInAnyOrderElementsOf(s.inSync().stream().map(n -> n.value()).toList());
+
+        long started = System.nanoTime();
+        // Refused (LEADER_NOT_READY, nothing written) through the hold and until the fence is stored: the
+        // client's own retries last about 3 s, which a loaded machine can outlast, so it is asked again.
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).ignoreException(ShardwiseException.class)
+            .until(() -> client.put("r", Key.of("k1"), b("v1")) >= 1);
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).as("the write waited out the hold").isGreaterThan(Duration.ofMillis(500));
+        ShardAssignment now;
+        try (io.shardwise.server.coordination.Coordinator admin = io.shardwise.server.coordination.Coordinator.connect(
+            cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+          now = admin.readMapSynced().map().table("r").orElseThrow().shards().get(0);
+        }
+        assertThat(now.id()).isEqualTo(s.id());
+        assertThat(now.epoch()).as("fenced: a cut guarded by the quiesced epoch is refused").isGreaterThan(quiescedAt);
+        assertThat(now.inSync()).containsExactlyInAnyOrderElementsOf(s.inSync());
+      } finally {
+        channel.shutdownNow();
+      }
+    }
+  }
+
+  /**
    * Write-id records of a replicated table go through the log: the leader appends their removal and
    * every replica applies it, so all keep the same records (and the same data); records younger than
    * the cutoff stay.
