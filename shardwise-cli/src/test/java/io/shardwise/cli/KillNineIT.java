@@ -467,6 +467,46 @@ class KillNineIT {
   }
 
   /**
+   * Replicated tables, each node reaching ZooKeeper through a {@link PartitionProxy} of its own.
+   * 2 to 4 s into the run, the controller's link to ZooKeeper (and only that link) goes silent for 6
+   * to 9 s, longer than its 4 s session: it still reaches its peers and the clients, and believes it
+   * leads its shards while the next controller fails them over to in-sync followers. It must stop
+   * acknowledging writes and answering linearizable reads as their leader before another can take
+   * over (it fences itself when its ZooKeeper connection is in doubt, well within the session; its
+   * followers refuse it once they know the new leader epoch): no split brain, which the histories
+   * check. Then the link heals, it finds its session gone, and it follows.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aLeaderCutOffFromZooKeeperButNotFromItsPeersNeverAnswersAsLeaderOnceReplaced(long seed) throws Exception {
+    Map<String, PartitionProxy> proxies = new java.util.LinkedHashMap<>();
+    try {
+      List<String> nodes = List.of("n1", "n2", "n3");
+      Map<String, String[]> commands = new java.util.LinkedHashMap<>();
+      for (String n : nodes) {
+        proxies.put(n, new PartitionProxy(zk));
+        commands.put(n, nodeCommand(n, proxies.get(n).address()));
+      }
+      processes.startAll(commands);
+      try (ShardwiseClient admin = client(nodes)) {
+        admin.createTable("hist", REPLICATED);
+      }
+      SplittableRandom random = new SplittableRandom(seed);
+      checkedRun("replicas-partition-leader", seed, Duration.ofSeconds(22), REPLICATED, () -> {
+        Thread.sleep(2_000 + random.nextInt(2_000));
+        String victim = controller();
+        Struck struck = Struck.now(victim);
+        proxies.get(victim).partition();
+        Thread.sleep(6_000 + random.nextInt(3_000));
+        proxies.get(victim).heal();
+        return struck;
+      });
+    } finally {
+      proxies.values().forEach(PartitionProxy::close);
+    }
+  }
+
+  /**
    * A node stopped with SIGSTOP for 1 to 7 s, then resumed: shorter than its ZooKeeper session (4 s)
    * it simply goes on; longer, its session expires while it stands still, it wakes up fenced, and it
    * must re-read the map and register again before it serves.

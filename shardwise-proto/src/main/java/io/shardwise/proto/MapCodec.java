@@ -67,7 +67,7 @@ public final class MapCodec {
   /** The replication a table's header stores (one replica when it stores none). */
   public static Replication replication(TableMapProto header) {
     return header.getReplicationFactor() == 0 ? Replication.NONE
-        : new Replication(header.getReplicationFactor(), header.getMinInSync());
+        : new Replication(header.getReplicationFactor(), header.getMinInSync(), header.getVersionFloor());
   }
 
   /** The map epoch at which a table's header says its replication was set. */
@@ -78,7 +78,7 @@ public final class MapCodec {
   private static TableMapProto.Builder withReplication(TableMapProto.Builder b, Table t) {
     if (t.replication().replicated() || t.replicationChangedAt() != t.id()) {
       b.setReplicationFactor(t.replication().factor()).setMinInSync(t.replication().minInSync())
-          .setReplicationChangedAt(t.replicationChangedAt());
+          .setReplicationChangedAt(t.replicationChangedAt()).setVersionFloor(t.replication().versionFloor());
     }
     return b;
   }

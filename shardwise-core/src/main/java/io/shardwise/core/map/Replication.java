@@ -9,8 +9,13 @@ package io.shardwise.core.map;
  * @param minInSync the fewest in-sync replicas (the leader counted) with which the leader still
  *     acknowledges writes; with fewer it refuses them, so an acknowledged write is on at least this
  *     many nodes. Kafka's {@code min.insync.replicas}.
+ * @param versionFloor for a replicated table: at least the highest version of any tombstone its
+ *     leaders have purged (0 if none). A key written where nothing is stored gets a version above
+ *     it, on every replica that ever leads, so a purged key never comes back at a version a
+ *     client has already seen. Only rises ({@link ShardMapDelta.RaiseVersionFloor}); a leader
+ *     raises it before it appends the purge.
  */
-public record Replication(int factor, int minInSync) {
+public record Replication(int factor, int minInSync, long versionFloor) {
 
   /** The most replicas a shard may have. */
   public static final int MAX_FACTOR = 7;
@@ -18,7 +23,14 @@ public record Replication(int factor, int minInSync) {
   /** One replica: what every table had before replication. */
   public static final Replication NONE = new Replication(1, 1);
 
+  public Replication(int factor, int minInSync) {
+    this(factor, minInSync, 0);
+  }
+
   public Replication {
+    if (versionFloor < 0) {
+      throw new IllegalArgumentException("a version floor is 0 or more, not " + versionFloor);
+    }
     if (factor < 1 || factor > MAX_FACTOR) {
       throw new IllegalArgumentException("a table keeps 1 to " + MAX_FACTOR + " replicas of each shard, not " + factor);
     }
@@ -30,6 +42,11 @@ public record Replication(int factor, int minInSync) {
   /** The default for {@code factor} replicas: a majority of them, at least 1 (2 of 3, 3 of 5). */
   public static Replication of(int factor) {
     return new Replication(factor, factor / 2 + 1);
+  }
+
+  /** The same with the floor raised to {@code floor} (unchanged if it is already that high). */
+  public Replication withVersionFloor(long floor) {
+    return floor <= versionFloor ? this : new Replication(factor, minInSync, floor);
   }
 
   public boolean replicated() {

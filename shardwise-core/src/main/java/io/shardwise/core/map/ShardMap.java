@@ -306,7 +306,16 @@ public final class ShardMap {
         if (t == null) {
           throw new IllegalArgumentException("table " + r.table() + " does not exist");
         }
-        out.put(t.name(), t.withReplication(r.replication(), next));
+        // A factor's change keeps the version floor: it only ever rises.
+        out.put(t.name(), t.withReplication(r.replication().withVersionFloor(t.replication().versionFloor()), next));
+      } else if (change instanceof ShardMapDelta.RaiseVersionFloor raise) {
+        Table t = out.get(raise.table());
+        if (t == null) {
+          throw new IllegalArgumentException("table " + raise.table() + " does not exist");
+        }
+        if (raise.floor() > t.replication().versionFloor()) {
+          out.put(t.name(), t.withReplication(t.replication().withVersionFloor(raise.floor()), next));
+        }
       } else if (change instanceof ShardMapDelta.AddFollower add) {
         Table t = existing(out, add.shard());
         int position = t.positionOf(add.shard());

@@ -16,7 +16,7 @@ public final class ShardMapDelta {
 
   /** One change. */
   public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing,
-      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader, GrantStore {}
+      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader, GrantStore, RaiseVersionFloor {}
 
   /**
    * A new table whose shard at position i is led by {@code owners.get(i)}, with the followers
@@ -95,6 +95,12 @@ public final class ShardMapDelta {
    * the new one had all of its log), out of sync otherwise (a failover: it must catch up first).
    */
   public record ChangeLeader(ShardId shard, NodeId from, NodeId to, boolean fromInSync) implements Change {}
+
+  /**
+   * Raises a replicated table's version floor ({@link Replication#versionFloor}) to at least {@code
+   * floor}: what a leader stores before it purges tombstones of versions up to it.
+   */
+  public record RaiseVersionFloor(String table, long floor) implements Change {}
 
   /** Removes a table and all its shards. */
   public record DropTable(String name) implements Change {}

@@ -468,14 +468,25 @@ public final class ShardwiseNode implements AutoCloseable {
 
   /**
    * Tombstones older than {@code grace}, shard by shard, a batch at a time, each batch inside the
-   * shard's fence and never while a move copies the shard (it is simply tried again next time).
+   * shard's fence and never while a move copies the shard (it is simply tried again next time); a
+   * replicated shard's by its leader, through its log ({@link #purgeThroughTheLog}). Package-private
+   * for tests.
    */
-  private void purgeTombstones(Duration grace) {
+  void purgeTombstones(Duration grace) {
     long cutoff = System.currentTimeMillis() - grace.toMillis();
     long purged = 0;
     for (ShardRef shard : List.copyOf(shards.all().keySet())) {
       if (shards.replicated(shard)) {
-        continue; // purged through the log, not by one replica alone (not done yet: the tombstones stay)
+        try {
+          purged += purgeThroughTheLog(shard, cutoff); // every replica removes the same ones
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (Exception e) {
+          LOG.warn("node {}: purging the tombstones of shard {} through its log failed: {}", id,
+              map().shardName(shard.tableId(), shard.shardNumber()), e.toString());
+        }
+        continue;
       }
       byte[] from = new byte[0];
       try {
@@ -495,6 +506,43 @@ public final class ShardwiseNode implements AutoCloseable {
     if (purged > 0) {
       LOG.info("node {}: purged {} tombstones older than {}", id, purged, grace);
     }
+  }
+
+  /**
+   * The tombstones older than {@code cutoff} of a replicated shard this node leads, a batch at a
+   * time: the table's version floor in the map is raised to the highest version of the batch first
+   * (one compare-and-set, applied here before the purge is appended), then the leader appends their
+   * removal ({@link io.shardwise.server.replication.Replicator#purgeTombstones}). Returns how many.
+   */
+  private int purgeThroughTheLog(ShardRef shard, long cutoff) throws Exception {
+    int purged = 0;
+    while (!store.isClosed()) {
+      List<io.shardwise.server.storage.ShardEngine.StoredValue> found = replicator.tombstonesToPurge(shard, cutoff,
+          ShardStore.TOMBSTONE_PURGE_BATCH);
+      if (found.isEmpty()) {
+        return purged;
+      }
+      long highest = 0;
+      for (var t : found) {
+        highest = Math.max(highest, store.versionOf(t.stored()));
+      }
+      long floor = highest;
+      Table table = map.current().tableById(shard.tableId()).orElse(null);
+      if (table == null) {
+        return purged;
+      }
+      if (table.replication().versionFloor() < floor) {
+        onMap(coordinator.updateMap(m -> m.tableById(shard.tableId()).filter(t -> t.replication().versionFloor() < floor)
+            .map(t -> io.shardwise.core.map.ShardMapDelta.on(m).add(new io.shardwise.core.map.ShardMapDelta.RaiseVersionFloor(t.name(), floor))
+                .build())));
+      }
+      int removed = replicator.purgeTombstones(shard, found).get(30, TimeUnit.SECONDS);
+      purged += removed;
+      if (removed == 0 || found.size() < ShardStore.TOMBSTONE_PURGE_BATCH) {
+        return purged;
+      }
+    }
+    return purged;
   }
 
   private void purgeTrash(Duration grace) {

@@ -166,6 +166,8 @@ final class Replica {
   // The shard epoch a quiesce reported (-1: none): a cut guarded by it may still be stored, so writes
   // wait until the map has moved past it — by the cut, or by this leader's fence (see inSyncChange).
   private long cutAt = -1;
+  // The table's version floor in the newest map applied (Replication#versionFloor): a key with nothing stored is written above it.
+  private long versionFloor;
 
   /**
    * @param changed called (outside any lock) when the leader has something new to send: an entry
@@ -213,7 +215,9 @@ final class Replica {
    * Brings the replica in line with the map's assignment of the shard (this node a replica of it
    * there): leads, follows, or takes a new in-sync set. Futures to complete go to {@code after}.
    */
-  synchronized void update(ShardAssignment a, int minInSyncReplicas, List<Runnable> after) {
+  synchronized void update(ShardAssignment a, io.shardwise.core.map.Replication replication, List<Runnable> after) {
+    versionFloor = Math.max(versionFloor, replication.versionFloor()); // a table change, not the shard's: its epoch may not move
+    int minInSyncReplicas = replication.minInSync();
     if (a.epoch() < shardEpoch) {
       return; // an older map than one already applied
     }
@@ -368,7 +372,7 @@ final class Replica {
         ShardEngine.Evaluation e = engine.evaluate(batch, key -> {
           Pending p = pending.get(java.nio.ByteBuffer.wrap(key));
           return p == null ? null : p.stored;
-        });
+        }, versionFloor);
         results = e.results();
         readOnly = e.effects().isEmpty();
         if (!readOnly) {
@@ -475,20 +479,61 @@ final class Replica {
           removals.add(new ShardEngine.StoredValue(key, null));
         }
       }
-      if (removals.isEmpty()) {
-        return CompletableFuture.completedFuture(0);
-      }
-      removed = removals.size();
-      LogEntry entry = new LogEntry(storage.state(ref).lastOffset() + 1, leaderEpoch, removals);
-      storage.append(ref, List.of(entry));
-      waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
-      advanceCommit(after);
-      if (!progress.isEmpty()) {
-        after.add(changed);
-      }
+      removed = appendRemovals(removals, applied, after);
     }
     after.forEach(Runnable::run);
-    return applied.thenApply(v -> removed);
+    return removed == 0 ? CompletableFuture.completedFuture(0) : applied.thenApply(v -> removed);
+  }
+
+  /**
+   * Appends one entry of {@code removals} (none: nothing appended), whose application completes
+   * {@code applied}; returns how many. Under this replica's lock, after {@link #checkCanWrite}.
+   */
+  private int appendRemovals(List<ShardEngine.StoredValue> removals, CompletableFuture<Void> applied, List<Runnable> after) {
+    if (removals.isEmpty()) {
+      return 0;
+    }
+    LogEntry entry = new LogEntry(storage.state(ref).lastOffset() + 1, leaderEpoch, removals);
+    storage.append(ref, List.of(entry));
+    waiters.computeIfAbsent(entry.offset(), o -> new ArrayList<>(1)).add(applied);
+    advanceCommit(after);
+    if (!progress.isEmpty()) {
+      after.add(changed);
+    }
+    return removals.size();
+  }
+
+  /**
+   * Removes {@code tombstones} (found by {@link ShardEngine#expiredTombstones}, outside this lock)
+   * through the log: one entry of removals that every replica applies. Only those still stored as
+   * found and with no entry pending (a write that came meanwhile keeps its key), and only once the
+   * table's version floor in the map this leader applied covers each removed version: a key written
+   * later where nothing is stored gets a version above it here and on every later leader (they
+   * apply the map with the floor before they lead), so a purged key never comes back at a version a
+   * client has seen. Completes with how many were removed once committed and applied here.
+   */
+  CompletableFuture<Integer> purgeTombstones(List<ShardEngine.StoredValue> tombstones) {
+    CompletableFuture<Void> applied = new CompletableFuture<>();
+    List<Runnable> after = new ArrayList<>();
+    int removed;
+    synchronized (this) {
+      try {
+        checkCanWrite();
+      } catch (NotApplied refused) {
+        return CompletableFuture.completedFuture(0);
+      }
+      List<ShardEngine.StoredValue> removals = new ArrayList<>(tombstones.size());
+      for (ShardEngine.StoredValue t : tombstones) {
+        byte[] now = engine.stored(t.storeKey());
+        if (!pending.containsKey(java.nio.ByteBuffer.wrap(t.storeKey())) && now != null && java.util.Arrays.equals(now, t.stored())
+            && engine.versionOf(now) <= versionFloor) {
+          removals.add(new ShardEngine.StoredValue(t.storeKey(), null));
+        }
+      }
+      removed = appendRemovals(removals, applied, after);
+    }
+    after.forEach(Runnable::run);
+    return removed == 0 ? CompletableFuture.completedFuture(0) : applied.thenApply(v -> removed);
   }
 
   // ------------------------------------------------------------------ splits and merges

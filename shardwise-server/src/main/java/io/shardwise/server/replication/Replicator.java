@@ -178,7 +178,7 @@ public final class Replicator {
         ShardRef ref = ShardRef.of(t, a.id().number());
         seen.add(ref);
         Replica r = replicas.computeIfAbsent(ref, x -> new Replica(self, x, engine, nanos, config, () -> wake(x)));
-        r.update(a, t.replication().minInSync(), after);
+        r.update(a, t.replication(), after);
         index(r, a);
       }
     }
@@ -221,6 +221,25 @@ public final class Replicator {
    * give. Fails with {@link Replica.NotApplied} if nothing was appended, or {@link
    * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
    */
+  /**
+   * Up to {@code limit} tombstones of {@code shard} older than {@code cutoffMillis}, if this node
+   * leads it (empty otherwise): the candidates of a purge, whose highest version the table's floor
+   * must reach first ({@link #purgeTombstones}).
+   */
+  public List<ShardEngine.StoredValue> tombstonesToPurge(ShardRef shard, long cutoffMillis, int limit) {
+    Replica r = replicas.get(shard);
+    return r == null || r.role() != Replica.Role.LEADER ? List.of() : engine.expiredTombstones(shard, cutoffMillis, limit);
+  }
+
+  /**
+   * Removes {@code tombstones} of {@code shard} through its log if this node leads it ({@link
+   * Replica#purgeTombstones}); completes with how many (0 if it does not lead it).
+   */
+  public CompletableFuture<Integer> purgeTombstones(ShardRef shard, List<ShardEngine.StoredValue> tombstones) {
+    Replica r = replicas.get(shard);
+    return r == null ? CompletableFuture.completedFuture(0) : r.purgeTombstones(tombstones);
+  }
+
   /**
    * Removes write-id records of {@code shard} older than {@code cutoffMillis} through its log, up to
    * {@code limit} of them, if this node leads it ({@link Replica#purgeRecords}); completes with how

@@ -189,7 +189,7 @@ public final class TableAdmin {
       if (minInSync < 1 || minInSync > factor) {
         throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
       }
-      Replication next = new Replication(factor, minInSync);
+      Replication next = new Replication(factor, minInSync, now.versionFloor());
       return next.equals(now) ? Optional.empty()
           : Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.SetReplication(name, next)).build());
     });

@@ -63,9 +63,24 @@ public interface ShardEngine {
    * {@link #evaluate} as if the stored values {@code pending} gives were already written: for each
    * store key it is asked first, and only where it answers {@code null} does the engine read its
    * own. A replicated shard's leader evaluates against the entries it appended and has not applied
-   * yet, so a write never waits for the one before it to be replicated.
+   * yet, so a write never waits for the one before it to be replicated. A key with nothing stored
+   * gets a version above {@code versionFloor} too (a replicated table's, kept in the map: {@link
+   * io.shardwise.core.map.Replication#versionFloor}).
    */
-  Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException;
+  Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending, long versionFloor)
+      throws VersionMismatchException;
+
+  /**
+   * Up to {@code limit} of {@code shard}'s tombstones written before {@code cutoffMillis}, as stored
+   * (key and stored bytes: their versions): what a replicated shard's leader purges through its log.
+   */
+  List<StoredValue> expiredTombstones(ShardRef shard, long cutoffMillis, int limit);
+
+  /** The version a stored value holds (a value's or a tombstone's). */
+  long versionOf(byte[] stored);
+
+  /** The stored bytes of {@code storeKey} ({@code null}: nothing stored), as the engine holds them now. */
+  byte[] stored(byte[] storeKey);
 
   /**
    * Store keys of up to {@code limit} of {@code shard}'s write-id records written before {@code

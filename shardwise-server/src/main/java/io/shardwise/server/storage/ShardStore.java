@@ -316,7 +316,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       Keys keys = keysOf(batch);
       List<ReentrantLock> held = lock(keys.stripes);
       try {
-        Evaluation e = evaluateHeld(batch, keys, k -> null);
+        Evaluation e = evaluateHeld(batch, keys, k -> null, 0);
         if (!e.effects().isEmpty()) {
           try (WriteBatch writes = new WriteBatch()) {
             for (StoredValue v : e.effects()) {
@@ -343,17 +343,18 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    */
   @Override
   public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
-    return evaluate(batch, k -> null);
+    return evaluate(batch, k -> null, 0);
   }
 
   @Override
-  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException {
+  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending, long versionFloor)
+      throws VersionMismatchException {
     enter();
     try {
       Keys keys = keysOf(batch);
       List<ReentrantLock> held = lock(keys.stripes);
       try {
-        return evaluateHeld(batch, keys, pending);
+        return evaluateHeld(batch, keys, pending, versionFloor);
       } finally {
         held.forEach(ReentrantLock::unlock);
       }
@@ -390,8 +391,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   }
 
   /** The results and effects of {@code batch}, its stripes held, reading {@code pending} before the store. */
-  private Evaluation evaluateHeld(List<Mutation> batch, Keys keys, java.util.function.Function<byte[], byte[]> pending)
-      throws VersionMismatchException {
+  private Evaluation evaluateHeld(List<Mutation> batch, Keys keys, java.util.function.Function<byte[], byte[]> pending,
+      long tableVersionFloor) throws VersionMismatchException {
     int n = batch.size();
     long[] versions = new long[n];
     long now = System.currentTimeMillis();
@@ -406,7 +407,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         }
       }
       byte[] raw = readThrough(keys.storeKeys[i], pending);
-      long stored = raw == null ? versionFloor(m.shard()) : version(raw);
+      long stored = raw == null ? Math.max(versionFloor(m.shard()), tableVersionFloor) : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
@@ -475,6 +476,41 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       return purged;
     } catch (RocksDBException e) {
       throw new StorageException("purging request records of shard " + shard + " failed: " + e.getMessage(), e);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public List<StoredValue> expiredTombstones(ShardRef shard, long cutoffMillis, int limit) {
+    enter();
+    try (Slice bound = new Slice(shard.endKey());
+        ReadOptions read = spanRead(shard, bound).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      List<StoredValue> out = new ArrayList<>();
+      for (it.seek(shard.startKey()); it.isValid() && out.size() < limit; it.next()) {
+        byte[] raw = it.value();
+        if (!shard.isReserved(it.key()) && raw[0] == TOMBSTONE && deletedAtMillis(raw) < cutoffMillis) {
+          out.add(new StoredValue(it.key(), raw));
+        }
+      }
+      checkIterator(it, shard);
+      return out;
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public long versionOf(byte[] stored) {
+    return version(stored);
+  }
+
+  @Override
+  public byte[] stored(byte[] storeKey) {
+    enter();
+    try {
+      return read(storeKey);
     } finally {
       exit();
     }

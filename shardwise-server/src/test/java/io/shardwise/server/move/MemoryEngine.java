@@ -66,11 +66,12 @@ public final class MemoryEngine implements ShardEngine {
 
   @Override
   public Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException {
-    return evaluate(batch, k -> null);
+    return evaluate(batch, k -> null, 0);
   }
 
   @Override
-  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending) throws VersionMismatchException {
+  public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending, long versionFloor)
+      throws VersionMismatchException {
     int n = batch.size();
     TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
     byte[][] keys = new byte[n][];
@@ -98,7 +99,7 @@ public final class MemoryEngine implements ShardEngine {
         continue;
       }
       byte[] raw = pending.apply(keys[i]) != null ? pending.apply(keys[i]) : data.get(keys[i]);
-      long stored = raw == null ? 0 : version(raw);
+      long stored = raw == null ? versionFloor : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
@@ -108,7 +109,8 @@ public final class MemoryEngine implements ShardEngine {
         versions[i] = 0;
       } else {
         versions[i] = stored + 1;
-        effects.add(new StoredValue(keys[i], encode(m.value(), versions[i])));
+        effects.add(new StoredValue(keys[i], m.value() == null ? tombstone(versions[i], System.currentTimeMillis())
+            : encode(m.value(), versions[i])));
       }
       if (records[i] != null) {
         effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(16).putLong(versions[i]).putLong(System.currentTimeMillis())
@@ -249,6 +251,36 @@ public final class MemoryEngine implements ShardEngine {
 
   private static NavigableMap<byte[], byte[]> range(TreeMap<byte[], byte[]> map, ShardRef shard) {
     return map.subMap(shard.start(), true, shard.end(), false);
+  }
+
+  /** A tombstone as the store keeps one: its version, and when the key was deleted. */
+  private static byte[] tombstone(long version, long atMillis) {
+    byte[] out = encode(ByteBuffer.allocate(8).putLong(atMillis).array(), version);
+    out[0] = TOMBSTONE;
+    return out;
+  }
+
+  @Override
+  public List<StoredValue> expiredTombstones(ShardRef shard, long cutoffMillis, int limit) {
+    List<StoredValue> out = new ArrayList<>();
+    for (java.util.Map.Entry<byte[], byte[]> e : range(data, shard).entrySet()) {
+      byte[] raw = e.getValue();
+      if (out.size() < limit && !shard.isReserved(e.getKey()) && raw[0] == TOMBSTONE && raw.length >= HEADER + 8
+          && ByteBuffer.wrap(raw, HEADER, 8).getLong() < cutoffMillis) {
+        out.add(new StoredValue(e.getKey(), raw));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public long versionOf(byte[] stored) {
+    return version(stored);
+  }
+
+  @Override
+  public byte[] stored(byte[] storeKey) {
+    return data.get(storeKey);
   }
 
   private static byte[] encode(byte[] value, long version) {

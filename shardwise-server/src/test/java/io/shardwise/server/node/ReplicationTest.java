@@ -566,6 +566,60 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * Tombstones of a replicated table are purged through the log: the leader raises the table's
+   * version floor in the map to the highest version it removes, then appends the removals, which
+   * every replica applies. A purged key written again gets a version above every version it had —
+   * also from the next leader, after a failover.
+   */
+  @Test
+  void tombstonesOfAReplicatedTableArePurgedThroughTheLogAndAPurgedKeyNeverReturnsAtAnOldVersion() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(2).replicas(3).build());
+      for (int i = 0; i < 50; i++) {
+        client.put("r", Key.of("k" + i), b("a"));
+        client.put("r", Key.of("k" + i), b("b"));
+        assertThat(client.delete("r", Key.of("k" + i))).isTrue(); // a tombstone at version 3
+      }
+      client.put("r", Key.of("kept"), b("live"));
+      Table t = cluster.nodes.get(0).map().table("r").orElseThrow();
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(tombstonesPerNode(cluster, t)).containsOnlyKeys("n1", "n2", "n3")
+          .allSatisfy((node, count) -> assertThat(count).isEqualTo(50)));
+
+      for (ShardwiseNode n : cluster.nodes) {
+        n.purgeTombstones(Duration.ZERO); // each node purges the shards it leads
+      }
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(tombstonesPerNode(cluster, t)).containsOnlyKeys("n1", "n2", "n3")
+          .allSatisfy((node, count) -> assertThat(count).isZero()));
+      Table after = cluster.nodes.get(0).map().table("r").orElseThrow();
+      assertThat(after.replication().versionFloor()).as("the floor rose to the highest purged version first").isEqualTo(3);
+      assertThat(client.get("r", Key.of("kept")).orElseThrow().version()).isEqualTo(1);
+      assertThat(client.get("r", Key.of("k0"))).isEmpty();
+      assertThat(client.put("r", Key.of("k0"), b("again"))).as("above every version k0 had").isEqualTo(4);
+
+      // The next leader of k1's shard writes above the floor too: it has the map, not the old leader's memory.
+      ShardAssignment s1 = after.shardFor(Key.of("k1").partitionKey());
+      ShardwiseNode leader = cluster.node(s1.owner().value());
+      leader.close();
+      cluster.nodes.remove(leader);
+      await().atMost(Duration.ofSeconds(30)).ignoreException(ShardwiseException.class)
+          .untilAsserted(() -> assertThat(client.put("r", Key.of("k1"), b("again"))).isEqualTo(4));
+    }
+  }
+
+  /** Each node's count of tombstones over the table's shards it holds a replica of. */
+  private static java.util.Map<String, Integer> tombstonesPerNode(TestCluster cluster, Table t) {
+    java.util.Map<String, Integer> out = new java.util.TreeMap<>();
+    for (ShardAssignment a : t.shards()) {
+      for (var replica : a.replicas()) {
+        out.merge(replica.value(), cluster.node(replica.value()).store()
+            .expiredTombstones(ShardRef.of(t, a.id().number()), Long.MAX_VALUE, Integer.MAX_VALUE).size(), Integer::sum);
+      }
+    }
+    return out;
+  }
+
   /** Each node's count of write-id records over the table's shards it holds a replica of. */
   private static java.util.Map<String, Integer> recordsPerNode(TestCluster cluster, Table t) {
     java.util.Map<String, Integer> out = new java.util.TreeMap<>();
