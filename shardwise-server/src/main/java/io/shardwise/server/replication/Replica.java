@@ -464,6 +464,23 @@ final class Replica {
     if (expired.isEmpty()) {
       return CompletableFuture.completedFuture(0);
     }
+    return removeThroughTheLog(() -> {
+      List<ShardEngine.StoredValue> removals = new ArrayList<>(expired.size());
+      for (byte[] key : expired) {
+        if (!pending.containsKey(java.nio.ByteBuffer.wrap(key))) {
+          removals.add(new ShardEngine.StoredValue(key, null));
+        }
+      }
+      return removals;
+    });
+  }
+
+  /**
+   * Appends one entry of the removals {@code choose} returns (called under this replica's lock,
+   * once writes are allowed; none: nothing appended); completes with how many once the entry is
+   * committed and applied here, or with 0 at once if nothing was appended.
+   */
+  private CompletableFuture<Integer> removeThroughTheLog(java.util.function.Supplier<List<ShardEngine.StoredValue>> choose) {
     CompletableFuture<Void> applied = new CompletableFuture<>();
     List<Runnable> after = new ArrayList<>();
     int removed;
@@ -473,22 +490,13 @@ final class Replica {
       } catch (NotApplied refused) {
         return CompletableFuture.completedFuture(0);
       }
-      List<ShardEngine.StoredValue> removals = new ArrayList<>(expired.size());
-      for (byte[] key : expired) {
-        if (!pending.containsKey(java.nio.ByteBuffer.wrap(key))) {
-          removals.add(new ShardEngine.StoredValue(key, null));
-        }
-      }
-      removed = appendRemovals(removals, applied, after);
+      removed = appendRemovals(choose.get(), applied, after);
     }
     after.forEach(Runnable::run);
     return removed == 0 ? CompletableFuture.completedFuture(0) : applied.thenApply(v -> removed);
   }
 
-  /**
-   * Appends one entry of {@code removals} (none: nothing appended), whose application completes
-   * {@code applied}; returns how many. Under this replica's lock, after {@link #checkCanWrite}.
-   */
+  /** Appends one entry of {@code removals} (none: nothing appended), whose application completes {@code applied}; returns how many. */
   private int appendRemovals(List<ShardEngine.StoredValue> removals, CompletableFuture<Void> applied, List<Runnable> after) {
     if (removals.isEmpty()) {
       return 0;
@@ -513,15 +521,7 @@ final class Replica {
    * client has seen. Completes with how many were removed once committed and applied here.
    */
   CompletableFuture<Integer> purgeTombstones(List<ShardEngine.StoredValue> tombstones) {
-    CompletableFuture<Void> applied = new CompletableFuture<>();
-    List<Runnable> after = new ArrayList<>();
-    int removed;
-    synchronized (this) {
-      try {
-        checkCanWrite();
-      } catch (NotApplied refused) {
-        return CompletableFuture.completedFuture(0);
-      }
+    return removeThroughTheLog(() -> {
       List<ShardEngine.StoredValue> removals = new ArrayList<>(tombstones.size());
       for (ShardEngine.StoredValue t : tombstones) {
         byte[] now = engine.stored(t.storeKey());
@@ -530,10 +530,8 @@ final class Replica {
           removals.add(new ShardEngine.StoredValue(t.storeKey(), null));
         }
       }
-      removed = appendRemovals(removals, applied, after);
-    }
-    after.forEach(Runnable::run);
-    return removed == 0 ? CompletableFuture.completedFuture(0) : applied.thenApply(v -> removed);
+      return removals;
+    });
   }
 
   // ------------------------------------------------------------------ splits and merges
