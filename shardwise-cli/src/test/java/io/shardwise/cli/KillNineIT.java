@@ -496,8 +496,18 @@ class KillNineIT {
         Thread.sleep(2_000 + random.nextInt(2_000));
         String victim = controller();
         Struck struck = Struck.now(victim);
+        long healAt = System.nanoTime() + Duration.ofMillis(6_000 + random.nextInt(3_000)).toNanos();
         proxies.get(victim).partition();
-        Thread.sleep(6_000 + random.nextInt(3_000));
+        // The partition is real: the victim's session expires and every shard it led gets a new
+        // leader while it runs on, still reachable by its peers and the clients.
+        io.shardwise.core.map.NodeId cut = io.shardwise.core.map.NodeId.of(victim);
+        try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+          org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+              .until(() -> admin.syncedMap().tables().values().stream().allMatch(t -> t.shards().stream().noneMatch(a -> a.owner().equals(cut))));
+        }
+        System.out.printf("FAILED-OVER scenario=replicas-partition-leader seed=%d after_ms=%d%n", seed,
+            (System.nanoTime() - struck.back()) / 1_000_000);
+        Thread.sleep(Math.max(1_000, (healAt - System.nanoTime()) / 1_000_000)); // a while with two leaders' worth of belief
         proxies.get(victim).heal();
         return struck;
       });
