@@ -96,9 +96,10 @@ public final class TableAdmin {
 
   /**
    * Replicas per shard when a table is created without {@code --replicas}. One for now: replicated
-   * shards move, split and merge, but their tombstones are not purged yet, ring and token tables do
-   * not take new nodes' points while replicated, and a write at three replicas costs about five
-   * times one on a small machine (docs/benchmarks.md): a default every table gets must not lose those.
+   * shards move, split, merge and purge, but ring and token tables do not take new nodes' points
+   * while replicated, a table cannot be turned back to one replica online, and a write at three
+   * replicas costs about five times one on a small machine (docs/benchmarks.md): a default every
+   * table gets must not lose those.
    */
   static final int DEFAULT_REPLICAS = 1;
 
