@@ -62,42 +62,44 @@ public final class ShardSplits {
       return coordinator.updateMap(map -> Optional.of(splitDelta(map, request, Map.of())));
     }
     ShardAssignment s = shardOf(before, request.getShard(), current.epoch());
+    splitDelta(current, request, null); // a request that cannot be made is refused before any write is held
     return cutReplicated(before, s.owner(), List.of(s.id().number()), (map, quiesced) -> splitDelta(map, request, quiesced));
   }
 
-  /** The split {@code request} asks for, as a delta on {@code map}; for a replicated table, checked against what its leader quiesced. */
+  /**
+   * The split {@code request} asks for, as a delta on {@code map}; for a replicated table, checked
+   * against what its leader quiesced ({@code null}: the request is only checked).
+   */
   private static ShardMapDelta splitDelta(ShardMap map, SplitShardRequest request, Map<Long, QuiescedShard> quiesced) {
-    {
-      Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
-      if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
-      }
-      ShardMapDelta.Builder delta = ShardMapDelta.on(map);
-      if (t.replication().replicated()) {
-        dropUnconfirmed(delta, List.of(s), quiesced);
-      }
-      if (t.shards().size() >= MAX_SHARDS) {
-        throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
-      }
-      ShardMapDelta.SplitShard split;
-      if (t.layout().strategy() == Strategy.RANGE) {
-        if (request.getAtPartitionKey().isEmpty() || request.getHasAtHash()) {
-          throw Errors.invalid("a range shard splits at a partition key (--at KEY, which becomes the first key of the upper half),"
-              + " or by size when it holds keys");
-        }
-        split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
-      } else {
-        if (!request.getAtPartitionKey().isEmpty()) {
-          throw Errors.invalid("a " + t.layout().strategy().id() + " shard splits at a hash (--at-hash H), or by size; not at a key");
-        }
-        int position = t.positionOf(s.id());
-        long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
-            .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
-        split = ShardMapDelta.SplitShard.atHash(s.id(), at);
-      }
-      return delta.splitShard(split).build();
+    Table t = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+    ShardAssignment s = shardOf(t, request.getShard(), map.epoch());
+    if (!t.layout().splittable()) {
+      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
     }
+    ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+    if (t.replication().replicated() && quiesced != null) {
+      dropUnconfirmed(delta, List.of(s), quiesced);
+    }
+    if (t.shards().size() >= MAX_SHARDS) {
+      throw Errors.limit("table " + t.name() + " has " + t.shards().size() + " shards, the most a table may have");
+    }
+    ShardMapDelta.SplitShard split;
+    if (t.layout().strategy() == Strategy.RANGE) {
+      if (request.getAtPartitionKey().isEmpty() || request.getHasAtHash()) {
+        throw Errors.invalid("a range shard splits at a partition key (--at KEY, which becomes the first key of the upper half),"
+            + " or by size when it holds keys");
+      }
+      split = ShardMapDelta.SplitShard.atKey(s.id(), request.getAtPartitionKey().toByteArray());
+    } else {
+      if (!request.getAtPartitionKey().isEmpty()) {
+        throw Errors.invalid("a " + t.layout().strategy().id() + " shard splits at a hash (--at-hash H), or by size; not at a key");
+      }
+      int position = t.positionOf(s.id());
+      long at = request.getHasAtHash() ? request.getAtHash() : t.layout().hashMidpoint(position)
+          .orElseThrow(() -> Errors.invalid("shard " + s.id() + " holds a single hash value; it cannot split"));
+      split = ShardMapDelta.SplitShard.atHash(s.id(), at);
+    }
+    return delta.splitShard(split).build();
   }
 
   /** How long a leader refuses writes to shards it quiesced for a split or merge, at most: the cut is one compare-and-set after it. */
@@ -197,42 +199,41 @@ public final class ShardSplits {
       throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
     }
     long right = before.shards().get(position + 1).id().number();
+    mergeDelta(current, table, number, right, null); // a merge that cannot be made is refused before any write is held
     return cutReplicated(before, left.owner(), List.of(number, right), (map, quiesced) -> mergeDelta(map, table, number, right, quiesced));
   }
 
   /** The merge of shard {@code number} with the next, as a delta on {@code map}; for a replicated table, checked against what its leader quiesced. */
   private static ShardMapDelta mergeDelta(ShardMap map, String table, long number, long expectedRight, Map<Long, QuiescedShard> quiesced) {
-    {
-      Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
-      ShardAssignment left = shardOf(t, number, map.epoch());
-      if (!t.layout().splittable()) {
-        throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
-      }
-      int position = t.positionOf(left.id());
-      if (position + 1 >= t.shards().size()) {
-        throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
-      }
-      ShardAssignment right = t.shards().get(position + 1);
-      if (expectedRight >= 0 && right.id().number() != expectedRight) {
-        throw Status.FAILED_PRECONDITION.withDescription("the shard after " + left.id() + " is now " + right.id() + ", not shard "
-            + expectedRight).asRuntimeException();
-      }
-      if (!left.owner().equals(right.owner())) {
-        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is " + (t.replication().replicated() ? "led from " : "on ")
-            + left.owner() + " and the next one, " + right.id() + ", " + (t.replication().replicated() ? "from " : "on ") + right.owner()
-            + "; only shards " + (t.replication().replicated() ? "with one leader" : "on one node") + " merge: move one to the other's node"
-            + " first").asRuntimeException();
-      }
-      if (!left.sameReplicas(right)) {
-        throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " has its replicas on " + left.replicas() + " and the next"
-            + " one, " + right.id() + ", on " + right.replicas() + "; only shards with the same replicas merge").asRuntimeException();
-      }
-      ShardMapDelta.Builder delta = ShardMapDelta.on(map);
-      if (t.replication().replicated()) {
-        dropUnconfirmed(delta, List.of(left, right), quiesced);
-      }
-      return delta.mergeShards(left.id(), right.id()).build();
+    Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
+    ShardAssignment left = shardOf(t, number, map.epoch());
+    if (!t.layout().splittable()) {
+      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
     }
+    int position = t.positionOf(left.id());
+    if (position + 1 >= t.shards().size()) {
+      throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
+    }
+    ShardAssignment right = t.shards().get(position + 1);
+    if (expectedRight >= 0 && right.id().number() != expectedRight) {
+      throw Status.FAILED_PRECONDITION.withDescription("the shard after " + left.id() + " is now " + right.id() + ", not shard "
+          + expectedRight).asRuntimeException();
+    }
+    if (!left.owner().equals(right.owner())) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " is " + (t.replication().replicated() ? "led from " : "on ")
+          + left.owner() + " and the next one, " + right.id() + ", " + (t.replication().replicated() ? "from " : "on ") + right.owner()
+          + "; only shards " + (t.replication().replicated() ? "with one leader" : "on one node") + " merge: move one to the other's node"
+          + " first").asRuntimeException();
+    }
+    if (!left.sameReplicas(right)) {
+      throw Status.FAILED_PRECONDITION.withDescription("shard " + left.id() + " has its replicas on " + left.replicas() + " and the next"
+          + " one, " + right.id() + ", on " + right.replicas() + "; only shards with the same replicas merge").asRuntimeException();
+    }
+    ShardMapDelta.Builder delta = ShardMapDelta.on(map);
+    if (t.replication().replicated() && quiesced != null) {
+      dropUnconfirmed(delta, List.of(left, right), quiesced);
+    }
+    return delta.mergeShards(left.id(), right.id()).build();
   }
 
   /**
