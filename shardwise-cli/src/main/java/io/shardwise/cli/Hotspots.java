@@ -190,7 +190,9 @@ final class Hotspots {
         out.add(head + String.format(Locale.ROOT, "; one key, '%s', takes at least %.0f%% of its requests (%.0f%% writes): a %s key — %s",
             top.key(), 100 * top.guaranteedShare(), 100 * top.writeShare(), writeHot ? "write-hot" : "read-hot",
             writeHot ? "isolate it in a shard of its own, or salt it if its value merges (a counter, an append)"
-                : "isolate it, or spread its reads over replicas or a client near-cache"));
+                : "isolate it, or spread its reads over replicas or a client near-cache")
+            + (s.strategy().equals("range") || s.strategy().equals("hashrange")
+                ? "; to isolate it: shardwise hotspots fix " + s.table() + " '" + top.key() + "'" : ""));
       } else {
         out.add(head + String.format(Locale.ROOT, "; no single key dominates (the hottest takes %.0f%%): split the shard by load and move a half",
             top == null ? 0 : 100 * top.share()));

@@ -21,13 +21,15 @@ import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise hotspots}: the busiest shards, their hottest keys, and what would fix them. */
 @Command(name = "hotspots", mixinStandardHelpOptions = true, sortOptions = false,
     description = {"The busiest shards over --interval, the keys that take most of their requests, and a remedy for each hotspot.",
-        "Keys are sampled on the request path (one request in 16) and their counts halve every 10 s."})
+        "Keys are sampled on the request path (one request in 16) and their counts halve every 10 s."},
+    subcommands = HotspotsCommand.Fix.class)
 final class HotspotsCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
@@ -125,6 +127,58 @@ final class HotspotsCommand implements Callable<Integer> {
     Output.table(out, List.of("SHARD", "OWNER", "REQUESTS/S", "READS/S / WRITES/S", "× TABLE AVG", "HOTTEST KEYS (share of the shard's requests)"), rows);
     out.println();
     findings.forEach(out::println);
+  }
+
+  @Command(name = "fix", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Turn a hotspot's remedy into a plan: isolate KEY of TABLE in a shard of its own (cut at the key and just after",
+          "it; only the map changes) and move that shard to the least-loaded node (only nodes labelled role=hot, if any are),",
+          "when that node would still serve fewer requests than the key's node does now. The plan shows its forecast; it waits",
+          "for 'shardwise rebalance approve ID' unless --approve is given. Range and hashrange tables."})
+  static final class Fix implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin RebalanceCommand.Zk zk;
+
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Parameters(index = "1", paramLabel = "KEY", description = "The hot partition key, as shardwise hotspots names it.") String key;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text", description = "How KEY is written: text (UTF-8), hex or base64."
+        + " Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
+
+    @Option(names = "--to", paramLabel = "NODE", description = "Move the key's shard to NODE (default: the least-loaded node that helps).")
+    String to;
+
+    @Option(names = "--approve", description = "Approve the plan at once: the balancer runs it.")
+    boolean approve;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+
+    @Override
+    public Integer call() {
+      byte[] partitionKey = format.parse(key);
+      io.shardwise.server.balance.Rebalancing rebalancing = new io.shardwise.server.balance.Rebalancing(ClusterOptions.coordinator(zk.zk));
+      io.shardwise.proto.v1.PlanRecord plan;
+      try (Peers peers = new Peers(16 << 20)) {
+        plan = rebalancing.isolate(peers, table, partitionKey, java.util.Optional.ofNullable(to).map(io.shardwise.core.map.NodeId::of),
+            approve);
+      }
+      io.shardwise.proto.v1.ResizeRecord r = plan.getResizes(0);
+      PrintWriter out = spec.commandLine().getOut();
+      if (output == OutputFormat.json) {
+        Output.json(out, Output.object().put("plan", plan.getId()).put("state", plan.getState().name().toLowerCase(Locale.ROOT))
+            .put("table", r.getTable()).put("shard", r.getNumber()).put("owner", r.getOwner()).put("to", r.getIsolateTo())
+            .put("keyRequestsPerSecond", r.getKeyRequestsPerSecond()).put("shardRequestsPerSecond", r.getRequestsPerSecond())
+            .put("fromRequestsPerSecond", r.getFromRequestsPerSecond()).put("toRequestsPerSecond", r.getToRequestsPerSecond())
+            .put("why", r.getWhy()));
+        return Main.EXIT_OK;
+      }
+      out.println("plan " + plan.getId() + " (" + io.shardwise.server.balance.Rebalancing.describe(plan.getState()) + "): " + r.getWhy());
+      out.println(approve ? "the balancer runs it now; follow it with: shardwise rebalance status --wait"
+          : "run it with: shardwise rebalance approve " + plan.getId() + "   (or reject it: shardwise rebalance reject " + plan.getId() + ")");
+      return Main.EXIT_OK;
+    }
   }
 
   private String hottest(Hotspots.Shard s) {

@@ -849,9 +849,10 @@ final class RebalanceCommand {
 
     /** A plan of splits and merges: its header, then one row per resize. */
     private static void printResizes(PrintWriter out, PlanRecord p) {
-      long splits = p.getResizesList().stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
-      out.printf(Locale.ROOT, "plan %s, %s (map epoch %d): %s, %s; only the map changes, no data is copied%n", p.getId(),
-          Rebalancing.describe(p.getState()), p.getBaseEpoch(), Output.count(splits, "split"), Output.count(p.getResizesCount() - splits, "merge"));
+      long isolations = p.getResizesList().stream().filter(r -> r.getKind() == ResizeRecord.Kind.ISOLATE).count();
+      out.printf(Locale.ROOT, "plan %s, %s (map epoch %d): %s; %s%n", p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(),
+          io.shardwise.server.balance.Balancer.describe(p.getResizesList()), isolations == 0 ? "only the map changes, no data is copied"
+              : "cuts change only the map; an isolated key's shard then moves if the plan says where");
       out.println("  " + p.getReason());
       if (!p.getError().isEmpty()) {
         out.println("  " + p.getError());
@@ -860,7 +861,9 @@ final class RebalanceCommand {
       List<List<String>> rows = new ArrayList<>();
       for (ResizeRecord r : p.getResizesList()) {
         String shard = r.getTable() + "/" + r.getNumber() + (r.getKind() == ResizeRecord.Kind.MERGE ? "+" + r.getRightNumber() : "");
-        String at = r.getKind() == ResizeRecord.Kind.MERGE ? "" : r.getBySize() ? "half its bytes"
+        String at = r.getKind() == ResizeRecord.Kind.MERGE ? ""
+            : r.getKind() == ResizeRecord.Kind.ISOLATE ? "key " + ValueFormat.escaped(r.getIsolateKey().toByteArray())
+                + (r.getIsolateTo().isEmpty() ? "" : ", to " + r.getIsolateTo()) : r.getBySize() ? "half its bytes"
             : r.getHasAtHash() ? "hash " + Long.toUnsignedString(r.getAtHash()) : ValueFormat.escaped(r.getAtPartitionKey().toByteArray());
         String result = r.getResultNumbersCount() == 0 ? "" : "-> " + String.join(",", r.getResultNumbersList().stream().map(String::valueOf).toList());
         rows.add(List.of(r.getKind().name().toLowerCase(Locale.ROOT), shard, r.getOwner(), io.shardwise.core.util.Bytes.human(r.getBytes()),

@@ -82,6 +82,10 @@ public final class PlanJson {
             .put("state", r.getState().name().toLowerCase(Locale.ROOT));
         if (r.getKind() == ResizeRecord.Kind.MERGE) {
           ro.put("rightShard", r.getRightNumber());
+        } else if (r.getKind() == ResizeRecord.Kind.ISOLATE) {
+          ro.put("isolateKey", new String(r.getIsolateKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8))
+              .put("isolateTo", r.getIsolateTo()).put("keyRequestsPerSecond", r.getKeyRequestsPerSecond())
+              .put("fromRequestsPerSecond", r.getFromRequestsPerSecond()).put("toRequestsPerSecond", r.getToRequestsPerSecond());
         } else if (r.getBySize()) {
           ro.put("bySize", true);
         } else if (r.getHasAtHash()) {

@@ -21,6 +21,7 @@ import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -348,7 +349,7 @@ public final class Balancer implements AutoCloseable {
     List<ResizeRecord> resizes = auto.isEmpty() ? wanted : auto;
     if (auto.isEmpty()) {
       for (PlanRecord p : pending) {
-        if (p.getBaseEpoch() == map.epoch() && p.getResizesCount() > 0) {
+        if (p.getBaseEpoch() == map.epoch() && p.getResizesCount() > 0 && p.getReason().startsWith(BALANCER_REASON)) {
           if (sameResizes(p.getResizesList(), resizes)) {
             return false; // still the right plan: keep waiting for its approval
           }
@@ -357,13 +358,32 @@ public final class Balancer implements AutoCloseable {
       }
     }
     PlanRecord.State state = auto.isEmpty() ? PlanRecord.State.PENDING : PlanRecord.State.APPROVED;
-    long splitsCount = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
     PlanRecord created = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(state)
-        .setReason("balancer: " + splitsCount + " split" + (splitsCount == 1 ? "" : "s") + " and " + (resizes.size() - splitsCount)
-            + " merge" + (resizes.size() - splitsCount == 1 ? "" : "s") + " by the tables' size and load policies")
+        .setReason(BALANCER_REASON + describe(resizes) + " by the tables' size and load policies")
         .setCreatedMillis(now).addAllResizes(resizes).build());
     LOG.info("balancer: plan {} ({} resizes, {}): {}", created.getId(), resizes.size(), Rebalancing.describe(state), created.getReason());
     return state == PlanRecord.State.APPROVED;
+  }
+
+  /** How the reason of every plan of resizes the balancer makes begins (an operator's plans are not replaced by the balancer's). */
+  static final String BALANCER_REASON = "balancer: ";
+
+  /** "2 splits and 1 merge", "1 key isolation": what a plan of resizes holds. */
+  public static String describe(List<ResizeRecord> resizes) {
+    long splits = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
+    long merges = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.MERGE).count();
+    long isolations = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.ISOLATE).count();
+    List<String> parts = new ArrayList<>();
+    if (splits > 0 || isolations == 0) {
+      parts.add(splits + " split" + (splits == 1 ? "" : "s"));
+    }
+    if (merges > 0 || isolations == 0) {
+      parts.add(merges + " merge" + (merges == 1 ? "" : "s"));
+    }
+    if (isolations > 0) {
+      parts.add(isolations + " key isolation" + (isolations == 1 ? "" : "s"));
+    }
+    return String.join(" and ", parts);
   }
 
   private static boolean sameResizes(List<ResizeRecord> a, List<ResizeRecord> b) {
@@ -374,7 +394,8 @@ public final class Balancer implements AutoCloseable {
       ResizeRecord x = a.get(i);
       ResizeRecord y = b.get(i);
       if (x.getKind() != y.getKind() || x.getTableId() != y.getTableId() || x.getNumber() != y.getNumber()
-          || x.getRightNumber() != y.getRightNumber()) {
+          || x.getRightNumber() != y.getRightNumber() || !x.getIsolateKey().equals(y.getIsolateKey())
+          || !x.getIsolateTo().equals(y.getIsolateTo())) {
         return false;
       }
     }
@@ -662,6 +683,14 @@ public final class Balancer implements AutoCloseable {
    * next leader finds the shards on one node or moves again.
    */
   private MoveProgress moveNow(String moveId, io.shardwise.core.map.Table table, ShardAssignment shard, NodeId to) {
+    if (table.replication().replicated()) {
+      // The replica of the shard's leader moves to `to` and the lead goes with it; if `to` is an
+      // follower already, only the lead passes (once it is in sync).
+      MoveRecord move = MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(shard.id().number())
+          .setFrom(shard.owner().value()).setTo(to.value()).setReplica(true).setLeadership(shard.isReplica(to))
+          .setShardEpoch(shard.epoch()).build();
+      return replicaMoves.run(move, inSyncWithin(move, records.settings()), () -> false);
+    }
     NodeInfo source = coordinator.liveNodesNow().get(shard.owner());
     if (source == null) {
       throw new IllegalStateException("the source " + shard.owner() + " is not live");

@@ -68,6 +68,30 @@ public final class Rebalancing {
     return records.create(plan);
   }
 
+  /** The seconds of each shard's rates an operator's isolation plan is forecast from. */
+  public static final int ISOLATION_WINDOW_SECONDS = 10;
+
+  /**
+   * Makes a plan that isolates {@code partitionKey} of {@code table} in a shard of its own
+   * ({@link Isolation}) and stores it as pending, or approved with {@code approve}. Its forecast
+   * comes from every live node's rates over the last {@link #ISOLATION_WINDOW_SECONDS} and hot keys.
+   *
+   * @param to where the key's shard goes; empty: the least-loaded node that helps, if any
+   * @throws IllegalArgumentException if there is nothing to do, or it cannot be done
+   * @throws IllegalStateException with {@code approve}, if another plan is approved or running
+   */
+  public PlanRecord isolate(Peers peers, String table, byte[] partitionKey, Optional<NodeId> to, boolean approve) {
+    ShardMap map = coordinator.readMap().map();
+    Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
+    var request = io.shardwise.proto.v1.NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(ISOLATION_WINDOW_SECONDS)
+        .setHotKeys(io.shardwise.server.hot.ShardHeat.KEYS_PER_SHARD).build();
+    var stats = io.shardwise.server.rpc.NodeStatsPoll.ask(peers, live.values(), request, java.time.Duration.ofSeconds(5)).answers();
+    var resize = Isolation.plan(map, table, partitionKey, live, records.drains(), stats, ISOLATION_WINDOW_SECONDS, to, "operator");
+    PlanRecord plan = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(PlanRecord.State.PENDING)
+        .setReason("operator: isolate a hot key").setCreatedMillis(System.currentTimeMillis()).addResizes(resize).build());
+    return approve ? approve(plan.getId()) : plan;
+  }
+
   /** How long a plan waits for the nodes to report the ranges a ring join made, before it counts them as empty. */
   private static final java.time.Duration JOIN_SIZES_WAIT = java.time.Duration.ofSeconds(5);
 

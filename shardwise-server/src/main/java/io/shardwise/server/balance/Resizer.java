@@ -112,10 +112,11 @@ final class Resizer {
     unsplittable.removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     refusals.keySet().removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     int seconds = Math.max(RebalanceRecords.splitRpsSeconds(settings), RebalanceRecords.mergeSeconds(settings));
-    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true).build();
+    NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true)
+        .setHotKeys(1).build();
     List<NodeStatsResponse> answers = NodeStatsPoll.ask(peers, live.values(), request, STATS_DEADLINE).answers();
     Map<Long, Set<Long>> resized = new HashMap<>();
-    return propose(settings, map, answers, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable,
+    return propose(settings, map, answers, live, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable,
         records.drains(), this::refused);
   }
 
@@ -125,6 +126,9 @@ final class Resizer {
       LOG.info("balancer: shard {} is past its split rate but has no load split point: {}", shard, why);
     }
   }
+
+  /** A split or an isolation the policies want, and how far past its limit the shard is. */
+  private record Candidate(double urgency, ResizeRecord resize) {}
 
   /** Why a hot shard was not split by load (logged once per shard and reason). */
   interface Refusals {
@@ -136,9 +140,10 @@ final class Resizer {
    *
    * @param resized each table's shards made by the balancer's splits and merges (by table id)
    * @param unsplittable shards known to have no split by size (one partition key)
-   * @param draining nodes being emptied: never the destination of a merge's move
+   * @param live the live nodes: where an isolated hot key may go
+   * @param draining nodes being emptied: never the destination of a merge's or an isolation's move
    */
-  static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers,
+  static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live,
       LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Set<NodeId> draining, Refusals refusals) {
     Map<ShardId, ShardInfo> stats = new HashMap<>();
     for (NodeStatsResponse node : answers) {
@@ -148,7 +153,6 @@ final class Resizer {
             .ifPresent(a -> stats.put(a.id(), s));
       }
     }
-    record Candidate(double urgency, ResizeRecord resize) {}
     List<Candidate> splitsWanted = new ArrayList<>();
     List<ResizeRecord> mergesWanted = new ArrayList<>();
     int splitWindow = RebalanceRecords.splitRpsSeconds(settings);
@@ -179,7 +183,11 @@ final class Resizer {
           splitting.add(a.id());
         } else if (rpsLimit > 0 && slowest >= rpsLimit) {
           if (!s.getHasLoadSplit()) {
-            refusals.refused(a.id(), s.getLoadSplitRefusal());
+            Candidate isolation = isolation(t, a, s, slowest, rpsLimit, splitWindow, map, answers, live, draining, refusals);
+            if (isolation != null) {
+              splitsWanted.add(isolation);
+              splitting.add(a.id());
+            }
             continue;
           }
           if (t.layout().strategy() == Strategy.RANGE) {
@@ -253,6 +261,34 @@ final class Resizer {
     return out;
   }
 
+  /**
+   * A shard past the split rate without a load split point: if one key takes at least {@link
+   * Isolation#HOT_KEY_SHARE} of its sampled requests, the isolation of that key (null, with the
+   * refusal recorded, if there is nothing to isolate or the key is alone on a node that suits it).
+   */
+  private static Candidate isolation(Table t, ShardAssignment a, ShardInfo s, long slowest, long rpsLimit, int window, ShardMap map,
+      List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live, Set<NodeId> draining, Refusals refusals) {
+    if (s.getHotKeysCount() == 0 || s.getHotSampled() == 0) {
+      refusals.refused(a.id(), s.getLoadSplitRefusal());
+      return null;
+    }
+    byte[] key = s.getHotKeys(0).getKey().toByteArray();
+    double share = Isolation.keyShare(s, key);
+    if (share < Isolation.HOT_KEY_SHARE) {
+      refusals.refused(a.id(), s.getLoadSplitRefusal());
+      return null;
+    }
+    try {
+      ResizeRecord r = Isolation.plan(map, t.name(), key, live, draining, answers, window, java.util.Optional.empty(),
+          String.format(Locale.ROOT, "load: at least %,d requests/s in each of the last %d s, past the split rate of %,d, and one key",
+              slowest, window, rpsLimit));
+      return new Candidate((double) slowest / rpsLimit, r);
+    } catch (IllegalArgumentException e) {
+      refusals.refused(a.id(), e.getMessage());
+      return null;
+    }
+  }
+
   /** The lowest requests per second (reads and writes) over the last {@code seconds} seconds, or -1 if fewer were recorded. */
   static long lowestRate(ShardInfo s, int seconds) {
     int n = s.getReadsHistoryCount();
@@ -293,7 +329,8 @@ final class Resizer {
   ResizeRecord run(ResizeRecord r, ShardMap map) {
     ResizeRecord.Builder b = r.toBuilder();
     Table before = map.table(r.getTable()).filter(t -> t.id() == r.getTableId()).orElse(null);
-    if (before == null || before.shard(r.getNumber()).isEmpty()
+    boolean isolate = r.getKind() == ResizeRecord.Kind.ISOLATE;
+    if (before == null || (!isolate && before.shard(r.getNumber()).isEmpty())
         || (r.getKind() == ResizeRecord.Kind.MERGE && before.shard(r.getRightNumber()).isEmpty())) {
       return b.setState(ResizeRecord.State.SKIPPED).setError("shard " + r.getTable() + "/" + r.getNumber()
           + (r.getKind() == ResizeRecord.Kind.MERGE ? " or " + r.getRightNumber() : "") + " is no longer in the map").build();
@@ -301,7 +338,9 @@ final class Resizer {
     ShardId id = new ShardId(r.getTable(), r.getNumber());
     try {
       ShardMap after;
-      if (r.getKind() == ResizeRecord.Kind.SPLIT) {
+      if (isolate) {
+        after = isolate(r, map, b);
+      } else if (r.getKind() == ResizeRecord.Kind.SPLIT) {
         SplitShardRequest.Builder request = SplitShardRequest.newBuilder().setTable(r.getTable()).setShard(r.getNumber());
         if (!r.getBySize()) {
           request.setAtPartitionKey(r.getAtPartitionKey()).setHasAtHash(r.getHasAtHash()).setAtHash(r.getAtHash());
@@ -323,21 +362,78 @@ final class Resizer {
         }
       }
       records.addResized(table.id(), made, present);
+      if (isolate) {
+        ShardAssignment alone = table.shardFor(r.getIsolateKey().toByteArray());
+        LOG.info("balancer: isolated key '{}' of {} ({}): its shard {} is on {} (map epoch {})",
+            io.shardwise.core.key.ByteStrings.toDisplay(r.getIsolateKey().toByteArray()), r.getTable(), r.getWhy(), alone.id(), alone.owner(),
+            after.epoch());
+        return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addResultNumbers(alone.id().number()).build();
+      }
       LOG.info("balancer: {} {} ({}): now shards {} (map epoch {}, {} shards in {})",
           r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged", id + (r.getKind() == ResizeRecord.Kind.MERGE ? " and "
               + r.getRightNumber() : ""), r.getWhy(), made, after.epoch(), table.shards().size(), table.name());
       return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addAllResultNumbers(made).build();
     } catch (MoveFailed e) {
-      LOG.info("balancer: shards {} and {} were not merged: {}", id, r.getRightNumber(), e.getMessage());
+      LOG.info("balancer: {}: {}", isolate ? "key of " + id + " not isolated" : "shards " + id + " and " + r.getRightNumber()
+          + " were not merged", e.getMessage());
       return b.setState(ResizeRecord.State.FAILED).setError(e.getMessage()).build();
     } catch (StatusRuntimeException e) {
       if (r.getBySize() && e.getStatus().getCode() == Status.Code.FAILED_PRECONDITION) {
         unsplittable.add(id);
       }
-      LOG.info("balancer: shard {} was not {}: {}", id, r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged",
+      LOG.info("balancer: shard {} was not {}: {}", id, r.getKind() == ResizeRecord.Kind.SPLIT ? "split"
+              : isolate ? "cut to isolate a key" : "merged",
           e.getStatus().getDescription());
       return b.setState(ResizeRecord.State.FAILED).setError(String.valueOf(e.getStatus().getDescription())).build();
     }
+  }
+
+  /**
+   * Isolates the record's key: cuts the shard that holds it now (one cut at a time, each against the
+   * map the one before left, so a record run again after a stop goes on from where the map is), then
+   * moves the key's shard to {@code isolate_to} if it is elsewhere.
+   */
+  private ShardMap isolate(ResizeRecord r, ShardMap map, ResizeRecord.Builder b) {
+    byte[] key = r.getIsolateKey().toByteArray();
+    ShardMap current = map;
+    for (int i = 0; i < 2; i++) {
+      Table t = current.table(r.getTable()).orElseThrow();
+      List<SplitShardRequest> cuts = Isolation.cuts(t, key);
+      if (cuts.isEmpty()) {
+        break;
+      }
+      SplitShardRequest cut = cuts.get(0).toBuilder().setTable(t.name()).setShard(t.shardFor(key).id().number()).build();
+      current = splits.split(cut, current);
+      splitCount.increment();
+    }
+    Table t = current.table(r.getTable()).orElseThrow();
+    ShardAssignment alone = t.shardFor(key);
+    if (r.getIsolateTo().isEmpty() || alone.owner().value().equals(r.getIsolateTo())) {
+      return current;
+    }
+    return moveAndConfirm("isolate-" + r.getTableId() + "-" + alone.id().number(), t, alone, NodeId.of(r.getIsolateTo()), b,
+        "its shard was cut but ");
+  }
+
+  /**
+   * Runs the move of {@code shard} to {@code to} now and checks in the map that it cut over.
+   *
+   * @return the map after it
+   * @throws MoveFailed if it did not ({@code context} begins the message)
+   */
+  private ShardMap moveAndConfirm(String moveId, Table table, ShardAssignment shard, NodeId to, ResizeRecord.Builder b, String context) {
+    try {
+      MoveProgress done = moves.move(moveId, table, shard, to);
+      b.setMovedBytes(done.getTotalBytes());
+    } catch (RuntimeException e) {
+      String why = e instanceof StatusRuntimeException sre ? sre.getStatus().getDescription() : e.getMessage();
+      throw new MoveFailed(context + "the move of shard " + shard.id() + " from " + shard.owner() + " to " + to + " did not finish: " + why, e);
+    }
+    ShardMap after = coordinator.readMapSynced().map();
+    if (!after.shard(table.id(), shard.id().number()).map(s -> s.owner().equals(to)).orElse(false)) {
+      throw new MoveFailed(context + "the move of shard " + shard.id() + " to " + to + " ended but the map does not give it to " + to, null);
+    }
+    return after;
   }
 
   /** Runs one move now and waits for its end: the balancer, over gRPC to the shard's owner. */
@@ -350,7 +446,7 @@ final class Resizer {
     MoveProgress move(String moveId, Table table, ShardAssignment shard, NodeId to);
   }
 
-  /** A merge's move did not cut over: the merge does not run. */
+  /** A merge's or an isolation's move did not cut over: the merge does not run; the isolation ends with its key's shard where it was. */
   private static final class MoveFailed extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
@@ -372,19 +468,7 @@ final class Resizer {
     }
     ShardAssignment moving = r.getMovesFirst() && r.getMovingNumber() == right.id().number() ? right : left;
     NodeId to = (moving == left ? right : left).owner();
-    String moveId = "merge-" + r.getTableId() + "-" + r.getNumber() + "-" + r.getRightNumber();
-    try {
-      MoveProgress done = moves.move(moveId, table, moving, to);
-      b.setMovedBytes(done.getTotalBytes());
-    } catch (RuntimeException e) {
-      String why = e instanceof StatusRuntimeException sre ? sre.getStatus().getDescription() : e.getMessage();
-      throw new MoveFailed("the move of shard " + moving.id() + " from " + moving.owner() + " to " + to + " first did not finish: " + why, e);
-    }
-    ShardMap after = coordinator.readMapSynced().map();
-    boolean moved = after.shard(table.id(), moving.id().number()).map(s -> s.owner().equals(to)).orElse(false);
-    if (!moved) {
-      throw new MoveFailed("the move of shard " + moving.id() + " to " + to + " ended but the map does not give it to " + to, null);
-    }
+    moveAndConfirm("merge-" + r.getTableId() + "-" + r.getNumber() + "-" + r.getRightNumber(), table, moving, to, b, "first, ");
     LOG.info("balancer: shard {} moved from {} to {} to merge with its neighbour", moving.id(), moving.owner(), to);
   }
 

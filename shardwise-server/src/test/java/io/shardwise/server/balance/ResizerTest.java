@@ -13,6 +13,7 @@ import io.shardwise.core.partition.PartitionerSpec;
 import io.shardwise.core.partition.ShardLayout;
 import io.shardwise.core.partition.Strategy;
 import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.NodeStatsResponse;
 import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.proto.v1.ShardInfo;
@@ -29,6 +30,8 @@ class ResizerTest {
 
   private static final NodeId N1 = NodeId.of("n1");
   private static final NodeId N2 = NodeId.of("n2");
+  private static final Map<NodeId, NodeInfo> LIVE = Map.of(N1, NodeInfo.newBuilder().setId("n1").build(), N2,
+      NodeInfo.newBuilder().setId("n2").build());
   private static final BalancerSettings AUTO = BalancerSettings.newBuilder().setMode(BalancerSettings.Mode.AUTO)
       .setSplitBytes(1 << 20).setSplitRps(1_000).setSplitRpsSeconds(5).setMergeSeconds(10).build();
 
@@ -70,7 +73,7 @@ class ResizerTest {
 
   private static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> stats, Set<Long> resized,
       List<String> refusals) {
-    return Resizer.propose(settings, map, stats, id -> resized, Set.of(), Set.of(), (shard, why) -> refusals.add(shard + ": " + why));
+    return Resizer.propose(settings, map, stats, LIVE, id -> resized, Set.of(), Set.of(), (shard, why) -> refusals.add(shard + ": " + why));
   }
 
   private static List<String> merges(List<ResizeRecord> r) {
@@ -115,6 +118,59 @@ class ResizerTest {
   }
 
   @Test
+  void aHotShardWhoseLoadIsOneKeyIsolatesTheKeyOnTheLeastLoadedNodeOnce() {
+    ShardMap map = map(N1, N1, N1, N1);
+    List<NodeStatsResponse> stats = withHotKey(stats(map, new long[4], new int[] {0, 5_000, 0, 0}, 5, Map.of()), 1, "bob", 0.9);
+    List<ResizeRecord> r = propose(AUTO, map, stats, Set.of(), new ArrayList<>());
+    assertThat(r).singleElement().satisfies(x -> {
+      assertThat(x.getKind()).isEqualTo(ResizeRecord.Kind.ISOLATE);
+      assertThat(x.getIsolateKey().toStringUtf8()).isEqualTo("bob");
+      assertThat(x.getIsolateTo()).isEqualTo("n2");
+      assertThat(x.getWhy()).startsWith("load: at least 5,000 requests/s").contains("key 'bob' takes at least 90%");
+    });
+    // A key under half of the shard's requests is not isolated: the shard has no load point, and says why.
+    List<String> refusals = new ArrayList<>();
+    assertThat(propose(AUTO, map, withHotKey(stats(map, new long[4], new int[] {0, 5_000, 0, 0}, 5, Map.of()), 1, "bob", 0.4), Set.of(),
+        refusals)).isEmpty();
+    assertThat(refusals).singleElement().asString().contains("90%");
+    // Once the key is alone in a shard on the least-loaded node that helps, nothing more is proposed.
+    Table t = map.table("t").orElseThrow();
+    ShardMap cut = map.apply(ShardMapDelta.on(map).splitShard(ShardMapDelta.SplitShard.atKey(t.shards().get(1).id(), b("bob"))).build());
+    Table t2 = cut.table("t").orElseThrow();
+    cut = cut.apply(ShardMapDelta.on(cut).splitShard(ShardMapDelta.SplitShard.atKey(t2.shardFor(b("bob")).id(), b("bob\0"))).build());
+    ShardMap isolated = cut;
+    int position = isolated.table("t").orElseThrow().positionOf(isolated.table("t").orElseThrow().shardFor(b("bob")).id());
+    int[] rps = new int[6];
+    rps[position] = 5_000;
+    refusals.clear();
+    assertThat(Resizer.propose(AUTO, isolated, withHotKey(stats6(isolated, rps), position, "bob", 0.99), Map.of(N1, LIVE.get(N1)),
+        id -> Set.of(), Set.of(), Set.of(), (shard, why) -> refusals.add(why))).isEmpty();
+    assertThat(refusals).singleElement().asString().contains("to itself already");
+  }
+
+  /** Stats of every shard of any map of "t" (no bytes), {@code rps[i]} in each of 5 s. */
+  private static List<NodeStatsResponse> stats6(ShardMap map, int[] rps) {
+    return stats(map, new long[rps.length], rps, 5, Map.of());
+  }
+
+  /** {@code stats} with {@code key} taking {@code share} of the sampled requests of the shard at {@code position}. */
+  private static List<NodeStatsResponse> withHotKey(List<NodeStatsResponse> stats, int position, String key, double share) {
+    List<NodeStatsResponse> out = new ArrayList<>();
+    int seen = 0;
+    for (NodeStatsResponse n : stats) {
+      NodeStatsResponse.Builder nb = n.toBuilder();
+      for (int i = 0; i < nb.getShardsCount(); i++, seen++) {
+        if (seen == position) {
+          nb.getShardsBuilder(i).setHotSampled(1_000).addHotKeys(io.shardwise.proto.v1.HotKey.newBuilder()
+              .setKey(ByteString.copyFromUtf8(key)).setCount((long) (1_000 * share)).setWrites((long) (1_000 * share)));
+        }
+      }
+      out.add(nb.build());
+    }
+    return out;
+  }
+
+  @Test
   void neighboursMergeOnlyWhenBothAreTheBalancersSmallAndQuiet() {
     ShardMap map = map(N1, N1, N2, N2);
     Set<Long> all = Set.of(0L, 1L, 2L, 3L);
@@ -141,7 +197,7 @@ class ResizerTest {
     Set<Long> all = Set.of(0L, 1L, 2L, 3L);
     long[] sizes = {3_000, 1_000, 600_000, 600_000}; // 2+3 together are past a quarter of 1 MiB
     int[] quiet = {10, 10, 10, 10};
-    ResizeRecord merge = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(), (a, b) -> {})
+    ResizeRecord merge = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), LIVE, id -> all, Set.of(), Set.of(), (a, b) -> {})
         .get(0);
     assertThat(merges(List.of(merge))).containsExactly("0+1");
     assertThat(merge.getMovesFirst()).isTrue();
@@ -151,17 +207,17 @@ class ResizerTest {
     assertThat(merge.getWhy()).endsWith("; shard 1 moves from n2 to n1 first (about 1,000 B)");
 
     // The larger one's node is draining: the larger one moves instead.
-    ResizeRecord away = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(N1), (a, b) -> {})
+    ResizeRecord away = Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), LIVE, id -> all, Set.of(), Set.of(N1), (a, b) -> {})
         .get(0);
     assertThat(away.getMovingNumber()).isEqualTo(0);
     assertThat(away.getMovingFrom()).isEqualTo("n1");
     assertThat(away.getOwner()).isEqualTo("n2");
     // Both nodes draining: no merge across them.
-    assertThat(Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(N1, N2), (a, b) -> {}))
+    assertThat(Resizer.propose(AUTO, map, stats(map, sizes, quiet, 10, Map.of()), LIVE, id -> all, Set.of(), Set.of(N1, N2), (a, b) -> {}))
         .isEmpty();
     // On one node nothing moves.
     ShardMap one = map(N1, N1, N2, N2);
-    assertThat(Resizer.propose(AUTO, one, stats(one, sizes, quiet, 10, Map.of()), id -> all, Set.of(), Set.of(), (a, b) -> {}).get(0)
+    assertThat(Resizer.propose(AUTO, one, stats(one, sizes, quiet, 10, Map.of()), LIVE, id -> all, Set.of(), Set.of(), (a, b) -> {}).get(0)
         .getMovesFirst()).isFalse();
   }
 
