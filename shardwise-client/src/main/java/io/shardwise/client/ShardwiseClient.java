@@ -11,6 +11,7 @@ import io.shardwise.core.map.Table;
 import io.shardwise.proto.Channels;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.MapCodec;
+import io.shardwise.core.key.Counters;
 import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.BatchGetRequest;
 import io.shardwise.proto.v1.BatchGetResponse;
@@ -71,6 +72,7 @@ public final class ShardwiseClient implements AutoCloseable {
   private final int maxMessageBytes;
   private final NearCache nearCache;
   private final int followerStalenessMillis; // 0: reads at the leader only
+  private final SaltedKeyCache salted;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final ScheduledExecutorService refresher;
   private volatile ShardMap map = ShardMap.EMPTY;
@@ -86,6 +88,9 @@ public final class ShardwiseClient implements AutoCloseable {
     this.maxMessageBytes = b.maxMessageBytes;
     this.nearCache = b.nearCacheTtl == null ? null : new NearCache(b.nearCacheTtl, b.nearCacheKeys);
     this.followerStalenessMillis = b.followerStaleness == null ? 0 : (int) b.followerStaleness.toMillis();
+    this.salted = new SaltedKeyCache(b.saltedKeysMaxAge, () -> onAnySeedAt(seed -> AdminServiceGrpc.newBlockingStub(channel(seed))
+        .withDeadlineAfter(MAP_FETCH_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+        .saltedKeys(io.shardwise.proto.v1.SaltedKeysRequest.getDefaultInstance())).getKeysList());
     if (routing == Routing.CLIENT) {
       refreshMap();
       this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -113,6 +118,7 @@ public final class ShardwiseClient implements AutoCloseable {
     private List<String> seeds = List.of();
     private int maxAttempts = 6;
     private Duration refreshInterval = Duration.ofSeconds(30);
+    private Duration saltedKeysMaxAge = Duration.ofSeconds(2);
     private Duration minRefreshInterval = Duration.ofMillis(50);
     private int maxMessageBytes = 32 * 1024 * 1024;
     private Duration nearCacheTtl;
@@ -139,6 +145,19 @@ public final class ShardwiseClient implements AutoCloseable {
         throw new IllegalArgumentException("max attempts must be at least 1, not " + attempts);
       }
       this.maxAttempts = attempts;
+      return this;
+    }
+
+    /**
+     * How long this client routes increments by its list of salted keys before asking for it again
+     * (default 2 s). A stale list never loses or doubles a count; it only spreads a newly salted
+     * key's increments later.
+     */
+    public Builder saltedKeysMaxAge(Duration maxAge) {
+      if (maxAge.isNegative() || maxAge.isZero()) {
+        throw new IllegalArgumentException("the salted keys' max age must be positive, not " + maxAge);
+      }
+      this.saltedKeysMaxAge = maxAge;
       return this;
     }
 
@@ -512,6 +531,75 @@ public final class ShardwiseClient implements AutoCloseable {
     }
   }
 
+  /** How many times an increment refused by a sealed sub-key is sent again (each time after asking for the salted keys). */
+  private static final int MAX_SEALED_ROUNDS = 3;
+
+  /**
+   * Adds {@code delta} (negative: subtracts) to the counter at {@code key}, atomically at its owner;
+   * an absent key counts 0. A salted key's increment goes to one of its sub-keys at random (see
+   * {@link #counter}). A retried attempt is never applied twice.
+   *
+   * @throws ShardwiseException ({@code FAILED_PRECONDITION}) if the key holds a value that is not a
+   *     counter; nothing was written
+   * @throws OutcomeUnknownException if the client cannot tell whether it was applied
+   */
+  public void increment(String table, Key key, long delta) {
+    ByteString id = newRequestId();
+    markWritten(table, key);
+    try {
+      for (int round = 0; ; round++) {
+        Key target = salted.lookup(table, key, round > 0).filter(k -> k.getState() == io.shardwise.proto.v1.SaltedKey.State.SALTED)
+            .map(k -> Counters.subKey(key, k.getGeneration(), java.util.concurrent.ThreadLocalRandom.current().nextInt(k.getFanout())))
+            .orElse(key);
+        try {
+          write(table, target, (t, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
+              .setKey(Protos.key(target)).setCounter(io.shardwise.proto.v1.CounterOp.newBuilder().setIncrement(delta)).build()));
+          return;
+        } catch (CounterSealedException e) {
+          if (round >= MAX_SEALED_ROUNDS) {
+            throw e; // refused each time, unapplied: the key keeps being salted and demoted faster than this client can follow
+          }
+        }
+      }
+    } finally {
+      markWritten(table, key);
+    }
+  }
+
+  /**
+   * The counter at {@code key} (0 if absent). For a salted key: its own total plus every sub-key it
+   * has not folded in yet — each increment acknowledged before this call is counted once.
+   *
+   * @throws ShardwiseException ({@code FAILED_PRECONDITION}) if the key holds a value that is not a counter
+   */
+  public long counter(String table, Key key) {
+    try {
+      Counters.Value v = Counters.decode(batchGet(table, List.of(key)).get(0).map(Versioned::value).orElse(null));
+      if (v instanceof Counters.Plain p) {
+        return p.value();
+      }
+      if (!(v instanceof Counters.Salted s)) {
+        throw new Counters.CounterException(Counters.Refusal.NOT_A_COUNTER, "the key is a salted key's sealed sub-key");
+      }
+      List<Key> subKeys = new ArrayList<>();
+      List<Integer> indexes = new ArrayList<>();
+      for (int i = 0; i < s.fanout(); i++) {
+        if (!s.isFolded(i)) {
+          subKeys.add(Counters.subKey(key, s.generation(), i));
+          indexes.add(i);
+        }
+      }
+      byte[][] values = new byte[s.fanout()][];
+      List<Optional<Versioned>> read = subKeys.isEmpty() ? List.of() : batchGet(table, subKeys);
+      for (int j = 0; j < read.size(); j++) {
+        values[indexes.get(j)] = read.get(j).map(Versioned::value).orElse(null);
+      }
+      return Counters.merged(s, values);
+    } catch (Counters.CounterException e) {
+      throw new ShardwiseException(Status.Code.FAILED_PRECONDITION, e.getMessage());
+    }
+  }
+
   /** Deletes {@code key}; true if it existed. */
   public boolean delete(String table, Key key) {
     ByteString id = newRequestId();
@@ -833,6 +921,14 @@ public final class ShardwiseClient implements AutoCloseable {
         ErrorInfo.Code code = Errors.code(e);
         if (code == ErrorInfo.Code.VERSION_MISMATCH) {
           throw new VersionMismatchException(e, Errors.info(e).map(ErrorInfo::getCurrentVersion).orElse(0L));
+        }
+        // A counter refusal proves the write was not applied, even after an ambiguous attempt: a
+        // retry of an applied write is answered from its record before the operation is looked at.
+        if (code == ErrorInfo.Code.COUNTER_SEALED) {
+          throw new CounterSealedException(e);
+        }
+        if (code == ErrorInfo.Code.NOT_A_COUNTER) {
+          throw new ShardwiseException(e);
         }
         // Without the server's error info, a failure may have come after the owner applied the
         // write (the connection or the reply was lost); a write retries it under the same id.

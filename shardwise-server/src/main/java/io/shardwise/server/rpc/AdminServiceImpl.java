@@ -81,6 +81,13 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
     DataServiceImpl.respond(out, () -> PurgeTrashResponse.newBuilder().addAllPurged(requireTrash().purge(request.getIdsList())).build());
   }
 
+  @Override
+  public void saltedKeys(io.shardwise.proto.v1.SaltedKeysRequest request,
+      StreamObserver<io.shardwise.proto.v1.SaltedKeysResponse> out) {
+    DataServiceImpl.respond(out, () -> io.shardwise.proto.v1.SaltedKeysResponse.newBuilder()
+        .addAllKeys(io.shardwise.server.hot.Salting.list(ctx.coordinator(), request.getTable())).build());
+  }
+
   private TrashAdmin requireTrash() {
     if (trash == null) {
       throw Status.FAILED_PRECONDITION.withDescription("a router holds no data and has no trash; ask a node").asRuntimeException();

@@ -141,19 +141,23 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void put(PutRequest request, StreamObserver<PutResponse> out) {
-    respond(requests.timed("put", out), () -> {
-      Key key = key(request.getKey());
+    boolean counter = request.hasCounter();
+    respond(requests.timed(counter ? "counter" : "put", out), () -> {
+      Key key = counter ? key(request.getKey()) : userKey(request.getKey());
       ctx.limits().checkValue(request.getValue().size());
+      java.util.function.UnaryOperator<byte[]> transform = counter ? CounterOps.transform(request.getCounter(), key) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
       return keyed(request.getHeader(), request.getTable(), key, true,
           (map, shard) -> {
-            byte[] value = request.getValue().toByteArray();
             long version;
             try {
-              version = ctx.shards().write(shard, key.encode(), value,
-                  request.getConditional() ? request.getExpectedVersion() : Mutation.ANY, requestId);
+              version = counter ? ctx.shards().apply(List.of(Mutation.transform(shard, key.encode(), transform).withRequestId(requestId)))[0]
+                  : ctx.shards().write(shard, key.encode(), request.getValue().toByteArray(),
+                      request.getConditional() ? request.getExpectedVersion() : Mutation.ANY, requestId);
             } catch (VersionMismatchException e) {
               throw Errors.versionMismatch(e.getMessage(), e.actual());
+            } catch (io.shardwise.core.key.Counters.CounterException e) {
+              throw CounterOps.refused(e);
             }
             return PutResponse.newBuilder().setHeader(header(map, 1)).setVersion(version).build();
           },
@@ -217,7 +221,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   @Override
   public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
     respond(requests.timed("delete", out), () -> {
-      Key key = key(request.getKey());
+      Key key = userKey(request.getKey());
       byte[] requestId = requestId(request.getHeader().getRequestId());
       return keyed(request.getHeader(), request.getTable(), key, true,
           (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1))
@@ -261,7 +265,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       long bytes = 0;
       List<Key> keys = new ArrayList<>();
       for (KeyValue kv : request.getEntriesList()) {
-        keys.add(key(kv.getKey()));
+        keys.add(userKey(kv.getKey()));
         ctx.limits().checkValue(kv.getValue().size());
         bytes += kv.getKey().getPartitionKey().size() + kv.getKey().getSortKey().size() + kv.getValue().size();
       }
@@ -799,6 +803,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private Key key(io.shardwise.proto.v1.Key k) {
     ctx.limits().checkKey(k.getPartitionKey().size(), k.getSortKey().size());
     return Key.of(k.getPartitionKey().toByteArray(), k.getSortKey().toByteArray());
+  }
+
+  /** A key a put or a delete may name: any but a salted key's sub-key, which only counter operations write. */
+  private Key userKey(io.shardwise.proto.v1.Key k) {
+    Key key = key(k);
+    if (io.shardwise.core.key.Counters.isSubKey(key.partitionKey())) {
+      throw Errors.invalid("the partition key ends like a salted counter's sub-key (0x00 0xff 'salt', then 6 bytes); such keys are"
+          + " written only by counter operations");
+    }
+    return key;
   }
 
   private static String nullToEmpty(String s) {

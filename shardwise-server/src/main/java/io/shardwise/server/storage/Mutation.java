@@ -5,8 +5,12 @@ package io.shardwise.server.storage;
  * {@code key} in {@code shard}, unconditional ({@code expectedVersion == ANY}) or only at
  * {@code expectedVersion} (0: only if absent), with the client's write id ({@code requestId},
  * {@code null} for none) that makes a retry of it answer the first result instead of writing again.
+ * With a {@code transform} (a counter operation, {@link io.shardwise.core.key.Counters}) the value
+ * written is the transform of the key's live value ({@code null} if absent), computed when the
+ * write is applied, under the same locks as its version; {@code value} is then ignored.
  */
-public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId) {
+public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId,
+    java.util.function.UnaryOperator<byte[]> transform) {
 
   public static final long ANY = -1;
 
@@ -22,6 +26,20 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
     this(shard, key, value, expectedVersion, null);
   }
 
+  public Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId) {
+    this(shard, key, value, expectedVersion, requestId, null);
+  }
+
+  /** A counter operation on {@code key}: the value written is {@code transform} of its live value. */
+  public static Mutation transform(ShardRef shard, byte[] key, java.util.function.UnaryOperator<byte[]> transform) {
+    return new Mutation(shard, key, null, ANY, null, java.util.Objects.requireNonNull(transform, "transform"));
+  }
+
+  /** The value this write stores, given the key's live value ({@code null} if absent): null for a delete. */
+  public byte[] valueGiven(byte[] live) {
+    return transform == null ? value : transform.apply(live);
+  }
+
   public Mutation {
     if (expectedVersion < ANY) {
       throw new IllegalArgumentException("expected version must not be negative, not " + expectedVersion);
@@ -30,6 +48,6 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
 
   /** The same write with the client's write id ({@code null} or empty: none). */
   public Mutation withRequestId(byte[] id) {
-    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id);
+    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id, transform);
   }
 }

@@ -413,11 +413,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
         throw new VersionMismatchException(m.expectedVersion(), current);
       }
-      if (m.value() == null && !live) {
+      byte[] value = m.valueGiven(live ? Arrays.copyOfRange(raw, HEADER, raw.length) : null);
+      if (value == null && !live) {
         versions[i] = 0; // deleting an absent key writes nothing
       } else {
         versions[i] = stored + 1;
-        effects.add(new StoredValue(keys.storeKeys[i], m.value() == null ? tombstone(versions[i], now) : encode(m.value(), versions[i])));
+        effects.add(new StoredValue(keys.storeKeys[i], value == null ? tombstone(versions[i], now) : encode(value, versions[i])));
       }
       if (keys.recordKeys[i] != null) {
         effects.add(new StoredValue(keys.recordKeys[i], encode(requestRecord(versions[i], now), 1)));

@@ -105,12 +105,13 @@ public final class MemoryEngine implements ShardEngine {
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
         throw new VersionMismatchException(m.expectedVersion(), current);
       }
-      if (m.value() == null && !live) {
+      byte[] value = m.valueGiven(live ? java.util.Arrays.copyOfRange(raw, HEADER, raw.length) : null);
+      if (value == null && !live) {
         versions[i] = 0;
       } else {
         versions[i] = stored + 1;
-        effects.add(new StoredValue(keys[i], m.value() == null ? tombstone(versions[i], System.currentTimeMillis())
-            : encode(m.value(), versions[i])));
+        effects.add(new StoredValue(keys[i], value == null ? tombstone(versions[i], System.currentTimeMillis())
+            : encode(value, versions[i])));
       }
       if (records[i] != null) {
         effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(16).putLong(versions[i]).putLong(System.currentTimeMillis())
