@@ -29,7 +29,7 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(name = "hotspots", mixinStandardHelpOptions = true, sortOptions = false,
     description = {"The busiest shards over --interval, the keys that take most of their requests, and a remedy for each hotspot.",
         "Keys are sampled on the request path (one request in 16) and their counts halve every 10 s."},
-    subcommands = HotspotsCommand.Fix.class)
+    subcommands = {HotspotsCommand.Fix.class, HotspotsCommand.Salt.class, HotspotsCommand.Unsalt.class, HotspotsCommand.Salted.class})
 final class HotspotsCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
@@ -177,6 +177,109 @@ final class HotspotsCommand implements Callable<Integer> {
       out.println("plan " + plan.getId() + " (" + io.shardwise.server.balance.Rebalancing.describe(plan.getState()) + "): " + r.getWhy());
       out.println(approve ? "the balancer runs it now; follow it with: shardwise rebalance status --wait"
           : "run it with: shardwise rebalance approve " + plan.getId() + "   (or reject it: shardwise rebalance reject " + plan.getId() + ")");
+      return Main.EXIT_OK;
+    }
+  }
+
+  /** TABLE KEY [--format F]: the key a salting command is about. */
+  static final class SaltedKeyArgs {
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Parameters(index = "1", paramLabel = "KEY", description = "The counter's partition key.") String key;
+
+    @Option(names = "--sort-key", paramLabel = "SK") String sortKey;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text", description = "How KEY is written: text (UTF-8), hex or base64."
+        + " Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
+
+    io.shardwise.core.key.Key key() {
+      byte[] pk = format.parse(key);
+      return sortKey == null ? io.shardwise.core.key.Key.of(pk) : io.shardwise.core.key.Key.of(pk, sortKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+  }
+
+  @Command(name = "salt", mixinStandardHelpOptions = true, sortOptions = false,
+      description = {"Salt a write-hot counter (kv incr) into N sub-keys on other shards: increments go to one at random, reads add",
+          "them up. Writes to the key are divided by N, reads of it multiplied by N+1. Tables placed by hash only (a range",
+          "table keeps the sub-keys beside the key: isolate it instead). 'hotspots unsalt' undoes it; no increment is lost or",
+          "counted twice either way."})
+  static final class Salt implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin RebalanceCommand.Zk zk;
+    @Mixin SaltedKeyArgs args;
+
+    @Option(names = "--fanout", paramLabel = "N", defaultValue = "8", description = "Sub-keys, 2 to 64. Default: ${DEFAULT-VALUE}.")
+    int fanout;
+
+    @Override
+    public Integer call() {
+      io.shardwise.proto.v1.SaltedKey k;
+      try (Peers peers = new Peers(16 << 20)) {
+        k = new io.shardwise.server.hot.Salting(ClusterOptions.coordinator(zk.zk), peers).promote(args.table, args.key(), fanout,
+            "operator: shardwise hotspots salt");
+      }
+      spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is %s (generation %d): each write now goes to one of them,"
+          + " each read reads %d keys%n", args.key, args.table, io.shardwise.server.hot.Salting.describe(k), k.getGeneration(),
+          k.getFanout() + 1);
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "unsalt", mixinStandardHelpOptions = true,
+      description = {"Demote a salted counter: its sub-keys are sealed and folded back into the key, which is one counter again."})
+  static final class Unsalt implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin RebalanceCommand.Zk zk;
+    @Mixin SaltedKeyArgs args;
+
+    @Override
+    public Integer call() {
+      try (Peers peers = new Peers(16 << 20)) {
+        new io.shardwise.server.hot.Salting(ClusterOptions.coordinator(zk.zk), peers).demote(args.table, args.key(),
+            "operator: shardwise hotspots unsalt");
+      }
+      spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is one counter again%n", args.key, args.table);
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "salted", mixinStandardHelpOptions = true, description = "List the salted keys (and those being salted or demoted).")
+  static final class Salted implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin RebalanceCommand.Zk zk;
+
+    @Option(names = "--table", paramLabel = "TABLE", description = "Only this table's.") String table;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
+    OutputFormat output;
+
+    @Override
+    public Integer call() {
+      List<io.shardwise.proto.v1.SaltedKey> keys = io.shardwise.server.hot.Salting.list(ClusterOptions.coordinator(zk.zk),
+          table == null ? "" : table);
+      PrintWriter out = spec.commandLine().getOut();
+      if (output == OutputFormat.json) {
+        ArrayNode array = Output.JSON.createArrayNode();
+        for (var k : keys) {
+          array.addObject().put("table", k.getTable()).put("key", ValueFormat.escaped(k.getKey().getPartitionKey().toByteArray()))
+              .put("state", k.getState().name().toLowerCase(Locale.ROOT)).put("fanout", k.getFanout()).put("generation", k.getGeneration())
+              .put("sinceMillis", k.getSinceMillis()).put("why", k.getWhy());
+        }
+        Output.json(out, array);
+        return Main.EXIT_OK;
+      }
+      if (keys.isEmpty()) {
+        out.println("no salted keys" + (table == null ? "" : " in " + table));
+        return Main.EXIT_OK;
+      }
+      List<List<String>> rows = new ArrayList<>();
+      for (var k : keys) {
+        rows.add(List.of(k.getTable(), ValueFormat.escaped(k.getKey().getPartitionKey().toByteArray()),
+            k.getState().name().toLowerCase(Locale.ROOT), Integer.toString(k.getFanout()), Integer.toString(k.getGeneration()),
+            java.time.Instant.ofEpochMilli(k.getSinceMillis()).toString(), k.getWhy()));
+      }
+      Output.table(out, List.of("TABLE", "KEY", "STATE", "SUB-KEYS", "GENERATION", "SINCE", "WHY"), rows);
       return Main.EXIT_OK;
     }
   }

@@ -24,7 +24,8 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise kv put|get|del|scan}: keys as UTF-8 text, values as text, hex, base64 or raw bytes. */
 @Command(name = "kv", mixinStandardHelpOptions = true, description = "Read and write keys (values as text, hex, base64 or raw bytes).",
-    subcommands = {KvCommand.Put.class, KvCommand.Get.class, KvCommand.Del.class, KvCommand.Scan.class})
+    subcommands = {KvCommand.Put.class, KvCommand.Get.class, KvCommand.Del.class, KvCommand.Scan.class, KvCommand.Incr.class,
+        KvCommand.Counter.class})
 final class KvCommand {
 
   static final class Common {
@@ -156,6 +157,49 @@ final class KvCommand {
         spec.commandLine().getErr().println("shardwise kv del: no key '" + row.key + "' in table " + row.table);
       }
       return deleted ? Main.EXIT_OK : Main.EXIT_NOT_FOUND;
+    }
+  }
+
+  @Command(name = "incr", mixinStandardHelpOptions = true,
+      description = {"Add DELTA (default 1; negative subtracts) to the counter at KEY, atomically at its owner (absent: 0).",
+          "A salted key's increment goes to one of its sub-keys. A retry never adds twice."})
+  static final class Incr implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Mixin Row row;
+    @Parameters(index = "2", arity = "0..1", paramLabel = "DELTA", defaultValue = "1") long delta;
+
+    @Override
+    public Integer call() {
+      ShardwiseClient client = common.cluster.connect();
+      client.increment(row.table, row.key(), delta);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("key", row.key).put("added", delta));
+      } else {
+        out.println("ok, added " + delta);
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "counter", mixinStandardHelpOptions = true,
+      description = "Read the counter at KEY (0 if absent); a salted key's value is its own total plus its sub-keys'.")
+  static final class Counter implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Mixin Row row;
+
+    @Override
+    public Integer call() {
+      long value = common.cluster.connect().counter(row.table, row.key());
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("key", row.key).put("value", value));
+      } else {
+        out.println(value);
+      }
+      return Main.EXIT_OK;
     }
   }
 

@@ -851,7 +851,7 @@ final class RebalanceCommand {
     private static void printResizes(PrintWriter out, PlanRecord p) {
       long isolations = p.getResizesList().stream().filter(r -> r.getKind() == ResizeRecord.Kind.ISOLATE).count();
       out.printf(Locale.ROOT, "plan %s, %s (map epoch %d): %s; %s%n", p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(),
-          io.shardwise.server.balance.Balancer.describe(p.getResizesList()), isolations == 0 ? "only the map changes, no data is copied"
+          io.shardwise.server.balance.Balancer.describe(p.getResizesList()), isolations == 0 ? "no data is copied"
               : "cuts change only the map; an isolated key's shard then moves if the plan says where");
       out.println("  " + p.getReason());
       if (!p.getError().isEmpty()) {
@@ -862,8 +862,10 @@ final class RebalanceCommand {
       for (ResizeRecord r : p.getResizesList()) {
         String shard = r.getTable() + "/" + r.getNumber() + (r.getKind() == ResizeRecord.Kind.MERGE ? "+" + r.getRightNumber() : "");
         String at = r.getKind() == ResizeRecord.Kind.MERGE ? ""
-            : r.getKind() == ResizeRecord.Kind.ISOLATE ? "key " + ValueFormat.escaped(r.getIsolateKey().toByteArray())
-                + (r.getIsolateTo().isEmpty() ? "" : ", to " + r.getIsolateTo()) : r.getBySize() ? "half its bytes"
+            : r.getKind() == ResizeRecord.Kind.ISOLATE ? "key " + ValueFormat.escaped(r.getHotKey().toByteArray())
+                + (r.getIsolateTo().isEmpty() ? "" : ", to " + r.getIsolateTo())
+            : r.getKind() == ResizeRecord.Kind.SALT || r.getKind() == ResizeRecord.Kind.UNSALT ? "key "
+                + ValueFormat.escaped(r.getHotKey().toByteArray()) + ", " + r.getSaltFanout() + " sub-keys" : r.getBySize() ? "half its bytes"
             : r.getHasAtHash() ? "hash " + Long.toUnsignedString(r.getAtHash()) : ValueFormat.escaped(r.getAtPartitionKey().toByteArray());
         String result = r.getResultNumbersCount() == 0 ? "" : "-> " + String.join(",", r.getResultNumbersList().stream().map(String::valueOf).toList());
         rows.add(List.of(r.getKind().name().toLowerCase(Locale.ROOT), shard, r.getOwner(), io.shardwise.core.util.Bytes.human(r.getBytes()),

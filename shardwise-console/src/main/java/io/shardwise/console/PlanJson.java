@@ -82,8 +82,11 @@ public final class PlanJson {
             .put("state", r.getState().name().toLowerCase(Locale.ROOT));
         if (r.getKind() == ResizeRecord.Kind.MERGE) {
           ro.put("rightShard", r.getRightNumber());
+        } else if (r.getKind() == ResizeRecord.Kind.SALT || r.getKind() == ResizeRecord.Kind.UNSALT) {
+          ro.put("hotKey", new String(r.getHotKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8))
+              .put("saltFanout", r.getSaltFanout()).put("keyRequestsPerSecond", r.getKeyRequestsPerSecond());
         } else if (r.getKind() == ResizeRecord.Kind.ISOLATE) {
-          ro.put("isolateKey", new String(r.getIsolateKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8))
+          ro.put("hotKey", new String(r.getHotKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8))
               .put("isolateTo", r.getIsolateTo()).put("keyRequestsPerSecond", r.getKeyRequestsPerSecond())
               .put("fromRequestsPerSecond", r.getFromRequestsPerSecond()).put("toRequestsPerSecond", r.getToRequestsPerSecond());
         } else if (r.getBySize()) {

@@ -373,15 +373,24 @@ public final class Balancer implements AutoCloseable {
     long splits = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SPLIT).count();
     long merges = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.MERGE).count();
     long isolations = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.ISOLATE).count();
+    long salts = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.SALT).count();
+    long unsalts = resizes.stream().filter(r -> r.getKind() == ResizeRecord.Kind.UNSALT).count();
+    boolean keys = isolations + salts + unsalts > 0;
     List<String> parts = new ArrayList<>();
-    if (splits > 0 || isolations == 0) {
+    if (splits > 0 || !keys) {
       parts.add(splits + " split" + (splits == 1 ? "" : "s"));
     }
-    if (merges > 0 || isolations == 0) {
+    if (merges > 0 || !keys) {
       parts.add(merges + " merge" + (merges == 1 ? "" : "s"));
     }
     if (isolations > 0) {
       parts.add(isolations + " key isolation" + (isolations == 1 ? "" : "s"));
+    }
+    if (salts > 0) {
+      parts.add(salts + " counter" + (salts == 1 ? "" : "s") + " to salt");
+    }
+    if (unsalts > 0) {
+      parts.add(unsalts + " salted counter" + (unsalts == 1 ? "" : "s") + " to demote");
     }
     return String.join(" and ", parts);
   }
@@ -394,7 +403,7 @@ public final class Balancer implements AutoCloseable {
       ResizeRecord x = a.get(i);
       ResizeRecord y = b.get(i);
       if (x.getKind() != y.getKind() || x.getTableId() != y.getTableId() || x.getNumber() != y.getNumber()
-          || x.getRightNumber() != y.getRightNumber() || !x.getIsolateKey().equals(y.getIsolateKey())
+          || x.getRightNumber() != y.getRightNumber() || !x.getHotKey().equals(y.getHotKey())
           || !x.getIsolateTo().equals(y.getIsolateTo())) {
         return false;
       }

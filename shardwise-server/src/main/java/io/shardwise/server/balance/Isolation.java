@@ -169,7 +169,7 @@ public final class Isolation {
           + ", and no other node would serve its requests with less load than " + owner + " has now");
     }
     ResizeRecord.Builder r = ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.ISOLATE).setTable(t.name()).setTableId(t.id())
-        .setNumber(s.id().number()).setOwner(owner.value()).setIsolateKey(ByteString.copyFrom(partitionKey))
+        .setNumber(s.id().number()).setOwner(owner.value()).setHotKey(ByteString.copyFrom(partitionKey))
         .setRequestsPerSecond(Math.round(shardRate)).setKeyRequestsPerSecond(Math.round(keyRate))
         .setFromRequestsPerSecond(Math.round(loads.node(owner))).setState(ResizeRecord.State.WAITING);
     if (info != null) {

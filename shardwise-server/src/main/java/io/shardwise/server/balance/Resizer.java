@@ -10,7 +10,12 @@ import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.core.partition.Strategy;
+import com.google.protobuf.ByteString;
+import io.shardwise.core.key.Counters;
 import io.shardwise.proto.v1.BalancerSettings;
+import io.shardwise.proto.v1.HotKey;
+import io.shardwise.proto.v1.SaltedKey;
+import io.shardwise.server.hot.Salting;
 import io.shardwise.proto.v1.MoveProgress;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.NodeStatsRequest;
@@ -69,6 +74,9 @@ final class Resizer {
   private static final Logger LOG = LoggerFactory.getLogger(Resizer.class);
   private static final Duration STATS_DEADLINE = Duration.ofSeconds(2);
 
+  /** A salted key's promotion or demotion still under way this long after it began is run to its end by the balancer's leader. */
+  private static final long STALLED_SALTING_MILLIS = 30_000;
+
   /** The most splits and merges one plan holds. */
   static final int MAX_RESIZES_PER_PLAN = 8;
 
@@ -76,6 +84,7 @@ final class Resizer {
   private final Coordinator coordinator;
   private final ShardMoves moves;
   private final ShardSplits splits;
+  private final Salting salting;
   private final Peers peers;
   private final long everyMillis;
   private final Counter splitCount;
@@ -89,6 +98,7 @@ final class Resizer {
     this.coordinator = coordinator;
     this.moves = moves;
     this.splits = new ShardSplits(coordinator, peers);
+    this.salting = new Salting(coordinator, peers);
     this.peers = peers;
     this.everyMillis = every.toMillis();
     this.splitCount = Counter.builder("shardwise.balancer.splits").description("shards the balancer's plans split (by size or load)")
@@ -103,6 +113,11 @@ final class Resizer {
       return List.of();
     }
     lastLookMillis = nowMillis;
+    try {
+      salting.resume(nowMillis, STALLED_SALTING_MILLIS);
+    } catch (RuntimeException e) {
+      LOG.info("balancer: a salted key's promotion or demotion left half done did not finish yet: {}", e.getMessage());
+    }
     boolean any = map.tables().values().stream().anyMatch(t -> t.layout().splittable()
         && RebalanceRecords.modeOf(settings, t.name()) != BalancerSettings.Mode.MANUAL
         && (RebalanceRecords.splitBytesOf(settings, t.name()) > 0 || RebalanceRecords.splitRpsOf(settings, t.name()) > 0));
@@ -112,12 +127,14 @@ final class Resizer {
     unsplittable.removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     refusals.keySet().removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     int seconds = Math.max(RebalanceRecords.splitRpsSeconds(settings), RebalanceRecords.mergeSeconds(settings));
+    List<SaltedKey> salted = Salting.list(coordinator, "");
+    // A salted key's sub-keys are counted where they are among their shards' hot keys: ask for all of them then.
     NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true)
-        .setHotKeys(1).build();
+        .setHotKeys(salted.isEmpty() ? 1 : io.shardwise.server.hot.ShardHeat.KEYS_PER_SHARD).build();
     List<NodeStatsResponse> answers = NodeStatsPoll.ask(peers, live.values(), request, STATS_DEADLINE).answers();
     Map<Long, Set<Long>> resized = new HashMap<>();
-    return propose(settings, map, answers, live, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable,
-        records.drains(), this::refused);
+    return propose(settings, map, answers, live, salted, tableId -> resized.computeIfAbsent(tableId, records::resized), unsplittable,
+        records.drains(), this::refused, nowMillis);
   }
 
   private void refused(ShardId shard, String why) {
@@ -145,6 +162,17 @@ final class Resizer {
    */
   static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live,
       LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Set<NodeId> draining, Refusals refusals) {
+    return propose(settings, map, answers, live, List.of(), resized, unsplittable, draining, refusals, System.currentTimeMillis());
+  }
+
+  /**
+   * {@link #propose(BalancerSettings, ShardMap, List, Map, LongFunction, Set, Set, Refusals)}, with the
+   * salted keys: a key salted for at least the merge window whose increments have fallen under the
+   * merge fraction of the split rate is demoted.
+   */
+  static List<ResizeRecord> propose(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live,
+      List<SaltedKey> salted, LongFunction<Set<Long>> resized, Set<ShardId> unsplittable, Set<NodeId> draining, Refusals refusals,
+      long nowMillis) {
     Map<ShardId, ShardInfo> stats = new HashMap<>();
     for (NodeStatsResponse node : answers) {
       for (ShardInfo s : node.getShardsList()) {
@@ -183,7 +211,7 @@ final class Resizer {
           splitting.add(a.id());
         } else if (rpsLimit > 0 && slowest >= rpsLimit) {
           if (!s.getHasLoadSplit()) {
-            Candidate isolation = isolation(t, a, s, slowest, rpsLimit, splitWindow, map, answers, live, draining, refusals);
+            Candidate isolation = isolation(t, a, s, slowest, rpsLimit, splitWindow, map, answers, live, draining, refusals, salted);
             if (isolation != null) {
               splitsWanted.add(isolation);
               splitting.add(a.id());
@@ -254,6 +282,7 @@ final class Resizer {
         }
       }
     }
+    splitsWanted.addAll(demotions(settings, map, answers, salted, nowMillis));
     splitsWanted.sort(Comparator.comparingDouble(Candidate::urgency).reversed());
     List<ResizeRecord> out = new ArrayList<>();
     splitsWanted.stream().limit(MAX_RESIZES_PER_PLAN).forEach(c -> out.add(c.resize()));
@@ -267,16 +296,36 @@ final class Resizer {
    * refusal recorded, if there is nothing to isolate or the key is alone on a node that suits it).
    */
   private static Candidate isolation(Table t, ShardAssignment a, ShardInfo s, long slowest, long rpsLimit, int window, ShardMap map,
-      List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live, Set<NodeId> draining, Refusals refusals) {
+      List<NodeStatsResponse> answers, Map<NodeId, NodeInfo> live, Set<NodeId> draining, Refusals refusals, List<SaltedKey> salted) {
     if (s.getHotKeysCount() == 0 || s.getHotSampled() == 0) {
       refusals.refused(a.id(), s.getLoadSplitRefusal());
       return null;
     }
-    byte[] key = s.getHotKeys(0).getKey().toByteArray();
+    HotKey top = s.getHotKeys(0);
+    byte[] key = top.getKey().toByteArray();
     double share = Isolation.keyShare(s, key);
     if (share < Isolation.HOT_KEY_SHARE) {
       refusals.refused(a.id(), s.getLoadSplitRefusal());
       return null;
+    }
+    boolean writeHotCounter = top.getWrites() >= SALT_WRITE_SHARE * (top.getReads() + top.getWrites())
+        && top.getIncrements() >= SALT_INCREMENT_SHARE * top.getWrites();
+    if (writeHotCounter && t.layout().strategy() != Strategy.RANGE && !Counters.isSubKey(key)) {
+      if (salted.stream().anyMatch(k -> k.getTableId() == t.id() && java.util.Arrays.equals(k.getKey().getPartitionKey().toByteArray(), key)
+          && k.getKey().getSortKey().isEmpty())) {
+        refusals.refused(a.id(), "its hot key is salted already; what is left is increments from clients that have not refreshed yet");
+        return null;
+      }
+      double keyRate = share * Isolation.rate(s, window);
+      int fanout = Salting.fanoutFor(keyRate, rpsLimit, live.size());
+      return new Candidate((double) slowest / rpsLimit, ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.SALT).setTable(t.name())
+          .setTableId(t.id()).setNumber(a.id().number()).setOwner(a.owner().value()).setHotKey(ByteString.copyFrom(key))
+          .setSaltFanout(fanout).setRequestsPerSecond(slowest).setKeyRequestsPerSecond(Math.round(keyRate))
+          .setState(ResizeRecord.State.WAITING).setWhy(String.format(Locale.ROOT, "load: at least %,d requests/s in each of the last %d s,"
+              + " past the split rate of %,d; counter '%s' takes at least %.0f%% of them (about %,.0f/s), nearly all increments: salt it"
+              + " into %d sub-keys (each about %,.0f/s; its reads read %d keys)", slowest, window, rpsLimit,
+              io.shardwise.core.key.ByteStrings.toDisplay(key), 100 * share, keyRate, fanout, keyRate / fanout, fanout + 1))
+          .build());
     }
     try {
       ResizeRecord r = Isolation.plan(map, t.name(), key, live, draining, answers, window, java.util.Optional.empty(),
@@ -287,6 +336,62 @@ final class Resizer {
       refusals.refused(a.id(), e.getMessage());
       return null;
     }
+  }
+
+  /** A hot key whose writes are at least this share of its requests is write-hot. */
+  static final double SALT_WRITE_SHARE = 0.5;
+
+  /** A write-hot key whose writes are at least this share increments is a counter to salt rather than isolate. */
+  static final double SALT_INCREMENT_SHARE = 0.9;
+
+  /**
+   * The salted keys of tables that are not manual, salted for at least the merge window, whose
+   * increments (their sub-keys', where those are among their shards' hot keys) have fallen under
+   * the merge fraction of the split rate: each demoted. A sub-key not among its shard's hot keys
+   * counts nothing, and the estimate is the sampled count, not the guaranteed one, so a key stays
+   * salted when in doubt.
+   */
+  private static List<Candidate> demotions(BalancerSettings settings, ShardMap map, List<NodeStatsResponse> answers, List<SaltedKey> salted,
+      long nowMillis) {
+    List<Candidate> out = new ArrayList<>();
+    double fraction = RebalanceRecords.mergeFraction(settings);
+    int window = RebalanceRecords.mergeSeconds(settings);
+    for (SaltedKey k : salted) {
+      Table t = map.table(k.getTable()).filter(x -> x.id() == k.getTableId()).orElse(null);
+      long rpsLimit = t == null ? 0 : RebalanceRecords.splitRpsOf(settings, t.name());
+      if (t == null || k.getState() != SaltedKey.State.SALTED || RebalanceRecords.modeOf(settings, t.name()) == BalancerSettings.Mode.MANUAL
+          || rpsLimit <= 0 || fraction <= 0 || nowMillis - k.getSinceMillis() < window * 1000L) {
+        continue;
+      }
+      io.shardwise.core.key.Key base = io.shardwise.core.key.Key.of(k.getKey().getPartitionKey().toByteArray(),
+          k.getKey().getSortKey().toByteArray());
+      Set<ByteString> subKeys = new java.util.HashSet<>();
+      for (int i = 0; i < k.getFanout(); i++) {
+        subKeys.add(ByteString.copyFrom(Counters.subKey(base, k.getGeneration(), i).partitionKey()));
+      }
+      double rate = 0;
+      for (NodeStatsResponse n : answers) {
+        for (ShardInfo s : n.getShardsList()) {
+          if (!s.getTable().equals(t.name()) || s.getHotSampled() == 0) {
+            continue;
+          }
+          for (HotKey h : s.getHotKeysList()) {
+            if (subKeys.contains(h.getKey())) {
+              rate += (double) h.getCount() / s.getHotSampled() * Isolation.rate(s, window);
+            }
+          }
+        }
+      }
+      if (rate < fraction * rpsLimit) {
+        out.add(new Candidate(0, ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.UNSALT).setTable(t.name()).setTableId(t.id())
+            .setHotKey(k.getKey().getPartitionKey()).setSaltFanout(k.getFanout()).setKeyRequestsPerSecond(Math.round(rate))
+            .setState(ResizeRecord.State.WAITING).setWhy(String.format(Locale.ROOT, "cooled: salted counter '%s' takes about %,.0f"
+                + " requests/s over its %d sub-keys, under %.0f%% of the split rate of %,d: fold them back into the key",
+                io.shardwise.core.key.ByteStrings.toDisplay(k.getKey().getPartitionKey().toByteArray()), rate, k.getFanout(),
+                100 * fraction, rpsLimit)).build()));
+      }
+    }
+    return out;
   }
 
   /** The lowest requests per second (reads and writes) over the last {@code seconds} seconds, or -1 if fewer were recorded. */
@@ -328,6 +433,21 @@ final class Resizer {
    */
   ResizeRecord run(ResizeRecord r, ShardMap map) {
     ResizeRecord.Builder b = r.toBuilder();
+    if (r.getKind() == ResizeRecord.Kind.SALT || r.getKind() == ResizeRecord.Kind.UNSALT) {
+      io.shardwise.core.key.Key key = io.shardwise.core.key.Key.of(r.getHotKey().toByteArray());
+      try {
+        if (r.getKind() == ResizeRecord.Kind.SALT) {
+          salting.promote(r.getTable(), key, r.getSaltFanout(), r.getWhy());
+        } else {
+          salting.demote(r.getTable(), key, r.getWhy());
+        }
+        return b.setState(ResizeRecord.State.DONE).build();
+      } catch (RuntimeException e) {
+        LOG.info("balancer: key '{}' of {} was not {}: {}", io.shardwise.core.key.ByteStrings.toDisplay(r.getHotKey().toByteArray()),
+            r.getTable(), r.getKind() == ResizeRecord.Kind.SALT ? "salted" : "demoted", e.getMessage());
+        return b.setState(ResizeRecord.State.FAILED).setError(String.valueOf(e.getMessage())).build();
+      }
+    }
     Table before = map.table(r.getTable()).filter(t -> t.id() == r.getTableId()).orElse(null);
     boolean isolate = r.getKind() == ResizeRecord.Kind.ISOLATE;
     if (before == null || (!isolate && before.shard(r.getNumber()).isEmpty())
@@ -363,9 +483,9 @@ final class Resizer {
       }
       records.addResized(table.id(), made, present);
       if (isolate) {
-        ShardAssignment alone = table.shardFor(r.getIsolateKey().toByteArray());
+        ShardAssignment alone = table.shardFor(r.getHotKey().toByteArray());
         LOG.info("balancer: isolated key '{}' of {} ({}): its shard {} is on {} (map epoch {})",
-            io.shardwise.core.key.ByteStrings.toDisplay(r.getIsolateKey().toByteArray()), r.getTable(), r.getWhy(), alone.id(), alone.owner(),
+            io.shardwise.core.key.ByteStrings.toDisplay(r.getHotKey().toByteArray()), r.getTable(), r.getWhy(), alone.id(), alone.owner(),
             after.epoch());
         return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addResultNumbers(alone.id().number()).build();
       }
@@ -394,7 +514,7 @@ final class Resizer {
    * moves the key's shard to {@code isolate_to} if it is elsewhere.
    */
   private ShardMap isolate(ResizeRecord r, ShardMap map, ResizeRecord.Builder b) {
-    byte[] key = r.getIsolateKey().toByteArray();
+    byte[] key = r.getHotKey().toByteArray();
     ShardMap current = map;
     for (int i = 0; i < 2; i++) {
       Table t = current.table(r.getTable()).orElseThrow();

@@ -23,8 +23,11 @@ import java.util.Map;
  */
 public final class HeavyHitters {
 
-  /** One held key: its estimated count (of which {@code reads} and {@code writes}), and the most it may be over. */
-  public record Entry(byte[] key, long count, long error, long reads, long writes) {
+  /**
+   * One held key: its estimated count (of which {@code reads} and {@code writes}, and of the writes
+   * {@code increments}: counter operations), and the most it may be over.
+   */
+  public record Entry(byte[] key, long count, long error, long reads, long writes, long increments) {
     /** The least the key's true count can be. */
     public long guaranteed() {
       return count - error;
@@ -37,6 +40,7 @@ public final class HeavyHitters {
     long error;
     long reads;
     long writes;
+    long increments;
 
     Counter(byte[] key) {
       this.key = key;
@@ -58,6 +62,11 @@ public final class HeavyHitters {
 
   /** Counts one event of {@code key} ({@code write}: a write, else a read). The key is copied when it is first held. */
   public void add(byte[] key, boolean write) {
+    add(key, write, false);
+  }
+
+  /** Counts one event of {@code key}: a read, a write, or (with {@code increment}) a write that is a counter operation. */
+  public void add(byte[] key, boolean write, boolean increment) {
     total++;
     Counter c = counters.get(ByteBuffer.wrap(key));
     if (c == null) {
@@ -81,6 +90,9 @@ public final class HeavyHitters {
     c.count++;
     if (write) {
       c.writes++;
+      if (increment) {
+        c.increments++;
+      }
     } else {
       c.reads++;
     }
@@ -94,6 +106,7 @@ public final class HeavyHitters {
       c.error /= 2;
       c.reads /= 2;
       c.writes /= 2;
+      c.increments /= 2;
       return c.count == 0;
     });
   }
@@ -107,7 +120,7 @@ public final class HeavyHitters {
   public List<Entry> top(int k) {
     List<Entry> all = new ArrayList<>(counters.size());
     for (Counter c : counters.values()) {
-      all.add(new Entry(c.key.clone(), c.count, c.error, c.reads, c.writes));
+      all.add(new Entry(c.key.clone(), c.count, c.error, c.reads, c.writes, c.increments));
     }
     all.sort(Comparator.comparingLong(Entry::count).reversed().thenComparing(Entry::key, java.util.Arrays::compareUnsigned));
     return all.subList(0, Math.min(k, all.size()));

@@ -69,6 +69,19 @@ public final class Salting {
     this.peers = peers;
   }
 
+  /** Each sub-key of a key salted by the load policy takes at most this share of the split rate. */
+  static final double SUB_KEY_SHARE_OF_SPLIT_RATE = 0.5;
+
+  /**
+   * How many sub-keys a counter taking {@code keyRate} requests per second is salted into: enough for
+   * each to take at most half the split rate, and at least one per live node (at least 2, at most
+   * {@link Counters#MAX_FANOUT}).
+   */
+  public static int fanoutFor(double keyRate, long splitRps, int liveNodes) {
+    long needed = (long) Math.ceil(keyRate / (SUB_KEY_SHARE_OF_SPLIT_RATE * Math.max(1, splitRps)));
+    return (int) Math.max(2, Math.min(Counters.MAX_FANOUT, Math.max(needed, liveNodes)));
+  }
+
   // ------------------------------------------------------------------ the registry
 
   /** Every salted key (and every one being promoted or demoted), of {@code table} or, if empty, of every table. */
@@ -198,8 +211,20 @@ public final class Salting {
 
   /** Runs every promotion and demotion a controller left half done to its end; returns how many. */
   public int resume() {
+    return resume(Long.MAX_VALUE, 0);
+  }
+
+  /**
+   * Runs to its end every promotion and demotion that began more than {@code olderThanMillis}
+   * before {@code nowMillis} (its controller stopped, most likely; if it is still at work, both run
+   * the same idempotent steps); returns how many.
+   */
+  public int resume(long nowMillis, long olderThanMillis) {
     int n = 0;
     for (SaltedKey k : list("")) {
+      if (nowMillis - k.getSinceMillis() < olderThanMillis) {
+        continue;
+      }
       if (k.getState() == SaltedKey.State.PROMOTING) {
         finishPromotion(k);
         n++;

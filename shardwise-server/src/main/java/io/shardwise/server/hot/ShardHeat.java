@@ -54,18 +54,27 @@ public final class ShardHeat {
 
   /** A request for {@code partitionKey} of {@code shard}: counted once in {@link #SAMPLE_EVERY} times. */
   public void sample(ShardRef shard, byte[] partitionKey, boolean write) {
+    sample(shard, partitionKey, write, false);
+  }
+
+  /** {@link #sample(ShardRef, byte[], boolean)}; {@code increment}: the write is a counter operation. */
+  public void sample(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
     if (ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) != 0) {
       return;
     }
-    count(shard, partitionKey, write);
+    count(shard, partitionKey, write, increment);
   }
 
   /** Counts one sampled request (tests call it to count without sampling). */
   void count(ShardRef shard, byte[] partitionKey, boolean write) {
+    count(shard, partitionKey, write, false);
+  }
+
+  void count(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
     Sketch s = sketches.computeIfAbsent(shard, r -> new Sketch(clock.getAsLong(), r.layout() == ShardRef.Layout.KEY || r.layout() == ShardRef.Layout.HASH));
     synchronized (s) {
       decayIfDue(s);
-      s.keys.add(partitionKey, write);
+      s.keys.add(partitionKey, write, increment);
       if (s.splits != null) {
         s.splits.record(shard.placementKey(partitionKey), bound -> ThreadLocalRandom.current().nextLong(bound));
       }

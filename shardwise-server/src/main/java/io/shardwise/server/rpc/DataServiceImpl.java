@@ -147,7 +147,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       ctx.limits().checkValue(request.getValue().size());
       java.util.function.UnaryOperator<byte[]> transform = counter ? CounterOps.transform(request.getCounter(), key) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
-      return keyed(request.getHeader(), request.getTable(), key, true,
+      return keyed(request.getHeader(), request.getTable(), key, true, counter && request.getCounter().hasIncrement(),
           (map, shard) -> {
             long version;
             try {
@@ -232,8 +232,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   /** A request served here, for the shard's hot keys (sampled; a router has none). */
   private void heat(ShardRef shard, byte[] partitionKey, boolean write) {
+    heat(shard, partitionKey, write, false);
+  }
+
+  private void heat(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
     if (ctx.heat() != null) {
-      ctx.heat().sample(shard, partitionKey, write);
+      ctx.heat().sample(shard, partitionKey, write, increment);
     }
   }
 
@@ -606,6 +610,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, Local<R> local, Remote<R> remote) {
+    return keyed(h, tableName, key, write, false, local, remote);
+  }
+
+  /** A single-key request ({@code increment}: a write that is a counter operation, as hot-key sampling tells them apart). */
+  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, boolean increment, Local<R> local, Remote<R> remote) {
     ShardMap map = mapFor(h);
     StatusRuntimeException last = null;
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -625,7 +634,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           if (write) {
             ctx.hooks().written(shard);
           }
-          heat(shard, key.partitionKey(), write);
+          heat(shard, key.partitionKey(), write, increment);
           return served;
         } catch (ShardFencedException e) {
           Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched

@@ -124,7 +124,7 @@ class ResizerTest {
     List<ResizeRecord> r = propose(AUTO, map, stats, Set.of(), new ArrayList<>());
     assertThat(r).singleElement().satisfies(x -> {
       assertThat(x.getKind()).isEqualTo(ResizeRecord.Kind.ISOLATE);
-      assertThat(x.getIsolateKey().toStringUtf8()).isEqualTo("bob");
+      assertThat(x.getHotKey().toStringUtf8()).isEqualTo("bob");
       assertThat(x.getIsolateTo()).isEqualTo("n2");
       assertThat(x.getWhy()).startsWith("load: at least 5,000 requests/s").contains("key 'bob' takes at least 90%");
     });

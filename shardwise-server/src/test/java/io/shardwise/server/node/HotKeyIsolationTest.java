@@ -152,7 +152,7 @@ class HotKeyIsolationTest {
         assertThat(records.plans()).anySatisfy(p -> assertThat(p.getResizesList()).anySatisfy(r -> {
           assertThat(r.getKind()).isEqualTo(ResizeRecord.Kind.ISOLATE);
           assertThat(r.getState()).isEqualTo(ResizeRecord.State.DONE);
-          assertThat(r.getIsolateKey().toStringUtf8()).isEqualTo(CELEBRITY);
+          assertThat(r.getHotKey().toStringUtf8()).isEqualTo(CELEBRITY);
           assertThat(r.getWhy()).startsWith("load: ").contains("key '" + CELEBRITY + "' takes at least");
         }));
         double after = busiest(nodeShares(admin, "hot", Duration.ofSeconds(3)));

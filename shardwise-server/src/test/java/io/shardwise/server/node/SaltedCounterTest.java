@@ -141,6 +141,60 @@ class SaltedCounterTest {
     }
   }
 
+  @Test
+  void theBalancerSaltsAWriteHotCounterAndDemotesItOnceItCools() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        Coordinator admin = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      io.shardwise.server.balance.RebalanceRecords records = new io.shardwise.server.balance.RebalanceRecords(admin);
+      records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setSplitBytes(-1)
+          .setSplitRps(300).setSplitRpsSeconds(2).setMergeSeconds(3).build());
+      ShardwiseClient setup = cluster.client(Routing.CLIENT);
+      setup.createTable("c", TableSpec.builder("hashrange").shards(4).build());
+      AtomicLong acknowledged = new AtomicLong();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      List<Thread> writers = new ArrayList<>();
+      for (int w = 0; w < 2; w++) {
+        ShardwiseClient client = cluster.client(Routing.CLIENT, b -> b.saltedKeysMaxAge(Duration.ofMillis(200)));
+        writers.add(new Thread(() -> {
+          try {
+            while (!stop.get()) {
+              client.increment("c", LIKES, 1);
+              acknowledged.incrementAndGet();
+            }
+          } catch (Throwable t) {
+            failed.compareAndSet(null, t);
+          }
+        }));
+      }
+      Salting salting;
+      try (Peers peers = new Peers(16 << 20)) {
+        salting = new Salting(admin, peers);
+        writers.forEach(Thread::start);
+        try {
+          await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null
+              || salting.list("c").stream().anyMatch(k -> k.getState() == SaltedKey.State.SALTED));
+        } finally {
+          stop.set(true);
+          for (Thread t : writers) {
+            t.join();
+          }
+        }
+        assertThat(failed.get()).isNull();
+        assertThat(records.plans()).anySatisfy(p -> assertThat(p.getResizesList()).anySatisfy(r -> {
+          assertThat(r.getKind()).isEqualTo(io.shardwise.proto.v1.ResizeRecord.Kind.SALT);
+          assertThat(r.getWhy()).contains("counter 'likes'");
+        }));
+        // Quiet now: demoted after the merge window, and every increment is in the key.
+        await().atMost(Duration.ofSeconds(60)).until(() -> salting.list("c").isEmpty());
+      }
+      assertThat(records.plans()).anySatisfy(p -> assertThat(p.getResizesList())
+          .anySatisfy(r -> assertThat(r.getKind()).isEqualTo(io.shardwise.proto.v1.ResizeRecord.Kind.UNSALT)));
+      assertThat(setup.counter("c", LIKES)).isEqualTo(acknowledged.get());
+      assertThat(setup.get("c", LIKES).orElseThrow().value()).hasSize(8);
+    }
+  }
+
   /** How many of a salted key's sub-keys hold increments now. */
   private static int subKeysWritten(ShardwiseClient client, SaltedKey salted) {
     int n = 0;
