@@ -89,6 +89,9 @@ final class Resizer {
   private final long everyMillis;
   private final Counter splitCount;
   private final Counter mergeCount;
+  private final Counter isolationCount;
+  private final Counter saltCount;
+  private final Counter unsaltCount;
   private final Set<ShardId> unsplittable = new HashSet<>();
   private final Map<ShardId, String> refusals = new HashMap<>();
   private long lastLookMillis;
@@ -104,6 +107,12 @@ final class Resizer {
     this.splitCount = Counter.builder("shardwise.balancer.splits").description("shards the balancer's plans split (by size or load)")
         .register(metrics);
     this.mergeCount = Counter.builder("shardwise.balancer.merges").description("pairs of shards the balancer's plans merged")
+        .register(metrics);
+    this.isolationCount = Counter.builder("shardwise.balancer.isolations").description("hot keys the balancer's plans isolated")
+        .register(metrics);
+    this.saltCount = Counter.builder("shardwise.balancer.salts").description("counters the balancer's plans salted").tag("change", "salt")
+        .register(metrics);
+    this.unsaltCount = Counter.builder("shardwise.balancer.salts").description("counters the balancer's plans salted").tag("change", "demote")
         .register(metrics);
   }
 
@@ -438,8 +447,10 @@ final class Resizer {
       try {
         if (r.getKind() == ResizeRecord.Kind.SALT) {
           salting.promote(r.getTable(), key, r.getSaltFanout(), r.getWhy());
+          saltCount.increment();
         } else {
           salting.demote(r.getTable(), key, r.getWhy());
+          unsaltCount.increment();
         }
         return b.setState(ResizeRecord.State.DONE).build();
       } catch (RuntimeException e) {
@@ -483,6 +494,7 @@ final class Resizer {
       }
       records.addResized(table.id(), made, present);
       if (isolate) {
+        isolationCount.increment();
         ShardAssignment alone = table.shardFor(r.getHotKey().toByteArray());
         LOG.info("balancer: isolated key '{}' of {} ({}): its shard {} is on {} (map epoch {})",
             io.shardwise.core.key.ByteStrings.toDisplay(r.getHotKey().toByteArray()), r.getTable(), r.getWhy(), alone.id(), alone.owner(),

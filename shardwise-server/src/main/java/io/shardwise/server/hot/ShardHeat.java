@@ -160,6 +160,23 @@ public final class ShardHeat {
     }
   }
 
+  /** Partition keys, over every shard sampled here, that take at least {@code share} of their shard's sampled requests (guaranteed). */
+  public int hotKeys(double share) {
+    int n = 0;
+    for (Sketch s : sketches.values()) {
+      synchronized (s) {
+        decayIfDue(s);
+        long total = s.keys.total();
+        for (HeavyHitters.Entry e : s.keys.top(KEYS_PER_SHARD)) {
+          if (total > 0 && e.guaranteed() >= share * total) {
+            n++;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
   /** Each shard's requests per second over the last minutes (the node ticks it once a second). */
   public ShardRates rates() {
     return rates;

@@ -32,6 +32,25 @@ class ShardHeatTest {
   }
 
   @Test
+  void hotKeysAreThoseWithAGuaranteedShareOfTheirShardAndIncrementsAreCountedApart() {
+    ShardHeat heat = new ShardHeat(() -> 0);
+    ShardRef a = new ShardRef(1, 0);
+    ShardRef b = new ShardRef(1, 1);
+    for (int i = 0; i < 100; i++) {
+      heat.count(a, b("likes"), true, true); // a counter: every request an increment
+      heat.count(a, b("k" + (i % 50)), false);
+      heat.count(b, b("k" + (i % 10)), true); // ten keys of a tenth each: none hot
+    }
+    assertThat(heat.hotKeys(0.5)).as("'likes' takes half of shard a's requests").isEqualTo(1);
+    assertThat(heat.hotKeys(0.6)).isZero();
+    assertThat(heat.hotKeys(0.1)).as("and each of b's ten keys a tenth").isEqualTo(11);
+    HeavyHitters.Entry likes = heat.hottest(a, 1).keys().get(0);
+    assertThat(likes.increments()).isEqualTo(100);
+    assertThat(likes.writes()).isEqualTo(100);
+    assertThat(heat.hottest(b, 1).keys().get(0).increments()).isZero();
+  }
+
+  @Test
   void ascendingWritesAllRiseRandomOnesSeldomDo() {
     ShardHeat heat = new ShardHeat();
     ShardRef timeline = new ShardRef(1, 0);
