@@ -138,10 +138,14 @@ function drawReplication(c) {
 function planSummary(p) {
   const f = p.forecast;
   if (p.resizes) {
-    const splits = p.resizes.filter((r) => r.kind === "split").length;
+    const count = (kind) => p.resizes.filter((r) => r.kind === kind).length;
+    const parts = [`${count("split")} splits`, `${count("merge")} merges`];
+    if (count("isolate")) parts.push(`${count("isolate")} key isolations`);
+    if (count("salt") + count("unsalt")) parts.push(`${count("salt")} counters to salt, ${count("unsalt")} to demote`);
     return el("div", {},
       el("div", {}, el("b", {}, p.id), ` · ${p.state} · ${p.reason}`),
-      el("div", { class: "muted" }, `${splits} splits, ${p.resizes.length - splits} merges; only the map changes, no data is copied`),
+      el("div", { class: "muted" }, parts.join(", ") + (count("isolate") ? "; cuts change only the map, then the key's shard moves"
+        : "; only the map changes, no data is copied")),
       ...p.resizes.map((r) => el("div", { class: "muted resize", "data-state": r.state },
         `${r.kind} ${r.table}/${r.shard}${r.kind === "merge" ? "+" + r.rightShard : ""} on ${r.owner} · ${r.state}` +
         `${r.resultShards.length ? " → " + r.resultShards.join(", ") : ""} · ${r.error || r.why}`)));
@@ -253,7 +257,26 @@ function drawHot(c) {
     el("td", {}, s.table + "/" + s.number), el("td", {}, s.owner), el("td", { class: "num" }, fmtRate(s.requestsPerSecond)),
     el("td", { class: "num" }, fmtRate(s.readsPerSecond)), el("td", { class: "num" }, fmtRate(s.writesPerSecond)),
     el("td", { class: "num" }, fmtInt(s.keys)), el("td", { class: "num" }, fmtBytes(s.bytes)),
-    el("td", { class: "hot-keys" }, (s.hotKeys || []).map((k) => k.key + " " + Math.round(100 * k.share) + "%").join(", ") || "–"))));
+    el("td", { class: "hot-keys" }, (s.hotKeys || []).map((k) => k.key + " " + Math.round(100 * k.share) + "%").join(", ") || "–"),
+    el("td", { class: "remedy" }, ...(s.hotKeys || []).filter((k) => k.remedy).map((k) => remedyButton(s, k))))));
+}
+
+// A key that takes at least half of its shard's requests gets the remedy that fits it: a plan that
+// isolates it (it then waits under Rebalancing for Approve / Reject), or, for a write-hot counter
+// on a table placed by hash, salting it at once.
+function remedyButton(s, k) {
+  const label = k.remedy === "salt" ? "Salt " + k.key : "Isolate " + k.key;
+  return el("button", { type: "button", class: "remedy-" + k.remedy, "data-key": k.key, title: k.finding, onclick: async () => {
+    try {
+      const body = new URLSearchParams({ table: s.table, key: k.keyBase64 });
+      const r = await api(`/api/v1/hotspots/${k.remedy}`, { method: "POST", body });
+      $("error").textContent = "";
+      $("hotspot-result").textContent = k.remedy === "salt" ? `${k.key}: ${r.state}, ${r.fanout} sub-keys`
+        : `${k.key}: plan ${r.id} waits for approval under Rebalancing`;
+    } catch (e) {
+      $("error").textContent = `${label}: ${e.message}`;
+    }
+  } }, label);
 }
 
 document.querySelectorAll("#hot th.sortable").forEach((th) => th.addEventListener("click", () => {

@@ -336,6 +336,12 @@ public final class Bench {
       case SCAN:
         target.scan(KeySpace.keyName(keys.choose(), options.orderedInserts()), 1 + choice.nextInt(Workload.MAX_SCAN_LENGTH));
         return true;
+      case INCREMENT:
+        target.increment(KeySpace.keyName(keys.choose(), options.orderedInserts()), 1);
+        return true;
+      case COUNTER_READ:
+        target.counter(KeySpace.keyName(keys.choose(), options.orderedInserts()));
+        return true;
       default: {
         String key = KeySpace.keyName(keys.choose(), options.orderedInserts());
         boolean found = target.read(key);

@@ -21,9 +21,16 @@ public final class EmbeddedCluster implements AutoCloseable {
   private final EmbeddedZooKeeper zk;
   private final List<ShardwiseNode> nodes = new ArrayList<>();
   private final ShardwiseRouter router;
+  private final boolean hotKeySampling;
 
   public EmbeddedCluster(Path dir, int nodeCount) {
+    this(dir, nodeCount, true);
+  }
+
+  /** @param hotKeySampling off only to measure what sampling hot keys costs ({@link NodeConfig#withHotKeySampling}) */
+  public EmbeddedCluster(Path dir, int nodeCount, boolean hotKeySampling) {
     this.dir = dir;
+    this.hotKeySampling = hotKeySampling;
     this.zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
     try {
       for (int i = 1; i <= nodeCount; i++) {
@@ -40,7 +47,7 @@ public final class EmbeddedCluster implements AutoCloseable {
   public synchronized ShardwiseNode addNode() {
     int i = nodes.size() + 1;
     ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
-        .withBalancerTick(Duration.ofMillis(500)).withDropGrace(Duration.ofSeconds(5)));
+        .withBalancerTick(Duration.ofMillis(500)).withDropGrace(Duration.ofSeconds(5)).withHotKeySampling(hotKeySampling));
     nodes.add(node);
     return node;
   }

@@ -6,7 +6,9 @@ public enum OpType {
   UPDATE("update"),
   INSERT("insert"),
   SCAN("scan"),
-  READ_MODIFY_WRITE("read-modify-write");
+  READ_MODIFY_WRITE("read-modify-write"),
+  INCREMENT("increment"),
+  COUNTER_READ("counter-read");
 
   private final String id;
 

@@ -94,6 +94,17 @@ public final class RedisClusterTarget implements Target {
   }
 
   @Override
+  public void increment(String key, long delta) {
+    jedis.incrBy(Target.counterKey(key), delta);
+  }
+
+  @Override
+  public long counter(String key) {
+    String v = jedis.get(Target.counterKey(key));
+    return v == null ? 0 : Long.parseLong(v);
+  }
+
+  @Override
   public void close() {
     jedis.close();
   }

@@ -23,6 +23,7 @@ public final class ShardwiseTarget implements Target {
   private final String table;
   private final int shards;
   private final int replicas;
+  private final String strategy;
 
   public ShardwiseTarget(ShardwiseClient client, String table, int shards) {
     this(client, table, shards, 1);
@@ -30,6 +31,18 @@ public final class ShardwiseTarget implements Target {
 
   /** A table of {@code shards} range shards, each kept on {@code replicas} nodes. */
   public ShardwiseTarget(ShardwiseClient client, String table, int shards, int replicas) {
+    this(client, table, shards, replicas, "range");
+  }
+
+  /**
+   * A table of {@code shards} shards of {@code strategy}: {@code range} (split where the key space
+   * divides evenly) or {@code hashrange}, each shard kept on {@code replicas} nodes.
+   */
+  public ShardwiseTarget(ShardwiseClient client, String table, int shards, int replicas, String strategy) {
+    if (!strategy.equals("range") && !strategy.equals("hashrange")) {
+      throw new IllegalArgumentException("the benchmark's table is range or hashrange, not '" + strategy + "'");
+    }
+    this.strategy = strategy;
     this.replicas = replicas;
     this.client = client;
     this.table = table;
@@ -56,7 +69,7 @@ public final class ShardwiseTarget implements Target {
       throw new IllegalStateException("table " + table + " already exists; drop it first (shardwise table drop " + table
           + ") or name another with --table");
     }
-    TableSpec.Builder spec = shards == 1 ? TableSpec.builder("range").shards(1)
+    TableSpec.Builder spec = shards == 1 || strategy.equals("hashrange") ? TableSpec.builder(strategy).shards(shards)
         : TableSpec.builder("range").splitPoints(KeySpace.splitPoints(shards).toArray(String[]::new));
     client.createTable(table, spec.replicas(replicas).build());
   }
@@ -73,6 +86,16 @@ public final class ShardwiseTarget implements Target {
   @Override
   public boolean read(String key) {
     return client.get(table, Key.of(key)).isPresent();
+  }
+
+  @Override
+  public void increment(String key, long delta) {
+    client.increment(table, Key.of(Target.counterKey(key)), delta);
+  }
+
+  @Override
+  public long counter(String key) {
+    return client.counter(table, Key.of(Target.counterKey(key)));
   }
 
   @Override

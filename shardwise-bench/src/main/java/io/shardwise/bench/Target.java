@@ -29,6 +29,21 @@ public interface Target extends AutoCloseable {
   /** Reads up to {@code count} records from {@code startKey} on, in key order; returns how many. */
   int scan(String startKey, int count);
 
+  /** Adds {@code delta} to the counter beside record {@code key} (workload k). */
+  default void increment(String key, long delta) {
+    throw new UnsupportedOperationException(name() + " has no counters here");
+  }
+
+  /** Reads the counter beside record {@code key} (workload k). */
+  default long counter(String key) {
+    throw new UnsupportedOperationException(name() + " has no counters here");
+  }
+
+  /** The key of the counter beside record {@code key}: its own key, so that a counter is never a record's value. */
+  static String counterKey(String key) {
+    return key + "#count";
+  }
+
   @Override
   void close();
 }

@@ -12,19 +12,26 @@ import java.util.Locale;
  * @param insert fraction of inserts (new keys, after the loaded ones)
  * @param scan fraction of short scans (a start key and 1…{@link #MAX_SCAN_LENGTH} rows in key order)
  * @param readModifyWrite fraction of read-then-update of one key
+ * @param increment fraction of increments of a counter (the rest of workload k reads counters)
  */
 public record Workload(String name, double read, double update, double insert, double scan, double readModifyWrite,
-    Distribution defaultDistribution, String description) {
+    double increment, Distribution defaultDistribution, String description) {
 
   /** Rows of a scan, at most (YCSB's {@code maxscanlength}); the length is uniform in 1…this. */
   public static final int MAX_SCAN_LENGTH = 100;
 
-  public static final Workload A = new Workload("a", 0.5, 0.5, 0, 0, 0, Distribution.ZIPFIAN, "update heavy: 50% read, 50% update");
-  public static final Workload B = new Workload("b", 0.95, 0.05, 0, 0, 0, Distribution.ZIPFIAN, "read mostly: 95% read, 5% update");
-  public static final Workload C = new Workload("c", 1.0, 0, 0, 0, 0, Distribution.ZIPFIAN, "read only");
-  public static final Workload D = new Workload("d", 0.95, 0, 0.05, 0, 0, Distribution.LATEST, "read latest: 95% read, 5% insert");
-  public static final Workload E = new Workload("e", 0, 0, 0.05, 0.95, 0, Distribution.ZIPFIAN, "short scans: 95% scan, 5% insert");
-  public static final Workload F = new Workload("f", 0.5, 0, 0, 0, 0.5, Distribution.ZIPFIAN, "read-modify-write: 50% read, 50% RMW");
+  public static final Workload A = new Workload("a", 0.5, 0.5, 0, 0, 0, 0, Distribution.ZIPFIAN, "update heavy: 50% read, 50% update");
+  public static final Workload B = new Workload("b", 0.95, 0.05, 0, 0, 0, 0, Distribution.ZIPFIAN, "read mostly: 95% read, 5% update");
+  public static final Workload C = new Workload("c", 1.0, 0, 0, 0, 0, 0, Distribution.ZIPFIAN, "read only");
+  public static final Workload D = new Workload("d", 0.95, 0, 0.05, 0, 0, 0, Distribution.LATEST, "read latest: 95% read, 5% insert");
+  public static final Workload E = new Workload("e", 0, 0, 0.05, 0.95, 0, 0, Distribution.ZIPFIAN, "short scans: 95% scan, 5% insert");
+  public static final Workload F = new Workload("f", 0.5, 0, 0, 0, 0.5, 0, Distribution.ZIPFIAN, "read-modify-write: 50% read, 50% RMW");
+  /**
+   * Not one of YCSB's: counters. Each loaded key has a counter beside it ({@link Target#increment});
+   * 90% of operations add to one, 10% read one ({@link OpType#COUNTER_READ}).
+   */
+  public static final Workload K = new Workload("k", 0, 0, 0, 0, 0, 0.9, Distribution.ZIPFIAN,
+      "counters: 90% increment, 10% counter read (not YCSB's)");
 
   /** How keys are chosen for reads, updates and scans. */
   public enum Distribution {
@@ -58,7 +65,8 @@ public record Workload(String name, double read, double update, double insert, d
       case "d": return D;
       case "e": return E;
       case "f": return F;
-      default: throw new IllegalArgumentException("unknown workload '" + name + "'; valid: a, b, c, d, e, f");
+      case "k": return K;
+      default: throw new IllegalArgumentException("unknown workload '" + name + "'; valid: a, b, c, d, e, f, k");
     }
   }
 
@@ -80,6 +88,15 @@ public record Workload(String name, double read, double update, double insert, d
     if (u < at) {
       return OpType.SCAN;
     }
-    return OpType.READ_MODIFY_WRITE;
+    at += increment;
+    if (u < at) {
+      return OpType.INCREMENT;
+    }
+    return counters() ? OpType.COUNTER_READ : OpType.READ_MODIFY_WRITE;
+  }
+
+  /** Whether this workload works on counters (and a target must have them). */
+  public boolean counters() {
+    return increment > 0;
   }
 }

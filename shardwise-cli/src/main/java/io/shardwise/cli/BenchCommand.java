@@ -97,6 +97,10 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--shards", paramLabel = "N", description = "Shards of the benchmark table. Default: 4 per node.")
   Integer shards;
 
+  @Option(names = "--strategy", paramLabel = "S", defaultValue = "range",
+      description = "The benchmark table's partitioning: range (split evenly over the key space) or hashrange. Default: ${DEFAULT-VALUE}.")
+  String strategy;
+
   @Option(names = "--replicas", paramLabel = "R", defaultValue = "1",
       description = "Replicas of each shard of the benchmark table (writes acknowledged by a majority in sync). Default: ${DEFAULT-VALUE}.")
   int replicas;
@@ -115,8 +119,15 @@ final class BenchCommand implements Callable<Integer> {
       "rebalance: a node joins and its plan is approved;",
       "split: the table starts as one range shard and the balancer (auto mode) starts splitting it by size and load and spreading the shards;",
       "node-loss: (--replicas 2 or more, --nodes above it) a node holding replicas stops for good; the balancer's leader fails its",
-      "shards over and rebuilds its replicas on the others (absence grace 1 s); 'during' ends when every shard is whole and in sync again."})
+      "shards over and rebuilds its replicas on the others (absence grace 1 s); 'during' ends when every shard is whole and in sync again;",
+      "isolate: the hottest key gets a shard of its own on the least-loaded node (shardwise hotspots fix --approve);",
+      "salt: the hottest key, a counter (--workload k), is salted into 2 sub-keys per node (shardwise hotspots salt).",
+      "Each phase reports how evenly requests spread over shards and nodes."})
   String during;
+
+  @Option(names = "--hot-key-sampling", paramLabel = "ON_OFF", defaultValue = "on",
+      description = "--dev: on, or off to measure what sampling hot keys costs the request path (nothing is hot then). Default: ${DEFAULT-VALUE}.")
+  String hotKeySampling;
 
   @Option(names = "--split-size", paramLabel = "SIZE",
       description = "--during split: the table's split size. Default: the loaded bytes / 16 (at least 64KiB), so it grows to 16 shards or more.")
@@ -160,8 +171,25 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     boolean rebalance = during != null;
-    if (rebalance && !during.equals("rebalance") && !during.equals("split") && !during.equals("node-loss")) {
-      throw new IllegalArgumentException("--during must be rebalance, split or node-loss, not '" + during + "'");
+    if (rebalance && !List.of("rebalance", "split", "node-loss", "isolate", "salt").contains(during)) {
+      throw new IllegalArgumentException("--during must be rebalance, split, node-loss, isolate or salt, not '" + during + "'");
+    }
+    boolean remedy = rebalance && (during.equals("isolate") || during.equals("salt"));
+    if (rebalance && during.equals("salt") && (!w.counters() || !strategy.equals("hashrange"))) {
+      throw new IllegalArgumentException("--during salt needs --workload k (counters: only a counter is salted) and --strategy hashrange"
+          + " (a range table keeps a key's sub-keys beside it)");
+    }
+    if (!strategy.equals("range") && !strategy.equals("hashrange")) {
+      throw new IllegalArgumentException("--strategy must be range or hashrange, not '" + strategy + "'");
+    }
+    if (w.counters() && baselines.contains("rocksdb")) {
+      throw new IllegalArgumentException("--workload k has no rocksdb baseline (it has no counters here); use redis-cluster");
+    }
+    if (!hotKeySampling.equals("on") && !hotKeySampling.equals("off")) {
+      throw new IllegalArgumentException("--hot-key-sampling must be on or off, not '" + hotKeySampling + "'");
+    }
+    if (hotKeySampling.equals("off") && (!dev || remedy)) {
+      throw new IllegalArgumentException("--hot-key-sampling off needs --dev, and no --during isolate or salt (they need the hot keys)");
     }
     boolean nodeLoss = rebalance && during.equals("node-loss");
     if (nodeLoss && (replicas < 2 || nodes <= replicas)) {
@@ -204,7 +232,7 @@ final class BenchCommand implements Callable<Integer> {
     ClusterTraffic.Spread spread;
     ObjectNode rebalanceReport = null;
     try {
-      EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null;
+      EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes, hotKeySampling.equals("on")) : null;
       try {
         String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
         // Its own session, closed before a --dev cluster stops (the command line's would outlive it).
@@ -235,7 +263,7 @@ final class BenchCommand implements Callable<Integer> {
             splitDriver.prepare(); // the table does not split or move before the event
           }
           try (Target target = new ShardwiseTarget(benchClient, table, shards != null ? shards : split ? 1 : 4 * Math.max(1, nodeCount),
-              TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR))) {
+              TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR), strategy)) {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();
@@ -258,6 +286,11 @@ final class BenchCommand implements Callable<Integer> {
               splitDriver.start();
               result = bench.run(target, load, splitDriver::phase, listener);
               rebalanceReport = splitDriver.report(result);
+            } else if (remedy) {
+              RemedyDriver driver = new RemedyDriver(during, coordinator, peers, table, options);
+              driver.start();
+              result = bench.run(target, load, driver::phase, listener);
+              rebalanceReport = driver.report(result);
             } else if (nodeLoss) {
               NodeLossDriver driver = new NodeLossDriver(cluster, coordinator, benchClient, table, options);
               driver.start();
@@ -300,7 +333,7 @@ final class BenchCommand implements Callable<Integer> {
             .put("hitRate", BenchReport.round(nearCacheStats.hitRate()));
       }
       if (rebalanceReport != null) {
-        root.set(split ? "split" : nodeLoss ? "nodeLoss" : "rebalance", rebalanceReport);
+        root.set(split ? "split" : nodeLoss ? "nodeLoss" : remedy ? during : "rebalance", rebalanceReport);
       }
       if (results.size() > 1) {
         ObjectNode others = root.putObject("baselines");
@@ -319,7 +352,9 @@ final class BenchCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "near-cache (TTL %s): %.1f%% of reads answered in the client (%,d hits, %,d misses)%n", nearCache,
             100 * nearCacheStats.hitRate(), nearCacheStats.hits(), nearCacheStats.misses());
       }
-      if (rebalanceReport != null && split) {
+      if (rebalanceReport != null && remedy) {
+        RemedyDriver.print(out, during, rebalanceReport);
+      } else if (rebalanceReport != null && split) {
         SplitDriver.print(out, rebalanceReport);
       } else if (rebalanceReport != null && nodeLoss) {
         NodeLossDriver.print(out, rebalanceReport);
@@ -333,7 +368,8 @@ final class BenchCommand implements Callable<Integer> {
       }
     }
     out.flush();
-    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error") || (!split && !nodeLoss && !rebalanceReport.has("plan")));
+    boolean rebalanceFailed = rebalanceReport != null && (rebalanceReport.has("error")
+        || (!split && !nodeLoss && !remedy && !rebalanceReport.has("plan")));
     return results.get(0).errorCount() == 0 && !rebalanceFailed ? Main.EXIT_OK : Main.EXIT_FAILURE;
   }
 
@@ -389,6 +425,24 @@ final class BenchCommand implements Callable<Integer> {
     private final Duration warmup;
     private final AtomicReference<String> phase = new AtomicReference<>("before");
     private final AtomicReference<Exception> failure = new AtomicReference<>();
+    /** Readings of the table's per-shard requests at each phase's start and at the end (for drivers that can take them). */
+    private final java.util.Map<String, ClusterTraffic.Reading> readings = new java.util.concurrent.ConcurrentHashMap<>();
+    private java.util.function.Supplier<ClusterTraffic.Reading> traffic;
+
+    /** Lets {@link #report} give each phase's spread of requests over shards and nodes. */
+    final void readTrafficWith(java.util.function.Supplier<ClusterTraffic.Reading> reader) {
+      this.traffic = reader;
+    }
+
+    private void reading(String at) {
+      if (traffic != null) {
+        try {
+          readings.put(at, traffic.get());
+        } catch (RuntimeException e) {
+          // no spread for this phase
+        }
+      }
+    }
 
     PhaseDriver(String name, Bench.Options options) {
       this.name = name;
@@ -403,6 +457,7 @@ final class BenchCommand implements Callable<Integer> {
     abstract void facts(ObjectNode report);
 
     final void enterDuring() {
+      reading("during");
       phase.set("during");
     }
 
@@ -413,10 +468,14 @@ final class BenchCommand implements Callable<Integer> {
     final void start() {
       Thread t = new Thread(() -> {
         try {
-          Thread.sleep(warmup.toMillis() + third.toMillis());
+          Thread.sleep(warmup.toMillis());
+          reading("before");
+          Thread.sleep(third.toMillis());
           event();
+          reading("after");
           phase.set("after");
           Thread.sleep(third.toMillis());
+          reading("end");
         } catch (Exception e) {
           failure.set(e);
         } finally {
@@ -434,11 +493,108 @@ final class BenchCommand implements Callable<Integer> {
       }
       facts(o);
       for (Bench.Phase ph : result.phases()) {
-        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
+        ObjectNode p = o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p99", ph.all().p99()).put("p50", ph.all().p50());
+        String next = ph.name().equals("before") ? (readings.containsKey("during") ? "during" : "after")
+            : ph.name().equals("during") ? "after" : "end";
+        ClusterTraffic.Reading from = readings.get(ph.name());
+        ClusterTraffic.Reading to = readings.get(next);
+        if (from != null && to != null) {
+          ClusterTraffic.Spread spread = ClusterTraffic.between(from, to);
+          p.put("shardPeakToAverage", BenchReport.round(spread.shardPeakToAverage()))
+              .put("nodePeakToAverage", BenchReport.round(spread.nodePeakToAverage()));
+        }
       }
       return o;
     }
+  }
+
+  /**
+   * Cuts a run into before / during / after a hotspot remedy: a third of the way in, the hottest
+   * partition key of the table (the top hot key of its busiest shard, as the nodes sample them) is
+   * isolated in a shard of its own on the least-loaded node (an approved plan, run to its end), or,
+   * for counters, salted into two sub-keys per node. Each phase reports the spread of requests over
+   * shards and nodes.
+   */
+  private static final class RemedyDriver extends PhaseDriver {
+    private final String kind;
+    private final Coordinator coordinator;
+    private final Peers peers;
+    private final String table;
+    private final ObjectNode facts = Output.object();
+
+    RemedyDriver(String kind, Coordinator coordinator, Peers peers, String table, Bench.Options options) {
+      super("bench-" + kind, options);
+      this.kind = kind;
+      this.coordinator = coordinator;
+      this.peers = peers;
+      this.table = table;
+      readTrafficWith(() -> ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
+    }
+
+    @Override
+    void event() throws Exception {
+      var stats = io.shardwise.server.rpc.NodeStatsPoll.ask(peers, coordinator.liveNodesNow().values(),
+          io.shardwise.proto.v1.NodeStatsRequest.newBuilder().setSkipSizes(true).setHotKeys(1).build(), Duration.ofSeconds(5)).answers();
+      io.shardwise.proto.v1.ShardInfo busiest = null;
+      for (var n : stats) {
+        for (var sh : n.getShardsList()) {
+          if (sh.getTable().equals(table) && sh.getHotKeysCount() > 0 && (busiest == null || sh.getHotSampled() > busiest.getHotSampled())) {
+            busiest = sh;
+          }
+        }
+      }
+      if (busiest == null) {
+        throw new IllegalStateException("no hot key sampled in table " + table);
+      }
+      byte[] key = busiest.getHotKeys(0).getKey().toByteArray();
+      facts.put("key", ValueFormat.escaped(key)).put("keyShareOfShard", BenchReport.round(
+          (double) (busiest.getHotKeys(0).getCount() - busiest.getHotKeys(0).getError()) / Math.max(1, busiest.getHotSampled())));
+      enterDuring();
+      long started = System.nanoTime();
+      if (kind.equals("salt")) {
+        int fanout = Math.min(io.shardwise.core.key.Counters.MAX_FANOUT, 2 * coordinator.liveNodesNow().size());
+        new io.shardwise.server.hot.Salting(coordinator, peers).promote(table, io.shardwise.core.key.Key.of(key), fanout, "bench: --during salt");
+        facts.put("fanout", fanout);
+      } else {
+        Rebalancing rebalancing = new Rebalancing(coordinator);
+        PlanRecord p = rebalancing.isolate(peers, table, key, java.util.Optional.empty(), true);
+        facts.put("why", p.getResizes(0).getWhy());
+        do {
+          Thread.sleep(100);
+          p = rebalancing.records().plan(p.getId()).orElseThrow();
+        } while (!RebalanceRecords.finished(p.getState()));
+        facts.put("plan", p.getId()).put("state", Rebalancing.describe(p.getState()));
+      }
+      facts.put("remedySeconds", BenchReport.round((System.nanoTime() - started) / 1e9));
+    }
+
+    @Override
+    void facts(ObjectNode o) {
+      o.setAll(facts);
+    }
+
+    static void print(PrintWriter out, String kind, ObjectNode r) {
+      if (r.has("error")) {
+        out.println(kind + ": " + r.get("error").asText());
+        return;
+      }
+      out.printf(Locale.ROOT, "%s key '%s' (at least %.0f%% of its shard's requests) in %.1f s%s%n", kind.equals("salt") ? "salted" : "isolated",
+          r.path("key").asText(), 100 * r.path("keyShareOfShard").asDouble(), r.path("remedySeconds").asDouble(),
+          kind.equals("salt") ? " into " + r.path("fanout").asInt() + " sub-keys" : "");
+      for (String ph : List.of("before", "during", "after")) {
+        if (r.has(ph)) {
+          printPhase(out, ph, r.get(ph));
+        }
+      }
+    }
+  }
+
+  /** One phase's line of a driver's report: throughput, p99, and how evenly requests spread. */
+  private static void printPhase(PrintWriter out, String phase, com.fasterxml.jackson.databind.JsonNode p) {
+    out.printf(Locale.ROOT, "  %-7s %,10.0f ops/s  p99 %s ms%s%n", phase, p.path("throughput").asDouble(), BenchReport.ms(p.path("p99").asLong()),
+        p.has("nodePeakToAverage") ? String.format(Locale.ROOT, "  busiest node %.2f× the average, busiest shard %.2f×",
+            p.path("nodePeakToAverage").asDouble(), p.path("shardPeakToAverage").asDouble()) : "");
   }
 
   /**

@@ -851,7 +851,7 @@ final class RebalanceCommand {
     private static void printResizes(PrintWriter out, PlanRecord p) {
       long isolations = p.getResizesList().stream().filter(r -> r.getKind() == ResizeRecord.Kind.ISOLATE).count();
       out.printf(Locale.ROOT, "plan %s, %s (map epoch %d): %s; %s%n", p.getId(), Rebalancing.describe(p.getState()), p.getBaseEpoch(),
-          io.shardwise.server.balance.Balancer.describe(p.getResizesList()), isolations == 0 ? "no data is copied"
+          io.shardwise.server.balance.Balancer.describe(p.getResizesList()), isolations == 0 ? "only the map changes, no data is copied"
               : "cuts change only the map; an isolated key's shard then moves if the plan says where");
       out.println("  " + p.getReason());
       if (!p.getError().isEmpty()) {

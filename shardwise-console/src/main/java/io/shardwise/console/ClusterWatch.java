@@ -146,9 +146,12 @@ final class ClusterWatch {
         }
         readings.put(key, new Reading(s.getOwner(), s.getReads(), s.getWrites(), now, readRate, writeRate));
         ArrayNode keys = JSON.createArrayNode();
+        io.shardwise.core.map.Table table = map.table(s.getTable()).orElse(null);
         for (io.shardwise.proto.v1.HotKey k : s.getHotKeysList()) {
-          keys.addObject().put("key", io.shardwise.core.key.ByteStrings.toDisplay(k.getKey().toByteArray()))
+          ObjectNode o = keys.addObject().put("key", io.shardwise.core.key.ByteStrings.toDisplay(k.getKey().toByteArray()))
+              .put("keyBase64", java.util.Base64.getEncoder().encodeToString(k.getKey().toByteArray()))
               .put("share", s.getHotSampled() == 0 ? 0 : round((double) k.getCount() / s.getHotSampled(), 3));
+          HotRemedy.of(table, s, k).ifPresent(r -> o.put("remedy", r.kind()).put("finding", r.finding()));
         }
         hotKeys.put(key, keys);
         if (readSizes) {

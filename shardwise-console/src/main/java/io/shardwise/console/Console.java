@@ -116,6 +116,22 @@ public final class Console implements AutoCloseable {
     app.post("/api/v1/plans/{id}/approve", ctx -> act(ctx, rebalancing::approve));
     app.post("/api/v1/plans/{id}/reject", ctx -> act(ctx, rebalancing::reject));
     app.post("/api/v1/plans/{id}/cancel", ctx -> act(ctx, rebalancing::cancel));
+    // Hotspot remedies: an isolation is a plan that waits for approval; salting a counter runs at once.
+    app.post("/api/v1/hotspots/isolate", ctx -> {
+      PlanRecord plan = rebalancing.isolate(peers, requiredForm(ctx, "table"), hotKey(ctx), java.util.Optional.empty(), false);
+      watch.invalidate();
+      json(ctx, PlanJson.plan(plan));
+    });
+    app.post("/api/v1/hotspots/salt", ctx -> {
+      int nodes = coordinator.liveNodesNow().size();
+      String fanout = ctx.formParam("fanout");
+      int n = fanout == null || fanout.isEmpty() ? Math.max(2, Math.min(io.shardwise.core.key.Counters.MAX_FANOUT, 2 * nodes))
+          : parseInt("fanout", fanout);
+      var salted = new io.shardwise.server.hot.Salting(coordinator, peers).promote(requiredForm(ctx, "table"),
+          io.shardwise.core.key.Key.of(hotKey(ctx)), n, "operator: console");
+      json(ctx, JSON.createObjectNode().put("table", salted.getTable()).put("state", salted.getState().name().toLowerCase(java.util.Locale.ROOT))
+          .put("fanout", salted.getFanout()).put("generation", salted.getGeneration()));
+    });
 
     app.exception(IllegalArgumentException.class, (e, ctx) -> error(ctx, HttpStatus.BAD_REQUEST, e.getMessage()));
     app.exception(NotFound.class, (e, ctx) -> error(ctx, HttpStatus.NOT_FOUND, e.getMessage()));
@@ -158,6 +174,32 @@ public final class Console implements AutoCloseable {
     PlanRecord after = action.apply(id);
     watch.invalidate();
     json(ctx, PlanJson.plan(after));
+  }
+
+  private static String requiredForm(Context ctx, String name) {
+    String value = ctx.formParam(name);
+    if (value == null || value.isEmpty()) {
+      throw new IllegalArgumentException(name + " is required");
+    }
+    return value;
+  }
+
+  /** The hot key of a remedy request: its bytes, base64 (keys need not be text). */
+  private static byte[] hotKey(Context ctx) {
+    String key = requiredForm(ctx, "key");
+    try {
+      return java.util.Base64.getDecoder().decode(key);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("key must be the key's bytes in base64: " + e.getMessage(), e);
+    }
+  }
+
+  private static int parseInt(String name, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be a whole number, not '" + value + "'", e);
+    }
   }
 
   private static int intParam(Context ctx, String name, int fallback) {

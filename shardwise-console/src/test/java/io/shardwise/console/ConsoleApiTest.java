@@ -208,6 +208,77 @@ class ConsoleApiTest {
   }
 
   @Test
+  void aHotKeyIsOfferedTheRemedyThatFitsItAndTheRemedyEndpointsMakeAPlanOrSaltTheCounter() throws Exception {
+    ShardwiseClient client = cluster.client();
+    try (io.shardwise.server.coordination.Coordinator admin = io.shardwise.server.coordination.Coordinator.connect(cluster.cluster.zk(),
+        Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitRps("readhot", -1)
+          .putTableSplitRps("counters", -1).build()); // the page's remedies, not the balancer's
+      client.createTable("readhot", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("counters", TableSpec.builder("hashrange").shards(4).build());
+      client.put("readhot", Key.of("star"), "x".getBytes(StandardCharsets.UTF_8));
+      String star = java.util.Base64.getEncoder().encodeToString("star".getBytes(StandardCharsets.UTF_8));
+      String likes = java.util.Base64.getEncoder().encodeToString("likes".getBytes(StandardCharsets.UTF_8));
+      JsonNode readHot = await().atMost(Duration.ofSeconds(30)).until(() -> {
+        for (int i = 0; i < 200; i++) {
+          client.get("readhot", Key.of("star"));
+        }
+        return hotKey(get("/api/v1/cluster").body(), "readhot", "star");
+      }, k -> k.has("remedy"));
+      assertThat(readHot.get("remedy").asText()).isEqualTo("isolate");
+      assertThat(readHot.get("keyBase64").asText()).isEqualTo(star);
+      JsonNode counter = await().atMost(Duration.ofSeconds(30)).until(() -> {
+        for (int i = 0; i < 200; i++) {
+          client.increment("counters", Key.of("likes"), 1);
+        }
+        return hotKey(get("/api/v1/cluster").body(), "counters", "likes");
+      }, k -> k.has("remedy"));
+      assertThat(counter.get("remedy").asText()).isEqualTo("salt");
+      assertThat(counter.get("finding").asText()).contains("nearly all increments");
+
+      Reply plan = post("/api/v1/hotspots/isolate", query(Map.of("table", "readhot", "key", star)));
+      assertThat(plan.status()).as(plan.body().toString()).isEqualTo(200);
+      assertThat(plan.body().get("state").asText()).isEqualTo("pending");
+      assertThat(plan.body().get("resizes").get(0).get("kind").asText()).isEqualTo("isolate");
+      assertThat(plan.body().get("resizes").get(0).get("hotKey").asText()).isEqualTo("star");
+      assertThat(post("/api/v1/plans/" + plan.body().get("id").asText() + "/reject", "").status()).isEqualTo(200);
+
+      Reply salted = post("/api/v1/hotspots/salt", query(Map.of("table", "counters", "key", likes)));
+      assertThat(salted.status()).as(salted.body().toString()).isEqualTo(200);
+      assertThat(salted.body().get("state").asText()).isEqualTo("salted");
+      assertThat(salted.body().get("fanout").asInt()).isEqualTo(2 * cluster.size());
+      long before = client.counter("counters", Key.of("likes"));
+      client.increment("counters", Key.of("likes"), 5);
+      assertThat(client.counter("counters", Key.of("likes"))).isEqualTo(before + 5);
+
+      // Bad requests name the problem.
+      assertThat(post("/api/v1/hotspots/isolate", query(Map.of("table", "readhot"))).body().get("error").asText()).isEqualTo("key is required");
+      Reply badKey = post("/api/v1/hotspots/salt", query(Map.of("table", "counters", "key", "%%%")));
+      assertThat(badKey.status()).isEqualTo(400);
+      assertThat(badKey.body().get("error").asText()).startsWith("key must be the key's bytes in base64");
+      Reply twice = post("/api/v1/hotspots/salt", query(Map.of("table", "counters", "key", likes)));
+      assertThat(twice.status()).isEqualTo(400);
+      assertThat(twice.body().get("error").asText()).contains("salted into " + salted.body().get("fanout").asInt() + " sub-keys already");
+      assertThat(post("/api/v1/hotspots/isolate", query(Map.of("table", "nope", "key", star))).body().get("error").asText())
+          .isEqualTo("no table 'nope'");
+    }
+  }
+
+  /** The hot key {@code key} of a shard of {@code table} in the cluster view, or a missing node. */
+  private static JsonNode hotKey(JsonNode view, String table, String key) {
+    for (JsonNode shard : view.get("shardList")) {
+      if (shard.get("table").asText().equals(table)) {
+        for (JsonNode k : shard.get("hotKeys")) {
+          if (k.get("key").asText().equals(key)) {
+            return k;
+          }
+        }
+      }
+    }
+    return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+  }
+
+  @Test
   void aPendingPlanCanBeRejectedAndThenNotApproved() throws Exception {
     ShardwiseClient client = cluster.client();
     client.createTable("moving", TableSpec.builder("slots").slots(8).build());

@@ -43,6 +43,7 @@ public final class ShardHeat {
   private final ConcurrentHashMap<ShardRef, Sketch> sketches = new ConcurrentHashMap<>();
   private final ShardRates rates = new ShardRates();
   private final LongSupplier clock;
+  private volatile boolean sampling = true;
 
   public ShardHeat() {
     this(System::nanoTime);
@@ -59,7 +60,7 @@ public final class ShardHeat {
 
   /** {@link #sample(ShardRef, byte[], boolean)}; {@code increment}: the write is a counter operation. */
   public void sample(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
-    if (ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) != 0) {
+    if (!sampling || ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) != 0) {
       return;
     }
     count(shard, partitionKey, write, increment);
@@ -175,6 +176,11 @@ public final class ShardHeat {
       }
     }
     return n;
+  }
+
+  /** Turns the sampling of keys on or off (off: only to measure its cost; no key is ever hot then). Rates are kept either way. */
+  public void sampling(boolean on) {
+    this.sampling = on;
   }
 
   /** Each shard's requests per second over the last minutes (the node ticks it once a second). */

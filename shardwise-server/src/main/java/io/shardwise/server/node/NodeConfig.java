@@ -32,6 +32,8 @@ import java.util.function.Consumer;
  *       trash grace, so that restoring a trash entry never brings back a key deleted since
  *   <li>{@code metricsPort}: serve Prometheus text on {@code http://host:metricsPort/metrics}; -1
  *       (the default) serves none, 0 lets the OS choose
+ *   <li>{@code hotKeySampling}: sample one request in 16 into each shard's hot-key sketch (on by
+ *       default; off only to measure what it costs — hotspots, isolation and salting then see no keys)
  *   <li>{@code adoptCluster}: let a data directory that holds data but no cluster id join the
  *       cluster ZooKeeper names (data this node does not own goes to the trash, never deleted)
  * </ul>
@@ -53,6 +55,7 @@ public final class NodeConfig {
   private Duration balancerTick = Duration.ofSeconds(1);
   private boolean adoptCluster;
   private int metricsPort = -1;
+  private boolean hotKeySampling = true;
   private Consumer<MoveProgress> moveListener = p -> {};
   private List<ServerInterceptor> interceptors = List.of();
   private RequestHooks hooks = RequestHooks.NONE;
@@ -85,6 +88,7 @@ public final class NodeConfig {
     c.balancerTick = balancerTick;
     c.adoptCluster = adoptCluster;
     c.metricsPort = metricsPort;
+    c.hotKeySampling = hotKeySampling;
     c.moveListener = moveListener;
     c.interceptors = interceptors;
     c.hooks = hooks;
@@ -252,6 +256,15 @@ public final class NodeConfig {
     return metricsPort;
   }
 
+  /** Whether requests are sampled into each shard's hot-key sketch (see the class comment). */
+  public NodeConfig withHotKeySampling(boolean on) {
+    return copy(c -> c.hotKeySampling = on);
+  }
+
+  public boolean hotKeySampling() {
+    return hotKeySampling;
+  }
+
   public Consumer<MoveProgress> moveListener() {
     return moveListener;
   }
@@ -279,7 +292,8 @@ public final class NodeConfig {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
         + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster
-        + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " replication.lag-max=" + replication.lagMax()
+        + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " hot-key-sampling=" + (hotKeySampling ? "on" : "off")
+        + " replication.lag-max=" + replication.lagMax()
         + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout()
         + " replication.log-retain-entries=" + replication.logRetainEntries() + " replication.snapshot-bytes-per-second="
         + replication.snapshotBytesPerSecond() + " " + limits;

@@ -154,6 +154,7 @@ public final class ShardwiseNode implements AutoCloseable {
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks(), heat);
     TableAdmin tables = new TableAdmin(ctx);
+    heat.sampling(config.hotKeySampling());
     io.micrometer.core.instrument.Gauge.builder("shardwise.hot.keys", heat, h -> h.hotKeys(io.shardwise.server.balance.Isolation.HOT_KEY_SHARE))
         .description("partition keys taking at least half of their shard's sampled requests (guaranteed), over the shards this node serves")
         .register(metrics);
