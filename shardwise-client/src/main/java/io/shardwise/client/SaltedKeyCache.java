@@ -42,13 +42,19 @@ final class SaltedKeyCache {
     if (!fresh && fetched && now - fetchedAtNanos <= maxAge.toNanos()) {
       return; // another thread refreshed it meanwhile
     }
+    fetchedAtNanos = now; // a failed fetch is tried again after maxAge, not by every increment meanwhile
+    fetched = true;
+    List<SaltedKey> listed;
+    try {
+      listed = fetch.get();
+    } catch (RuntimeException e) {
+      return; // no node answered: keep the list as it was (a stale list costs spread, never a count)
+    }
     Map<String, SaltedKey> next = new HashMap<>();
-    for (SaltedKey k : fetch.get()) {
+    for (SaltedKey k : listed) {
       next.put(name(k.getTable(), k.getKey().getPartitionKey().toByteArray(), k.getKey().getSortKey().toByteArray()), k);
     }
     keys = next;
-    fetchedAtNanos = now;
-    fetched = true;
   }
 
   private static String name(String table, byte[] partitionKey, byte[] sortKey) {

@@ -178,12 +178,17 @@ public final class Salting {
     if (entry.getState() == SaltedKey.State.PROMOTING) {
       entry = finishPromotion(entry); // its key must be salted before its sub-keys are folded into it
     }
-    SaltedKey demoting = parse(coordinator.update(path(table.id(), key), data -> {
+    byte[] stored = coordinator.update(path(table.id(), key), data -> {
+      if (data == null) {
+        return null; // another controller finished demoting it meanwhile
+      }
       SaltedKey now = parse(data);
       return now.getState() == SaltedKey.State.DEMOTING ? null
           : now.toBuilder().setState(SaltedKey.State.DEMOTING).setSinceMillis(System.currentTimeMillis()).setWhy(why).build().toByteArray();
-    }));
-    finishDemotion(demoting);
+    });
+    if (stored != null) {
+      finishDemotion(parse(stored));
+    }
   }
 
   private void finishDemotion(SaltedKey entry) {
