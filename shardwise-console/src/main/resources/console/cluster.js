@@ -31,6 +31,7 @@ function draw(c) {
   drawRebalancing(c);
   drawHeat(c);
   drawHot(c);
+  drawFindings(c);
 }
 
 function stat(label, value, id) {
@@ -258,7 +259,23 @@ function drawHot(c) {
     el("td", { class: "num" }, fmtRate(s.readsPerSecond)), el("td", { class: "num" }, fmtRate(s.writesPerSecond)),
     el("td", { class: "num" }, fmtInt(s.keys)), el("td", { class: "num" }, fmtBytes(s.bytes)),
     el("td", { class: "hot-keys" }, (s.hotKeys || []).map((k) => k.key + " " + Math.round(100 * k.share) + "%").join(", ") || "–"),
+    el("td", { class: "trend", title: s.trend || "" }, s.shareHistory ? sparkline(s.shareHistory) : ""),
     el("td", { class: "remedy" }, ...(s.hotKeys || []).filter((k) => k.remedy).map((k) => remedyButton(s, k))))));
+}
+
+// A hot shard's share of its table's requests over the last minute, one point a second.
+function sparkline(shares) {
+  const w = 120, h = 24, n = shares.length;
+  const points = shares.map((v, i) => `${n < 2 ? 0 : (i * w / (n - 1)).toFixed(1)},${(h - Math.min(1, v) * h).toFixed(1)}`).join(" ");
+  const box = svg("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}`, class: "sparkline" });
+  box.append(svg("polyline", { points, fill: "none", stroke: "#e5484d", "stroke-width": 1.5 }));
+  return box;
+}
+
+function drawFindings(c) {
+  const list = c.hotspotFindings || [];
+  $("findings").replaceChildren(...(list.length ? list : ["no findings yet: they need two readings a second apart"])
+    .map((f) => el("li", { class: f.startsWith("no hotspot") ? "muted" : "finding" }, f)));
 }
 
 // A key that takes at least half of its shard's requests gets the remedy that fits it: a plan that

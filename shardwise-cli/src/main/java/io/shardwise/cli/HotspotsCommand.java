@@ -1,5 +1,7 @@
 package io.shardwise.cli;
 
+import io.shardwise.server.hot.HotspotReport;
+
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.shardwise.core.map.ShardMap;
@@ -90,21 +92,21 @@ final class HotspotsCommand implements Callable<Integer> {
       addresses.forEach(a -> second.add(stats(peers, a, keys)));
       map = c.readMap().map();
     }
-    Map<String, Hotspots.TableShape> tables = new TreeMap<>();
+    Map<String, HotspotReport.TableShape> tables = new TreeMap<>();
     map.tables().values().forEach(t -> tables.put(t.name(),
-        new Hotspots.TableShape(t.shards().size(), t.layout().strategy().name().toLowerCase(Locale.ROOT))));
-    List<Hotspots.Shard> all = Hotspots.shards(first, second, tables, (secondAt - firstAt) / 1e9);
-    List<Hotspots.Shard> top = all.subList(0, Math.min(shards, all.size()));
-    List<String> findings = Hotspots.findings(all);
+        new HotspotReport.TableShape(t.shards().size(), t.layout().strategy().name().toLowerCase(Locale.ROOT))));
+    List<HotspotReport.Shard> all = HotspotReport.shards(first, second, tables, (secondAt - firstAt) / 1e9);
+    List<HotspotReport.Shard> top = all.subList(0, Math.min(shards, all.size()));
+    List<String> findings = HotspotReport.findings(all);
     PrintWriter out = spec.commandLine().getOut();
     if (output == OutputFormat.json) {
       ObjectNode root = Output.object().put("intervalSeconds", between.toMillis() / 1000.0);
       ArrayNode array = root.putArray("shards");
-      for (Hotspots.Shard s : top) {
+      for (HotspotReport.Shard s : top) {
         ObjectNode o = array.addObject().put("shard", s.name()).put("owner", s.owner()).put("readsPerSecond", s.readsPerSecond())
             .put("writesPerSecond", s.writesPerSecond()).put("timesTableAverage", s.timesAverage())
             .put("writeShareOfTable", s.writeShareOfTable()).put("risingWriteShare", s.risingShare()).put("highestKey", s.highestKey())
-            .put("trend", Hotspots.trend(s.shareHistory()));
+            .put("trend", HotspotReport.trend(s.shareHistory()));
         ArrayNode shares = o.putArray("shareOfTableBySecond");
         for (double share : s.shareHistory()) {
           shares.add(Math.round(share * 1000) / 1000.0);
@@ -119,7 +121,7 @@ final class HotspotsCommand implements Callable<Integer> {
       return;
     }
     List<List<String>> rows = new ArrayList<>();
-    for (Hotspots.Shard s : top) {
+    for (HotspotReport.Shard s : top) {
       rows.add(List.of(s.name(), s.owner(), String.format(Locale.ROOT, "%,.0f", s.requestsPerSecond()),
           String.format(Locale.ROOT, "%,.0f / %,.0f", s.readsPerSecond(), s.writesPerSecond()), String.format(Locale.ROOT, "%.1f×", s.timesAverage()),
           hottest(s)));
@@ -130,10 +132,11 @@ final class HotspotsCommand implements Callable<Integer> {
   }
 
   @Command(name = "fix", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Turn a hotspot's remedy into a plan: isolate KEY of TABLE in a shard of its own (cut at the key and just after",
-          "it; only the map changes) and move that shard to the least-loaded node (only nodes labelled role=hot, if any are),",
-          "when that node would still serve fewer requests than the key's node does now. The plan shows its forecast; it waits",
-          "for 'shardwise rebalance approve ID' unless --approve is given. Range and hashrange tables."})
+      description = {"Turn a hotspot's remedy into a plan: isolate KEY of TABLE in a shard of its own.",
+          "The shard is cut at the key and just after it (only the map changes), and the key's shard moves to the least-loaded",
+          "node (only nodes labelled role=hot, if any are) when that node would still serve fewer requests than the key's node",
+          "does now. The plan shows its forecast; it waits for 'shardwise rebalance approve ID' unless --approve is given.",
+          "Range and hashrange tables (and ring or tokens tables made of hash ranges)."})
   static final class Fix implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin RebalanceCommand.Zk zk;
@@ -200,10 +203,10 @@ final class HotspotsCommand implements Callable<Integer> {
   }
 
   @Command(name = "salt", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Salt a write-hot counter (kv incr) into N sub-keys on other shards: increments go to one at random, reads add",
-          "them up. Writes to the key are divided by N, reads of it multiplied by N+1. Tables placed by hash only (a range",
-          "table keeps the sub-keys beside the key: isolate it instead). 'hotspots unsalt' undoes it; no increment is lost or",
-          "counted twice either way."})
+      description = {"Salt a write-hot counter (kv incr) into N sub-keys on other shards.",
+          "Increments go to one sub-key at random and reads add them up: writes to the key are divided by N, reads of it",
+          "multiplied by N+1. Tables placed by hash only (a range table keeps the sub-keys beside the key: isolate it instead).",
+          "'hotspots unsalt' undoes it; no increment is lost or counted twice either way."})
   static final class Salt implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin RebalanceCommand.Zk zk;
@@ -256,8 +259,8 @@ final class HotspotsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      List<io.shardwise.proto.v1.SaltedKey> keys = io.shardwise.server.hot.Salting.list(ClusterOptions.coordinator(zk.zk),
-          table == null ? "" : table);
+      Coordinator c = ClusterOptions.coordinator(zk.zk);
+      List<io.shardwise.proto.v1.SaltedKey> keys = io.shardwise.server.hot.Salting.list(c, c.readMap().map(), table == null ? "" : table);
       PrintWriter out = spec.commandLine().getOut();
       if (output == OutputFormat.json) {
         ArrayNode array = Output.JSON.createArrayNode();
@@ -284,9 +287,9 @@ final class HotspotsCommand implements Callable<Integer> {
     }
   }
 
-  private String hottest(Hotspots.Shard s) {
+  private String hottest(HotspotReport.Shard s) {
     List<String> parts = new ArrayList<>();
-    for (Hotspots.Key k : s.keys()) {
+    for (HotspotReport.Key k : s.keys()) {
       parts.add(String.format(Locale.ROOT, "%s %.0f%%", k.key(), 100 * k.share()));
     }
     return parts.isEmpty() ? "-" : String.join(", ", parts);
@@ -295,6 +298,6 @@ final class HotspotsCommand implements Callable<Integer> {
   private static NodeStatsResponse stats(Peers peers, String address, int hotKeys) {
     return AdminServiceGrpc.newBlockingStub(peers.channel(address)).withDeadlineAfter(10, TimeUnit.SECONDS)
         .nodeStats(NodeStatsRequest.newBuilder().setSkipSizes(true).setHotKeys(hotKeys)
-            .setHistorySeconds(hotKeys > 0 ? Hotspots.HISTORY_SECONDS : 0).build());
+            .setHistorySeconds(hotKeys > 0 ? HotspotReport.HISTORY_SECONDS : 0).build());
   }
 }

@@ -1,5 +1,7 @@
 package io.shardwise.cli;
 
+import io.shardwise.server.hot.HotspotReport;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -55,12 +57,12 @@ class HotspotsTest {
         }
       }
       JsonNode busiest = report.get("shards").get(0);
-      assertThat(busiest.get("timesTableAverage").asDouble()).as(report.toPrettyString()).isGreaterThan(Hotspots.HOT);
+      assertThat(busiest.get("timesTableAverage").asDouble()).as(report.toPrettyString()).isGreaterThan(HotspotReport.HOT);
       JsonNode top = busiest.get("keys").get(0);
       assertThat(top.get("key").asText()).isEqualTo("celebrity");
       assertThat(busiest.get("shareOfTableBySecond").size()).as("the nodes' per-second history since they started").isPositive();
       assertThat(busiest.get("trend").asText()).isNotEmpty();
-      assertThat(top.get("guaranteedShare").asDouble()).isGreaterThan(Hotspots.ONE_KEY);
+      assertThat(top.get("guaranteedShare").asDouble()).isGreaterThan(HotspotReport.ONE_KEY);
       assertThat(top.get("writeShare").asDouble()).as("its one put may have been sampled").isLessThan(0.05);
       assertThat(report.get("findings").get(0).asText()).contains(busiest.get("shard").asText()).contains("'celebrity'").contains("read-hot");
       assertThat(text.lines().filter(l -> l.contains("/")).count()).as(text).isGreaterThanOrEqualTo(3); // 2 shards and a finding
@@ -92,7 +94,7 @@ class HotspotsTest {
       String watched;
       try {
         // Enough inserts that the 1-in-16 sample holds well over MONOTONIC_MIN_WRITES of them, however slow the machine.
-        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).until(() -> inserted.get() >= 40 * Hotspots.MONOTONIC_MIN_WRITES);
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).until(() -> inserted.get() >= 40 * HotspotReport.MONOTONIC_MIN_WRITES);
         report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
         watched = run("hotspots", "--zk", cluster.zk(), "--interval", "200ms", "--watch", "--count", "2");
       } finally {
@@ -120,14 +122,14 @@ class HotspotsTest {
       gradual[i] = 0.1 + 0.5 * i / 119.0;
       flat[i] = 0.4 + (i % 2 == 0 ? 0.02 : -0.02);
     }
-    assertThat(Hotspots.trend(sudden)).startsWith("sudden: its share of the table's requests jumped from 15% to 60% within 10 s, 40 s ago");
-    assertThat(Hotspots.trend(gradual)).startsWith("gradual: its share of the table's requests rose from 12% to 58% over 120 s");
-    assertThat(Hotspots.trend(flat)).startsWith("steady: 40% of its table's requests 120 s ago, 40% now");
-    assertThat(Hotspots.trend(new double[5])).isEqualTo("only 5 s of history: too short to tell sudden from gradual");
+    assertThat(HotspotReport.trend(sudden)).startsWith("sudden: its share of the table's requests jumped from 15% to 60% within 10 s, 40 s ago");
+    assertThat(HotspotReport.trend(gradual)).startsWith("gradual: its share of the table's requests rose from 12% to 58% over 120 s");
+    assertThat(HotspotReport.trend(flat)).startsWith("steady: 40% of its table's requests 120 s ago, 40% now");
+    assertThat(HotspotReport.trend(new double[5])).isEqualTo("only 5 s of history: too short to tell sudden from gradual");
   }
 
-  private static Hotspots.Shard shard(long number, double reads, double writes, double timesAverage, List<Hotspots.Key> keys) {
-    return new Hotspots.Shard("t", number, "n1", reads, writes, timesAverage, keys, "hashrange", 0, 0, 0, "", new double[0]);
+  private static HotspotReport.Shard shard(long number, double reads, double writes, double timesAverage, List<HotspotReport.Key> keys) {
+    return new HotspotReport.Shard("t", number, "n1", reads, writes, timesAverage, keys, "hashrange", 0, 0, 0, "", new double[0]);
   }
 
   private static String run(String... args) {
@@ -138,12 +140,12 @@ class HotspotsTest {
 
   @Test
   void aHotShardWithoutADominantKeyIsToSplitAndAnEvenTableHasNoHotspot() {
-    Hotspots.Shard hot = shard(1, 900, 100, 3.0, List.of(new Hotspots.Key("a", 0.1, 0.05, 0.1)));
-    Hotspots.Shard cool = shard(2, 100, 0, 0.5, List.of());
-    assertThat(Hotspots.findings(List.of(hot, cool))).singleElement().asString()
+    HotspotReport.Shard hot = shard(1, 900, 100, 3.0, List.of(new HotspotReport.Key("a", 0.1, 0.05, 0.1)));
+    HotspotReport.Shard cool = shard(2, 100, 0, 0.5, List.of());
+    assertThat(HotspotReport.findings(List.of(hot, cool))).singleElement().asString()
         .startsWith("t/1 is 3.0× its table's average shard (1,000 requests/s; only 0 s of history").contains("split the shard by load");
-    Hotspots.Shard writeHot = shard(3, 0, 1000, 4.0, List.of(new Hotspots.Key("counter", 0.9, 0.8, 1.0)));
-    assertThat(Hotspots.findings(List.of(writeHot))).singleElement().asString().contains("'counter'").contains("write-hot").contains("salt");
-    assertThat(Hotspots.findings(List.of(cool))).singleElement().asString().startsWith("no hotspot: the busiest shard is 0.5×");
+    HotspotReport.Shard writeHot = shard(3, 0, 1000, 4.0, List.of(new HotspotReport.Key("counter", 0.9, 0.8, 1.0)));
+    assertThat(HotspotReport.findings(List.of(writeHot))).singleElement().asString().contains("'counter'").contains("write-hot").contains("salt");
+    assertThat(HotspotReport.findings(List.of(cool))).singleElement().asString().startsWith("no hotspot: the busiest shard is 0.5×");
   }
 }

@@ -65,6 +65,13 @@ final class ClusterWatch {
   /** One reading of a shard's counters, at its owner. */
   private record Reading(String owner, long reads, long writes, long at, double readRate, double writeRate) {}
 
+  /** Seconds of each shard's rates a poll asks for: enough for the sudden / gradual / steady call (three 10 s windows and more). */
+  private static final int TREND_SECONDS = 60;
+
+  /** The previous poll's answers and when they were taken: hotspots are found between two polls. */
+  private List<NodeStatsResponse> lastAnswers;
+  private long lastAnswersAt;
+
   ClusterWatch(Coordinator coordinator, Peers peers, LongSupplier nanos) {
     this.coordinator = coordinator;
     this.peers = peers;
@@ -126,7 +133,22 @@ final class ClusterWatch {
     Optional<String> leader = records.leader();
 
     boolean readSizes = sizesAt == Long.MIN_VALUE || now - sizesAt > SIZES_NANOS;
-    NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), readSizes, HOT_KEYS, NODE_DEADLINE);
+    NodeStatsPoll.Answers polled = NodeStatsPoll.ask(peers, live.values(), io.shardwise.proto.v1.NodeStatsRequest.newBuilder()
+        .setSkipSizes(!readSizes).setHotKeys(HOT_KEYS).setHistorySeconds(TREND_SECONDS).build(), NODE_DEADLINE);
+    // Hotspots as `shardwise hotspots` finds them, between this poll and the one before.
+    Map<String, io.shardwise.server.hot.HotspotReport.Shard> hot = new HashMap<>();
+    List<String> findings = List.of();
+    if (lastAnswers != null && now > lastAnswersAt) {
+      Map<String, io.shardwise.server.hot.HotspotReport.TableShape> shapes = new HashMap<>();
+      map.tables().values().forEach(t -> shapes.put(t.name(), new io.shardwise.server.hot.HotspotReport.TableShape(t.shards().size(),
+          t.layout().strategy().name().toLowerCase(java.util.Locale.ROOT))));
+      List<io.shardwise.server.hot.HotspotReport.Shard> report = io.shardwise.server.hot.HotspotReport.shards(lastAnswers, polled.answers(),
+          shapes, (now - lastAnswersAt) / 1e9);
+      report.forEach(h -> hot.put(h.name(), h));
+      findings = io.shardwise.server.hot.HotspotReport.findings(report);
+    }
+    lastAnswers = polled.answers();
+    lastAnswersAt = now;
     Map<String, ArrayNode> hotKeys = new java.util.HashMap<>();
     Set<String> unreachable = polled.unreachable();
     Map<String, long[]> trash = new java.util.HashMap<>();
@@ -224,6 +246,15 @@ final class ClusterWatch {
             .put("readsPerSecond", round(readRate)).put("writesPerSecond", round(writeRate))
             .put("requestsPerSecond", round(readRate + writeRate))
             .set("hotKeys", current ? hotKeys.getOrDefault(key, JSON.createArrayNode()) : JSON.createArrayNode());
+        io.shardwise.server.hot.HotspotReport.Shard h = hot.get(key);
+        if (current && h != null && h.timesAverage() >= io.shardwise.server.hot.HotspotReport.HOT) {
+          // A hot shard: its share of its table's requests per second (the page draws it), and how it got there.
+          so.put("timesTableAverage", round(h.timesAverage())).put("trend", io.shardwise.server.hot.HotspotReport.trend(h.shareHistory()));
+          ArrayNode shares = so.putArray("shareHistory");
+          for (double share : h.shareHistory()) {
+            shares.add(round(share, 3));
+          }
+        }
         largestBytes = Math.max(largestBytes, size[1]);
         busiest = Math.max(busiest, readRate + writeRate);
         double[] n = perNode.computeIfAbsent(s.owner(), id -> new double[5]);
@@ -295,6 +326,8 @@ final class ClusterWatch {
     }
     root.set("tableList", tables);
     root.set("shardList", shards);
+    ArrayNode findingList = root.putArray("hotspotFindings");
+    findings.forEach(findingList::add);
     root.set("replicationList", replication);
     root.put("replicationIssues", replicationIssues);
 

@@ -266,6 +266,10 @@ class ConsoleBrowserTest {
         By isolate = By.cssSelector("#hot button.remedy-isolate[data-key='c-7']");
         browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(isolate));
         assertThat(browser.attribute(isolate, "title")).contains("'c-7' takes at least").contains("isolate it");
+        // The findings name the hot shard, how it got hot and the remedy; its row draws its share over the last minute.
+        browser.waiting(Duration.ofSeconds(20)).until(d -> d.findElement(By.id("findings")).getText().contains("one key, 'c-7'"));
+        assertThat(browser.text(By.id("findings"))).contains("read-hot").contains("shardwise hotspots fix celebs 'c-7'");
+        assertThat(browser.driver.findElements(By.cssSelector("#hot tbody tr td.trend svg.sparkline polyline"))).isNotEmpty();
         browser.waiting(Duration.ofSeconds(10)).until(d -> {
           d.findElement(isolate).click();
           return true;

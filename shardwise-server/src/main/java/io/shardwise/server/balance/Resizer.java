@@ -136,7 +136,7 @@ final class Resizer {
     unsplittable.removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     refusals.keySet().removeIf(id -> map.table(id.table()).flatMap(t -> t.shard(id.number())).isEmpty());
     int seconds = Math.max(RebalanceRecords.splitRpsSeconds(settings), RebalanceRecords.mergeSeconds(settings));
-    List<SaltedKey> salted = Salting.list(coordinator, "");
+    List<SaltedKey> salted = Salting.list(coordinator, map, "");
     // A salted key's sub-keys are counted where they are among their shards' hot keys: ask for all of them then.
     NodeStatsRequest request = NodeStatsRequest.newBuilder().setSkipSizes(true).setHistorySeconds(seconds).setLoadSplits(true)
         .setHotKeys(salted.isEmpty() ? 1 : io.shardwise.server.hot.ShardHeat.KEYS_PER_SHARD).build();

@@ -86,13 +86,15 @@ public final class Salting {
 
   /** Every salted key (and every one being promoted or demoted), of {@code table} or, if empty, of every table. */
   public List<SaltedKey> list(String table) {
-    return list(coordinator, table);
+    return list(coordinator, coordinator.readMap().map(), table);
   }
 
-  /** {@link #list(String)}, read from {@code coordinator} (a node answering clients needs no more). */
-  public static List<SaltedKey> list(Coordinator coordinator, String table) {
+  /**
+   * {@link #list(String)}, read from {@code coordinator}, leaving out the keys of tables not in
+   * {@code map} (dropped): a node answering clients passes the map it has applied.
+   */
+  public static List<SaltedKey> list(Coordinator coordinator, ShardMap map, String table) {
     List<SaltedKey> out = new ArrayList<>();
-    ShardMap map = coordinator.readMap().map();
     for (String tableId : coordinator.children(ROOT)) {
       for (String name : coordinator.children(ROOT + "/" + tableId)) {
         coordinator.read(ROOT + "/" + tableId + "/" + name).map(r -> parse(r.data()))

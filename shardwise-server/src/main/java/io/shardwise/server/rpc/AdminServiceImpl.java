@@ -85,7 +85,7 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
   public void saltedKeys(io.shardwise.proto.v1.SaltedKeysRequest request,
       StreamObserver<io.shardwise.proto.v1.SaltedKeysResponse> out) {
     DataServiceImpl.respond(out, () -> io.shardwise.proto.v1.SaltedKeysResponse.newBuilder()
-        .addAllKeys(io.shardwise.server.hot.Salting.list(ctx.coordinator(), request.getTable())).build());
+        .addAllKeys(io.shardwise.server.hot.Salting.list(ctx.coordinator(), ctx.map().current(), request.getTable())).build());
   }
 
   private TrashAdmin requireTrash() {

@@ -1,4 +1,4 @@
-package io.shardwise.cli;
+package io.shardwise.server.hot;
 
 import io.shardwise.core.key.ByteStrings;
 import io.shardwise.proto.v1.HotKey;
@@ -12,51 +12,52 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * What {@code shardwise hotspots} finds in two readings of every node's shard counters (and, in the
- * second, each shard's hot keys): each shard's requests per second and how many times its table's
- * average shard that is, the keys that take the largest shares of a hot shard's sampled requests,
- * and one finding per hot shard with the remedy that fits it.
+ * What two readings of every node's shard counters (and, in the second, each shard's hot keys and
+ * rate history) say about hotspots — for {@code shardwise hotspots} and the console alike: each
+ * shard's requests per second and how many times its table's average shard that is, the keys that
+ * take the largest shares of a hot shard's sampled requests, how its share got there (sudden,
+ * gradual, steady), and one finding per hot shard with the remedy that fits it.
  */
-final class Hotspots {
+public final class HotspotReport {
 
-  private Hotspots() {}
+  private HotspotReport() {}
 
   /** A shard this hot (times its table's average shard) is a hotspot. */
-  static final double HOT = 2.0;
+  public static final double HOT = 2.0;
 
   /** A key taking at least this share of a hot shard's requests (guaranteed, not estimated) makes it a hot-key finding. */
-  static final double ONE_KEY = 0.5;
+  public static final double ONE_KEY = 0.5;
 
   /** One key of a shard: its share of the shard's sampled requests (at least {@code guaranteedShare}) and its mix. */
-  record Key(String key, double share, double guaranteedShare, double writeShare) {}
+  public record Key(String key, double share, double guaranteedShare, double writeShare) {}
 
   /** Sampled writes before a shard's keys may be called monotonic. */
-  static final long MONOTONIC_MIN_WRITES = 20;
+  public static final long MONOTONIC_MIN_WRITES = 20;
 
   /** The share of a shard's sampled writes that set a new highest key, from which its key is monotonic. */
-  static final double MONOTONIC = 0.8;
+  public static final double MONOTONIC = 0.8;
 
   /** What the findings need to know of a table. */
-  record TableShape(int shards, String strategy) {}
+  public record TableShape(int shards, String strategy) {}
 
   /**
    * One shard over the interval. {@code writeShareOfTable}: its share of its table's writes;
    * {@code risingShare}: of its sampled writes, the share that wrote a partition key above every
    * one before ({@code highestKey}).
    */
-  record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys,
+  public record Shard(String table, long number, String owner, double readsPerSecond, double writesPerSecond, double timesAverage, List<Key> keys,
       String strategy, double writeShareOfTable, long sampledWrites, double risingShare, String highestKey, double[] shareHistory) {
-    double requestsPerSecond() {
+    public double requestsPerSecond() {
       return readsPerSecond + writesPerSecond;
     }
 
-    String name() {
+    public String name() {
       return table + "/" + number;
     }
   }
 
   /** The shards by requests per second, busiest first. */
-  static List<Shard> shards(List<NodeStatsResponse> first, List<NodeStatsResponse> second, Map<String, TableShape> tables,
+  public static List<Shard> shards(List<NodeStatsResponse> first, List<NodeStatsResponse> second, Map<String, TableShape> tables,
       double seconds) {
     Map<String, ShardInfo> before = new HashMap<>();
     first.forEach(r -> r.getShardsList().forEach(s -> before.put(s.getTable() + "/" + s.getNumber(), s)));
@@ -106,7 +107,7 @@ final class Hotspots {
   }
 
   /** Seconds of history asked of each node. */
-  static final int HISTORY_SECONDS = 180;
+  public static final int HISTORY_SECONDS = 180;
 
   /** The shard's share of its table's requests, per second, oldest first (seconds the table had no request are left out). */
   private static double[] shareHistory(ShardInfo s, double[] table) {
@@ -123,7 +124,7 @@ final class Hotspots {
   }
 
   /** Seconds per window when telling sudden from gradual. */
-  static final int WINDOW = 10;
+  public static final int WINDOW = 10;
 
   /**
    * How a shard's share of its table's requests got where it is, from its per-second history
@@ -131,7 +132,7 @@ final class Hotspots {
    * windows (one key turned hot), <b>gradual</b> when it rose over the whole history (a monotonic
    * key, a growing tenant), or <b>steady</b>.
    */
-  static String trend(double[] shares) {
+  public static String trend(double[] shares) {
     int n = shares.length;
     if (n < 3 * WINDOW) {
       return String.format(Locale.ROOT, "only %d s of history: too short to tell sudden from gradual", n);
@@ -167,7 +168,7 @@ final class Hotspots {
   }
 
   /** One line per hot shard: what it is and what would fix it; or why there is nothing to fix. */
-  static List<String> findings(List<Shard> shards) {
+  public static List<String> findings(List<Shard> shards) {
     List<String> out = new ArrayList<>();
     for (Shard s : shards) {
       // A monotonic key on a range table: every insert lands on the shard holding the top of the key space.
