@@ -121,9 +121,12 @@ final class BenchCommand implements Callable<Integer> {
       "node-loss: (--replicas 2 or more, --nodes above it) a node holding replicas stops for good; the balancer's leader fails its",
       "shards over and rebuilds its replicas on the others (absence grace 1 s); 'during' ends when every shard is whole and in sync again;",
       "isolate: the hottest key gets a shard of its own on the least-loaded node (shardwise hotspots fix --approve);",
-      "salt: the hottest key, a counter (--workload k), is salted into 2 sub-keys per node (shardwise hotspots salt).",
+      "salt: the hottest key, a counter (--workload k), is salted into --salt-fanout sub-keys (shardwise hotspots salt).",
       "Each phase reports how evenly requests spread over shards and nodes."})
   String during;
+
+  @Option(names = "--salt-fanout", paramLabel = "N", description = "--during salt: sub-keys, 2 to 64. Default: as the balancer salts (4 per node).")
+  Integer saltFanout;
 
   @Option(names = "--hot-key-sampling", paramLabel = "ON_OFF", defaultValue = "on",
       description = "--dev: on, or off to measure what sampling hot keys costs the request path (nothing is hot then). Default: ${DEFAULT-VALUE}.")
@@ -178,6 +181,12 @@ final class BenchCommand implements Callable<Integer> {
     if (rebalance && during.equals("salt") && (!w.counters() || !strategy.equals("hashrange"))) {
       throw new IllegalArgumentException("--during salt needs --workload k (counters: only a counter is salted) and --strategy hashrange"
           + " (a range table keeps a key's sub-keys beside it)");
+    }
+    if (saltFanout != null && (!remedy || !during.equals("salt"))) {
+      throw new IllegalArgumentException("--salt-fanout is for --during salt");
+    }
+    if (saltFanout != null) {
+      TableCommand.inRange("--salt-fanout", saltFanout, 2, io.shardwise.core.key.Counters.MAX_FANOUT);
     }
     if (!strategy.equals("range") && !strategy.equals("hashrange")) {
       throw new IllegalArgumentException("--strategy must be range or hashrange, not '" + strategy + "'");
@@ -287,7 +296,7 @@ final class BenchCommand implements Callable<Integer> {
               result = bench.run(target, load, splitDriver::phase, listener);
               rebalanceReport = splitDriver.report(result);
             } else if (remedy) {
-              RemedyDriver driver = new RemedyDriver(during, coordinator, peers, table, options);
+              RemedyDriver driver = new RemedyDriver(during, coordinator, peers, table, options, saltFanout);
               driver.start();
               result = bench.run(target, load, driver::phase, listener);
               rebalanceReport = driver.report(result);
@@ -513,7 +522,7 @@ final class BenchCommand implements Callable<Integer> {
    * Cuts a run into before / during / after a hotspot remedy: a third of the way in, the hottest
    * partition key of the table (the top hot key of its busiest shard, as the nodes sample them) is
    * isolated in a shard of its own on the least-loaded node (an approved plan, run to its end), or,
-   * for counters, salted into two sub-keys per node. Each phase reports the spread of requests over
+   * for counters, salted into {@code --salt-fanout} sub-keys. Each phase reports the spread of requests over
    * shards and nodes.
    */
   private static final class RemedyDriver extends PhaseDriver {
@@ -522,10 +531,12 @@ final class BenchCommand implements Callable<Integer> {
     private final Peers peers;
     private final String table;
     private final ObjectNode facts = Output.object();
+    private final Integer fanout;
 
-    RemedyDriver(String kind, Coordinator coordinator, Peers peers, String table, Bench.Options options) {
+    RemedyDriver(String kind, Coordinator coordinator, Peers peers, String table, Bench.Options options, Integer fanout) {
       super("bench-" + kind, options);
       this.kind = kind;
+      this.fanout = fanout;
       this.coordinator = coordinator;
       this.peers = peers;
       this.table = table;
@@ -553,9 +564,9 @@ final class BenchCommand implements Callable<Integer> {
       enterDuring();
       long started = System.nanoTime();
       if (kind.equals("salt")) {
-        int fanout = Math.min(io.shardwise.core.key.Counters.MAX_FANOUT, 2 * coordinator.liveNodesNow().size());
-        new io.shardwise.server.hot.Salting(coordinator, peers).promote(table, io.shardwise.core.key.Key.of(key), fanout, "bench: --during salt");
-        facts.put("fanout", fanout);
+        int n = fanout != null ? fanout : io.shardwise.server.hot.Salting.defaultFanout(coordinator.liveNodesNow().size());
+        new io.shardwise.server.hot.Salting(coordinator, peers).promote(table, io.shardwise.core.key.Key.of(key), n, "bench: --during salt");
+        facts.put("fanout", n);
       } else {
         Rebalancing rebalancing = new Rebalancing(coordinator);
         PlanRecord p = rebalancing.isolate(peers, table, key, java.util.Optional.empty(), true);

@@ -212,14 +212,16 @@ final class HotspotsCommand implements Callable<Integer> {
     @Mixin RebalanceCommand.Zk zk;
     @Mixin SaltedKeyArgs args;
 
-    @Option(names = "--fanout", paramLabel = "N", defaultValue = "8", description = "Sub-keys, 2 to 64. Default: ${DEFAULT-VALUE}.")
-    int fanout;
+    @Option(names = "--fanout", paramLabel = "N", description = "Sub-keys, 2 to 64. Default: as the balancer salts, 4 per live node.")
+    Integer fanout;
 
     @Override
     public Integer call() {
       io.shardwise.proto.v1.SaltedKey k;
       try (Peers peers = new Peers(16 << 20)) {
-        k = new io.shardwise.server.hot.Salting(ClusterOptions.coordinator(zk.zk), peers).promote(args.table, args.key(), fanout,
+        Coordinator c = ClusterOptions.coordinator(zk.zk);
+        int n = fanout != null ? fanout : io.shardwise.server.hot.Salting.defaultFanout(c.liveNodesNow().size());
+        k = new io.shardwise.server.hot.Salting(c, peers).promote(args.table, args.key(), n,
             "operator: shardwise hotspots salt");
       }
       spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is %s (generation %d): each write now goes to one of them,"

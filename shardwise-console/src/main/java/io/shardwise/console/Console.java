@@ -125,7 +125,7 @@ public final class Console implements AutoCloseable {
     app.post("/api/v1/hotspots/salt", ctx -> {
       int nodes = coordinator.liveNodesNow().size();
       String fanout = ctx.formParam("fanout");
-      int n = fanout == null || fanout.isEmpty() ? Math.max(2, Math.min(io.shardwise.core.key.Counters.MAX_FANOUT, 2 * nodes))
+      int n = fanout == null || fanout.isEmpty() ? io.shardwise.server.hot.Salting.defaultFanout(nodes)
           : parseInt("fanout", fanout);
       var salted = new io.shardwise.server.hot.Salting(coordinator, peers).promote(requiredForm(ctx, "table"),
           io.shardwise.core.key.Key.of(hotKey(ctx)), n, "operator: console");

@@ -246,7 +246,7 @@ class ConsoleApiTest {
       Reply salted = post("/api/v1/hotspots/salt", query(Map.of("table", "counters", "key", likes)));
       assertThat(salted.status()).as(salted.body().toString()).isEqualTo(200);
       assertThat(salted.body().get("state").asText()).isEqualTo("salted");
-      assertThat(salted.body().get("fanout").asInt()).isEqualTo(2 * cluster.size());
+      assertThat(salted.body().get("fanout").asInt()).isEqualTo(io.shardwise.server.hot.Salting.SUB_KEYS_PER_NODE * cluster.size());
       long before = client.counter("counters", Key.of("likes"));
       client.increment("counters", Key.of("likes"), 5);
       assertThat(client.counter("counters", Key.of("likes"))).isEqualTo(before + 5);

@@ -96,7 +96,8 @@ class SaltPolicyTest {
     // Read-hot (a counter read far more than it is written): isolated too, since salting would multiply its reads.
     assertThat(propose(map, stats(map, 4_000, Map.of(LIKES, hot(LIKES, 900, 800, 100, 0))), List.of(), 0, refusals))
         .singleElement().extracting(ResizeRecord::getKind).isEqualTo(ResizeRecord.Kind.ISOLATE);
-    assertThat(saltFanout(100, 1_000, 2)).as("at least one sub-key per node").isEqualTo(2);
+    assertThat(saltFanout(100, 1_000, 2)).as("at least four sub-keys per node").isEqualTo(8);
+    assertThat(saltFanout(100, 1_000, 5)).isEqualTo(20);
     assertThat(saltFanout(1_000_000, 1_000, 2)).as("at most 64").isEqualTo(64);
   }
 
