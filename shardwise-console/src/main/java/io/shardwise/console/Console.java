@@ -204,15 +204,9 @@ public final class Console implements AutoCloseable {
 
   private static int intParam(Context ctx, String name, int fallback) {
     String value = ctx.queryParam(name);
-    if (value == null || value.isEmpty()) {
-      return fallback;
-    }
-    try {
-      return Integer.parseInt(value);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + " must be a whole number, not '" + value + "'", e);
-    }
+    return value == null || value.isEmpty() ? fallback : parseInt(name, value);
   }
+
 
   private static String orDefault(String value, String fallback) {
     return value == null || value.isEmpty() ? fallback : value;

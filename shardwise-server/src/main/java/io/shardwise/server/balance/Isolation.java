@@ -44,7 +44,7 @@ public final class Isolation {
   private Isolation() {}
 
   /** A key whose guaranteed share of its shard's sampled requests is at least this is isolated by the load policy. */
-  public static final double HOT_KEY_SHARE = 0.5;
+  public static final double HOT_KEY_SHARE = io.shardwise.server.hot.HotspotReport.ONE_KEY;
 
   /** The node label that reserves nodes for isolated hot keys: {@code role=hot}. */
   public static final String ROLE_LABEL = "role";

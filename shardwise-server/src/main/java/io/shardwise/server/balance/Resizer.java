@@ -317,9 +317,7 @@ final class Resizer {
       refusals.refused(a.id(), s.getLoadSplitRefusal());
       return null;
     }
-    boolean writeHotCounter = top.getWrites() >= SALT_WRITE_SHARE * (top.getReads() + top.getWrites())
-        && top.getIncrements() >= SALT_INCREMENT_SHARE * top.getWrites();
-    if (writeHotCounter && t.layout().strategy() != Strategy.RANGE && !Counters.isSubKey(key)) {
+    if (Salting.saltable(t, top)) {
       if (salted.stream().anyMatch(k -> k.getTableId() == t.id() && java.util.Arrays.equals(k.getKey().getPartitionKey().toByteArray(), key)
           && k.getKey().getSortKey().isEmpty())) {
         refusals.refused(a.id(), "its hot key is salted already; what is left is increments from clients that have not refreshed yet");
@@ -346,12 +344,6 @@ final class Resizer {
       return null;
     }
   }
-
-  /** A hot key whose writes are at least this share of its requests is write-hot. */
-  static final double SALT_WRITE_SHARE = 0.5;
-
-  /** A write-hot key whose writes are at least this share increments is a counter to salt rather than isolate. */
-  static final double SALT_INCREMENT_SHARE = 0.9;
 
   /**
    * The salted keys of tables that are not manual, salted for at least the merge window, whose

@@ -69,6 +69,24 @@ public final class Salting {
     this.peers = peers;
   }
 
+  /** A hot key whose writes are at least this share of its requests is write-hot. */
+  static final double WRITE_HOT_SHARE = 0.5;
+
+  /** A write-hot key whose writes are at least this share increments is a counter to salt rather than isolate. */
+  static final double INCREMENT_SHARE = 0.9;
+
+  /**
+   * Whether salting is the remedy for hot key {@code k} of table {@code t} (the balancer's load
+   * policy and the console's button both ask): a write-hot counter (writes at least half of its
+   * sampled requests, nearly all of them increments) on a table placed by hash, and not a sub-key
+   * itself. Anything else hot is isolated.
+   */
+  public static boolean saltable(Table t, io.shardwise.proto.v1.HotKey k) {
+    return k.getWrites() > 0 && k.getWrites() >= WRITE_HOT_SHARE * (k.getReads() + k.getWrites())
+        && k.getIncrements() >= INCREMENT_SHARE * k.getWrites()
+        && t.layout().strategy() != io.shardwise.core.partition.Strategy.RANGE && !Counters.isSubKey(k.getKey().toByteArray());
+  }
+
   /** Each sub-key of a key salted by the load policy takes at most this share of the split rate. */
   static final double SUB_KEY_SHARE_OF_SPLIT_RATE = 0.5;
 
@@ -226,11 +244,6 @@ public final class Salting {
     coordinator.delete(path(entry.getTableId(), key));
     LOG.info("demoted salted key '{}' of {} (generation {}): {} sub-keys folded into it, {} in all from them ({})", display(key),
         entry.getTable(), generation, entry.getFanout(), folded, entry.getWhy());
-  }
-
-  /** Runs every promotion and demotion a controller left half done to its end; returns how many. */
-  public int resume() {
-    return resume(Long.MAX_VALUE, 0);
   }
 
   /**
