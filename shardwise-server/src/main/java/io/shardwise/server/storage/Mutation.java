@@ -35,9 +35,16 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
     return new Mutation(shard, key, null, ANY, null, java.util.Objects.requireNonNull(transform, "transform"));
   }
 
-  /** The value this write stores, given the key's live value ({@code null} if absent): null for a delete. */
-  public byte[] valueGiven(byte[] live) {
-    return transform == null ? value : transform.apply(live);
+  /**
+   * The value this write stores (null for a delete), given the key's stored value {@code raw} and
+   * where its bytes start ({@code raw} null or {@code live} false: absent). Only a transform reads
+   * (and copies) the stored bytes: a plain put costs nothing more.
+   */
+  public byte[] valueGiven(byte[] raw, boolean live, int valueOffset) {
+    if (transform == null) {
+      return value;
+    }
+    return transform.apply(live ? java.util.Arrays.copyOfRange(raw, valueOffset, raw.length) : null);
   }
 
   public Mutation {

@@ -413,7 +413,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
         throw new VersionMismatchException(m.expectedVersion(), current);
       }
-      byte[] value = m.valueGiven(live ? Arrays.copyOfRange(raw, HEADER, raw.length) : null);
+      byte[] value = m.valueGiven(raw, live, HEADER);
       if (value == null && !live) {
         versions[i] = 0; // deleting an absent key writes nothing
       } else {

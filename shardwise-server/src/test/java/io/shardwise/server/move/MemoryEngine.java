@@ -105,7 +105,7 @@ public final class MemoryEngine implements ShardEngine {
       if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
         throw new VersionMismatchException(m.expectedVersion(), current);
       }
-      byte[] value = m.valueGiven(live ? java.util.Arrays.copyOfRange(raw, HEADER, raw.length) : null);
+      byte[] value = m.valueGiven(raw, live, HEADER);
       if (value == null && !live) {
         versions[i] = 0;
       } else {
