@@ -17,8 +17,8 @@ import java.time.Duration;
  */
 public final class ClusterTraffic {
 
-  /** Requests per shard ("table/number") and the node that served them. */
-  public record Reading(Map<String, Long> perShard, Map<String, String> owner) {}
+  /** Requests per shard ("table/number") and the node that served them; every node that answered (those without a shard of the table too). */
+  public record Reading(Map<String, Long> perShard, Map<String, String> owner, java.util.Set<String> nodes) {}
 
   /** Requests per shard and per node between two readings, with their peak-to-average. */
   public record Spread(Map<String, Long> perShard, Map<String, Long> perNode) {
@@ -52,7 +52,9 @@ public final class ClusterTraffic {
   public static Reading read(Peers peers, Collection<NodeInfo> nodes, String table, boolean writesOnly) {
     Map<String, Long> perShard = new TreeMap<>();
     Map<String, String> owner = new TreeMap<>();
+    java.util.Set<String> answered = new java.util.TreeSet<>();
     for (NodeStatsResponse stats : NodeStatsPoll.ask(peers, nodes, false, Duration.ofSeconds(5)).answers()) {
+      answered.add(stats.getNode());
       for (ShardInfo s : stats.getShardsList()) {
         if (s.getTable().equals(table)) {
           String key = s.getTable() + "/" + s.getNumber();
@@ -61,16 +63,18 @@ public final class ClusterTraffic {
         }
       }
     }
-    return new Reading(perShard, owner);
+    return new Reading(perShard, owner, answered);
   }
 
   /**
    * What was served between two readings. A shard that changed owner in between (a move) counts
-   * what its new owner served.
+   * what its new owner served. A node that answered the later reading and served none of the
+   * table's requests counts 0 (so one busy shard of three nodes is 3× the average, not 1×).
    */
   public static Spread between(Reading before, Reading after) {
     Map<String, Long> perShard = new TreeMap<>();
     Map<String, Long> perNode = new TreeMap<>();
+    after.nodes().forEach(n -> perNode.put(n, 0L));
     after.perShard().forEach((shard, count) -> {
       boolean sameOwner = after.owner().get(shard).equals(before.owner().get(shard));
       long served = sameOwner ? count - before.perShard().getOrDefault(shard, 0L) : count;

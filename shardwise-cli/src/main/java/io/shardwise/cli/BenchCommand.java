@@ -136,6 +136,10 @@ final class BenchCommand implements Callable<Integer> {
       description = "--during split: the table's split size. Default: the loaded bytes / 16 (at least 64KiB), so it grows to 16 shards or more.")
   String splitSize;
 
+  @Option(names = "--split-rate", paramLabel = "RPS",
+      description = "--during split: the table's split rate (requests/s a shard may take before it splits by load). Default: the balancer's (2,500).")
+  Long splitRate;
+
   @Option(names = "--insert-order", paramLabel = "ORDER", defaultValue = "hashed",
       description = "hashed (YCSB's default: key names spread over the key space) or ordered (each insert's key above every one before: a monotonic key). Default: ${DEFAULT-VALUE}.")
   String insertOrder;
@@ -220,6 +224,9 @@ final class BenchCommand implements Callable<Integer> {
     if (splitBytes < 1) {
       throw new IllegalArgumentException("--split-size must be more than 0 bytes");
     }
+    if (splitRate != null && (!split || splitRate < 1)) {
+      throw new IllegalArgumentException(!split ? "--split-rate is for --during split" : "--split-rate must be at least 1 request/s, not " + splitRate);
+    }
     if (dev && (zk != null || router != null)) {
       throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
     }
@@ -267,7 +274,7 @@ final class BenchCommand implements Callable<Integer> {
             clientBuilder.readFromFollowers(followerStaleness);
           }
           ShardwiseClient benchClient = clientBuilder.build();
-          SplitDriver splitDriver = split ? new SplitDriver(coordinator, peers, table, splitBytes, options) : null;
+          SplitDriver splitDriver = split ? new SplitDriver(coordinator, peers, table, splitBytes, splitRate, options) : null;
           if (splitDriver != null) {
             splitDriver.prepare(); // the table does not split or move before the event
           }
@@ -774,6 +781,7 @@ final class BenchCommand implements Callable<Integer> {
     private final Peers peers;
     private final String table;
     private final long splitBytes;
+    private final Long splitRate;
     private final Duration third;
     private final Duration warmup;
     private final AtomicReference<String> phase = new AtomicReference<>("before");
@@ -782,11 +790,15 @@ final class BenchCommand implements Callable<Integer> {
     private final AtomicReference<double[]> lastShardWrites = new AtomicReference<>();
     private volatile long eventMillis;
 
-    SplitDriver(Coordinator coordinator, Peers peers, String table, long splitBytes, Bench.Options options) {
+    /** The table's requests per shard and node at the start of each phase and at the end (for the phases' spread). */
+    private final java.util.Map<String, ClusterTraffic.Reading> readings = new java.util.concurrent.ConcurrentHashMap<>();
+
+    SplitDriver(Coordinator coordinator, Peers peers, String table, long splitBytes, Long splitRate, Bench.Options options) {
       this.coordinator = coordinator;
       this.peers = peers;
       this.table = table;
       this.splitBytes = splitBytes;
+      this.splitRate = splitRate;
       this.third = options.duration().dividedBy(3);
       this.warmup = options.warmup();
     }
@@ -812,14 +824,22 @@ final class BenchCommand implements Callable<Integer> {
           boolean after = false;
           ClusterTraffic.Reading writesBefore = null;
           for (long now = start; now < end; now = System.currentTimeMillis()) {
+            if (!readings.containsKey("before") && now >= measureFrom) {
+              reading("before");
+            }
             if (!switched && now >= event) {
-              new RebalanceRecords(coordinator).updateSettings(s -> s.toBuilder().putTableModes(table, BalancerSettings.Mode.AUTO)
-                  .setAutoMaxFraction(1).putTableSplitBytes(table, splitBytes).removeTableSplitRps(table).build());
+              reading("during");
+              new RebalanceRecords(coordinator).updateSettings(s -> {
+                BalancerSettings.Builder b = s.toBuilder().putTableModes(table, BalancerSettings.Mode.AUTO).setAutoMaxFraction(1)
+                    .putTableSplitBytes(table, splitBytes).removeTableSplitRps(table);
+                return (splitRate == null ? b : b.putTableSplitRps(table, splitRate)).build();
+              });
               eventMillis = now;
               phase.set("during");
               switched = true;
             }
             if (!after && now >= during) {
+              reading("after");
               phase.set("after");
               after = true;
             }
@@ -831,6 +851,7 @@ final class BenchCommand implements Callable<Integer> {
             }
             Thread.sleep(250);
           }
+          reading("end");
           if (writesBefore != null) {
             lastShardWrites.set(lastShardShare(writesBefore, writes()));
           }
@@ -842,6 +863,14 @@ final class BenchCommand implements Callable<Integer> {
       }, "bench-split");
       t.setDaemon(true);
       t.start();
+    }
+
+    private void reading(String at) {
+      try {
+        readings.put(at, ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
+      } catch (RuntimeException e) {
+        // no spread for the phase
+      }
     }
 
     private ClusterTraffic.Reading writes() {
@@ -863,9 +892,19 @@ final class BenchCommand implements Callable<Integer> {
         o.put("error", failure.get().toString());
       }
       o.put("splitSizeBytes", splitBytes);
+      if (splitRate != null) {
+        o.put("splitRate", splitRate);
+      }
       for (Bench.Phase ph : result.phases()) {
-        o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
+        ObjectNode p = o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p50", ph.all().p50()).put("p99", ph.all().p99()).put("max", ph.all().max());
+        ClusterTraffic.Reading from = readings.get(ph.name());
+        ClusterTraffic.Reading to = readings.get(ph.name().equals("before") ? "during" : ph.name().equals("during") ? "after" : "end");
+        if (from != null && to != null) {
+          ClusterTraffic.Spread spread = ClusterTraffic.between(from, to);
+          p.put("shardPeakToAverage", BenchReport.round(spread.shardPeakToAverage()))
+              .put("nodePeakToAverage", BenchReport.round(spread.nodePeakToAverage()));
+        }
       }
       long splits = 0;
       long merges = 0;
@@ -913,9 +952,11 @@ final class BenchCommand implements Callable<Integer> {
       for (String ph : List.of("before", "during", "after")) {
         if (r.has(ph)) {
           var p = r.get(ph);
-          out.printf(Locale.ROOT, "  %-7s %6.1f s %,10.0f ops/s  p50 %s ms  p99 %s ms  max %s ms%n", ph, p.get("seconds").asDouble(),
+          out.printf(Locale.ROOT, "  %-7s %6.1f s %,10.0f ops/s  p50 %s ms  p99 %s ms  max %s ms%s%n", ph, p.get("seconds").asDouble(),
               p.get("throughput").asDouble(), BenchReport.ms(p.get("p50").asDouble()), BenchReport.ms(p.get("p99").asDouble()),
-              BenchReport.ms(p.get("max").asDouble()));
+              BenchReport.ms(p.get("max").asDouble()), p.has("nodePeakToAverage") ? String.format(Locale.ROOT,
+                  "  busiest node %.2f× the average, busiest shard %.2f×", p.path("nodePeakToAverage").asDouble(),
+                  p.path("shardPeakToAverage").asDouble()) : "");
         }
       }
       List<String> over = new ArrayList<>();

@@ -203,10 +203,10 @@ final class HotspotsCommand implements Callable<Integer> {
   }
 
   @Command(name = "salt", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Salt a write-hot counter (kv incr) into N sub-keys on other shards.",
-          "Increments go to one sub-key at random and reads add them up: writes to the key are divided by N, reads of it",
+      description = {"Salt a write-hot counter (kv incr) or list (kv append) into N sub-keys on other shards.",
+          "Increments (appends) go to one sub-key at random and reads merge them: writes to the key are divided by N, reads of it",
           "multiplied by N+1. Tables placed by hash only (a range table keeps the sub-keys beside the key: isolate it instead).",
-          "'hotspots unsalt' undoes it; no increment is lost or counted twice either way."})
+          "The key's value says whether it is a list. 'hotspots unsalt' undoes it; no write is lost or counted twice either way."})
   static final class Salt implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin RebalanceCommand.Zk zk;
@@ -224,15 +224,15 @@ final class HotspotsCommand implements Callable<Integer> {
         k = new io.shardwise.server.hot.Salting(c, peers).promote(args.table, args.key(), n,
             "operator: shardwise hotspots salt");
       }
-      spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is %s (generation %d): each write now goes to one of them,"
-          + " each read reads %d keys%n", args.key, args.table, io.shardwise.server.hot.Salting.describe(k), k.getGeneration(),
-          k.getFanout() + 1);
+      spec.commandLine().getOut().printf(Locale.ROOT, "%s '%s' of %s is %s (generation %d): each write now goes to one of them,"
+          + " each read reads %d keys%n", k.getList() ? "list" : "counter", args.key, args.table, io.shardwise.server.hot.Salting.describe(k),
+          k.getGeneration(), k.getFanout() + 1);
       return Main.EXIT_OK;
     }
   }
 
   @Command(name = "unsalt", mixinStandardHelpOptions = true,
-      description = {"Demote a salted counter: its sub-keys are sealed and folded back into the key, which is one counter again."})
+      description = {"Demote a salted counter or list: its sub-keys are sealed and folded back into the key, which is one value again."})
   static final class Unsalt implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin RebalanceCommand.Zk zk;
@@ -244,7 +244,7 @@ final class HotspotsCommand implements Callable<Integer> {
         new io.shardwise.server.hot.Salting(ClusterOptions.coordinator(zk.zk), peers).demote(args.table, args.key(),
             "operator: shardwise hotspots unsalt");
       }
-      spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is one counter again%n", args.key, args.table);
+      spec.commandLine().getOut().printf(Locale.ROOT, "key '%s' of %s is one value again%n", args.key, args.table);
       return Main.EXIT_OK;
     }
   }
@@ -268,7 +268,7 @@ final class HotspotsCommand implements Callable<Integer> {
         ArrayNode array = Output.JSON.createArrayNode();
         for (var k : keys) {
           array.addObject().put("table", k.getTable()).put("key", ValueFormat.escaped(k.getKey().getPartitionKey().toByteArray()))
-              .put("state", k.getState().name().toLowerCase(Locale.ROOT)).put("fanout", k.getFanout()).put("generation", k.getGeneration())
+              .put("kind", k.getList() ? "list" : "counter").put("state", k.getState().name().toLowerCase(Locale.ROOT)).put("fanout", k.getFanout()).put("generation", k.getGeneration())
               .put("sinceMillis", k.getSinceMillis()).put("why", k.getWhy());
         }
         Output.json(out, array);
@@ -280,11 +280,11 @@ final class HotspotsCommand implements Callable<Integer> {
       }
       List<List<String>> rows = new ArrayList<>();
       for (var k : keys) {
-        rows.add(List.of(k.getTable(), ValueFormat.escaped(k.getKey().getPartitionKey().toByteArray()),
+        rows.add(List.of(k.getTable(), ValueFormat.escaped(k.getKey().getPartitionKey().toByteArray()), k.getList() ? "list" : "counter",
             k.getState().name().toLowerCase(Locale.ROOT), Integer.toString(k.getFanout()), Integer.toString(k.getGeneration()),
             java.time.Instant.ofEpochMilli(k.getSinceMillis()).toString(), k.getWhy()));
       }
-      Output.table(out, List.of("TABLE", "KEY", "STATE", "SUB-KEYS", "GENERATION", "SINCE", "WHY"), rows);
+      Output.table(out, List.of("TABLE", "KEY", "KIND", "STATE", "SUB-KEYS", "GENERATION", "SINCE", "WHY"), rows);
       return Main.EXIT_OK;
     }
   }

@@ -25,7 +25,7 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code shardwise kv put|get|del|scan}: keys as UTF-8 text, values as text, hex, base64 or raw bytes. */
 @Command(name = "kv", mixinStandardHelpOptions = true, description = "Read and write keys (values as text, hex, base64 or raw bytes).",
     subcommands = {KvCommand.Put.class, KvCommand.Get.class, KvCommand.Del.class, KvCommand.Scan.class, KvCommand.Incr.class,
-        KvCommand.Counter.class})
+        KvCommand.Counter.class, KvCommand.Append.class, KvCommand.ListElements.class})
 final class KvCommand {
 
   static final class Common {
@@ -198,6 +198,63 @@ final class KvCommand {
         Output.json(out, Output.object().put("key", row.key).put("value", value));
       } else {
         out.println(value);
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "append", mixinStandardHelpOptions = true,
+      description = {"Append VALUE at the end of the list at KEY, atomically at its owner (absent: an empty list).",
+          "The owner stamps it; 'kv list' returns elements in stamp order. A salted list's append goes to one of its sub-keys.",
+          "A retry never appends twice."})
+  static final class Append implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Mixin Row row;
+    @Parameters(index = "2", paramLabel = "VALUE") String value;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text", description = "How VALUE is written: text (UTF-8), hex or base64. Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
+
+    @Override
+    public Integer call() {
+      byte[] bytes = format.parse(value);
+      common.cluster.connect().append(row.table, row.key(), bytes);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("key", row.key).put("appended", bytes.length));
+      } else {
+        out.println("ok, appended " + bytes.length + " bytes");
+      }
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true,
+      description = "Read the list at KEY (empty if absent), one element a line, in stamp order; a salted list merges its sub-keys'.")
+  static final class ListElements implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin Common common;
+    @Mixin Row row;
+
+    @Option(names = "--format", paramLabel = "F", defaultValue = "text",
+        description = "text (non-printable bytes escaped as \\xHH), hex or base64. Default: ${DEFAULT-VALUE}.")
+    ValueFormat format;
+
+    @Override
+    public Integer call() {
+      if (format == ValueFormat.raw) {
+        throw new IllegalArgumentException("--format raw would run the elements together: use text, hex or base64");
+      }
+      java.util.List<byte[]> elements = common.cluster.connect().list(row.table, row.key());
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        com.fasterxml.jackson.databind.node.ObjectNode json = Output.object().put("key", row.key).put("count", elements.size());
+        var array = json.putArray("elements");
+        elements.forEach(e -> array.add(format.render(e)));
+        Output.json(out, json);
+      } else {
+        elements.forEach(e -> out.println(format.render(e)));
       }
       return Main.EXIT_OK;
     }

@@ -866,7 +866,8 @@ final class RebalanceCommand {
                 + (r.getIsolateTo().isEmpty() ? "" : ", to " + r.getIsolateTo())
             : r.getKind() == ResizeRecord.Kind.SALT || r.getKind() == ResizeRecord.Kind.UNSALT ? "key "
                 + ValueFormat.escaped(r.getHotKey().toByteArray()) + ", " + r.getSaltFanout() + " sub-keys" : r.getBySize() ? "half its bytes"
-            : r.getHasAtHash() ? "hash " + Long.toUnsignedString(r.getAtHash()) : ValueFormat.escaped(r.getAtPartitionKey().toByteArray());
+            : (r.getHasAtHash() ? "hash " + Long.toUnsignedString(r.getAtHash()) : ValueFormat.escaped(r.getAtPartitionKey().toByteArray()))
+                + (r.getUpperTo().isEmpty() ? "" : ", upper half to " + r.getUpperTo());
         String result = r.getResultNumbersCount() == 0 ? "" : "-> " + String.join(",", r.getResultNumbersList().stream().map(String::valueOf).toList());
         rows.add(List.of(r.getKind().name().toLowerCase(Locale.ROOT), shard, r.getOwner(), io.shardwise.core.util.Bytes.human(r.getBytes()),
             Output.number(r.getRequestsPerSecond()), at, r.getState().name().toLowerCase(Locale.ROOT) + (result.isEmpty() ? "" : " " + result),

@@ -109,6 +109,18 @@ class MultiProcessIT {
     assertThat(new ObjectMapper().readTree(cli("kv", "get", "orders", "blob", "-o", "json").out()).get("value_base64").asText())
         .isEqualTo("/wD+QQ==");
     assertThat(cli("kv", "del", "orders", "blob").exit()).isZero();
+    // Counters and lists: merged at the owner, read back whole.
+    assertThat(cli("kv", "incr", "orders", "views", "5").exit()).isZero();
+    assertThat(cli("kv", "incr", "orders", "views", "-2").exit()).isZero();
+    assertThat(cli("kv", "counter", "orders", "views").out().strip()).isEqualTo("3");
+    assertThat(cli("kv", "append", "orders", "log", "created").exit()).isZero();
+    assertThat(cli("kv", "append", "orders", "log", "paid").exit()).isZero();
+    assertThat(cli("kv", "list", "orders", "log").out().lines()).containsExactly("created", "paid");
+    ServerProcesses.Result notAList = cli("kv", "append", "orders", "views", "x");
+    assertThat(notAList.exit()).as(notAList.err()).isNotZero();
+    assertThat(notAList.err()).contains("not a list");
+    assertThat(cli("kv", "del", "orders", "views").exit()).isZero();
+    assertThat(cli("kv", "del", "orders", "log").exit()).isZero();
 
     // Exit codes a script can tell apart (see Main): 3 not found, 4 conflict.
     ServerProcesses.Result missing = cli("kv", "get", "orders", "order-99");

@@ -12,6 +12,7 @@ import io.shardwise.proto.Channels;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.MapCodec;
 import io.shardwise.core.key.Counters;
+import io.shardwise.core.key.Lists;
 import io.shardwise.proto.v1.AdminServiceGrpc;
 import io.shardwise.proto.v1.BatchGetRequest;
 import io.shardwise.proto.v1.BatchGetResponse;
@@ -531,7 +532,7 @@ public final class ShardwiseClient implements AutoCloseable {
     }
   }
 
-  /** How many times an increment refused by a sealed sub-key is sent again (each time after asking for the salted keys). */
+  /** How many times an increment or append refused by a sealed sub-key is sent again (each time after asking for the salted keys). */
   private static final int MAX_SEALED_ROUNDS = 3;
 
   /**
@@ -544,6 +545,25 @@ public final class ShardwiseClient implements AutoCloseable {
    * @throws OutcomeUnknownException if the client cannot tell whether it was applied
    */
   public void increment(String table, Key key, long delta) {
+    merge(table, key, io.shardwise.proto.v1.CounterOp.newBuilder().setIncrement(delta).build());
+  }
+
+  /**
+   * Appends {@code element} at the end of the list at {@code key}, atomically at its owner (an
+   * absent key is an empty list). The owner stamps it (its clock, in microseconds, after the list's
+   * last stamp); {@link #list} returns elements in stamp order. A salted list's append goes to one
+   * of its sub-keys at random. A retried attempt is never applied twice.
+   *
+   * @throws ShardwiseException ({@code FAILED_PRECONDITION}) if the key holds a value that is not a
+   *     list; ({@code INVALID_ARGUMENT}) if the list would pass the value limit; nothing was written
+   * @throws OutcomeUnknownException if the client cannot tell whether it was applied
+   */
+  public void append(String table, Key key, byte[] element) {
+    merge(table, key, io.shardwise.proto.v1.CounterOp.newBuilder().setAppend(ByteString.copyFrom(element)).build());
+  }
+
+  /** An increment or an append: to a random sub-key of a salted key, else to the key; sent again (unapplied) if a sealed sub-key refuses it. */
+  private void merge(String table, Key key, io.shardwise.proto.v1.CounterOp op) {
     ByteString id = newRequestId();
     markWritten(table, key);
     try {
@@ -553,7 +573,7 @@ public final class ShardwiseClient implements AutoCloseable {
             .orElse(key);
         try {
           write(table, target, (t, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
-              .setKey(Protos.key(target)).setCounter(io.shardwise.proto.v1.CounterOp.newBuilder().setIncrement(delta)).build()));
+              .setKey(Protos.key(target)).setCounter(op).build()));
           return;
         } catch (CounterSealedException e) {
           if (round >= MAX_SEALED_ROUNDS) {
@@ -574,30 +594,59 @@ public final class ShardwiseClient implements AutoCloseable {
    */
   public long counter(String table, Key key) {
     try {
-      Counters.Value v = Counters.decode(batchGet(table, List.of(key)).get(0).map(Versioned::value).orElse(null));
+      byte[] stored = batchGet(table, List.of(key)).get(0).map(Versioned::value).orElse(null);
+      Counters.Value v = Counters.decode(stored);
       if (v instanceof Counters.Plain p) {
         return p.value();
       }
       if (!(v instanceof Counters.Salted s)) {
         throw new Counters.CounterException(Counters.Refusal.NOT_A_COUNTER, "the key is a salted key's sealed sub-key");
       }
-      List<Key> subKeys = new ArrayList<>();
-      List<Integer> indexes = new ArrayList<>();
-      for (int i = 0; i < s.fanout(); i++) {
-        if (!s.isFolded(i)) {
-          subKeys.add(Counters.subKey(key, s.generation(), i));
-          indexes.add(i);
-        }
-      }
-      byte[][] values = new byte[s.fanout()][];
-      List<Optional<Versioned>> read = subKeys.isEmpty() ? List.of() : batchGet(table, subKeys);
-      for (int j = 0; j < read.size(); j++) {
-        values[indexes.get(j)] = read.get(j).map(Versioned::value).orElse(null);
-      }
-      return Counters.merged(s, values);
+      return Counters.merged(s, unfoldedSubKeys(table, key, s.generation(), s.fanout(), s::isFolded));
     } catch (Counters.CounterException e) {
       throw new ShardwiseException(Status.Code.FAILED_PRECONDITION, e.getMessage());
     }
+  }
+
+  /**
+   * The list at {@code key} (empty if absent), in stamp order. For a salted list: its own elements
+   * and those of every sub-key it has not folded in yet, merged by stamp — each append acknowledged
+   * before this call is in it once, and any two reads agree on the order of the elements both return.
+   *
+   * @throws ShardwiseException ({@code FAILED_PRECONDITION}) if the key holds a value that is not a list
+   */
+  public List<byte[]> list(String table, Key key) {
+    try {
+      byte[] stored = batchGet(table, List.of(key)).get(0).map(Versioned::value).orElse(null);
+      Lists.Value v = Lists.decode(stored);
+      if (v instanceof Lists.Plain p) {
+        return Lists.values(p.elements());
+      }
+      if (!(v instanceof Lists.Salted s)) {
+        throw new Counters.CounterException(Counters.Refusal.NOT_A_LIST, "the key is a salted list's sealed sub-key");
+      }
+      return Lists.values(Lists.merged(s, unfoldedSubKeys(table, key, s.generation(), s.fanout(), s::isFolded)));
+    } catch (Counters.CounterException e) {
+      throw new ShardwiseException(Status.Code.FAILED_PRECONDITION, e.getMessage());
+    }
+  }
+
+  /** The stored values of a salted key's sub-keys it has not folded ({@code [i]}: sub-key i's, null if absent or folded). */
+  private byte[][] unfoldedSubKeys(String table, Key key, int generation, int fanout, java.util.function.IntPredicate folded) {
+    List<Key> subKeys = new ArrayList<>();
+    List<Integer> indexes = new ArrayList<>();
+    for (int i = 0; i < fanout; i++) {
+      if (!folded.test(i)) {
+        subKeys.add(Counters.subKey(key, generation, i));
+        indexes.add(i);
+      }
+    }
+    byte[][] values = new byte[fanout][];
+    List<Optional<Versioned>> read = subKeys.isEmpty() ? List.of() : batchGet(table, subKeys);
+    for (int j = 0; j < read.size(); j++) {
+      values[indexes.get(j)] = read.get(j).map(Versioned::value).orElse(null);
+    }
+    return values;
   }
 
   /** Deletes {@code key}; true if it existed. */
@@ -927,7 +976,7 @@ public final class ShardwiseClient implements AutoCloseable {
         if (code == ErrorInfo.Code.COUNTER_SEALED) {
           throw new CounterSealedException(e);
         }
-        if (code == ErrorInfo.Code.NOT_A_COUNTER) {
+        if (code == ErrorInfo.Code.NOT_A_COUNTER || code == ErrorInfo.Code.NOT_A_LIST) {
           throw new ShardwiseException(e);
         }
         // Without the server's error info, a failure may have come after the owner applied the

@@ -130,7 +130,7 @@ public final class Console implements AutoCloseable {
       var salted = new io.shardwise.server.hot.Salting(coordinator, peers).promote(requiredForm(ctx, "table"),
           io.shardwise.core.key.Key.of(hotKey(ctx)), n, "operator: console");
       json(ctx, JSON.createObjectNode().put("table", salted.getTable()).put("state", salted.getState().name().toLowerCase(java.util.Locale.ROOT))
-          .put("fanout", salted.getFanout()).put("generation", salted.getGeneration()));
+          .put("kind", salted.getList() ? "list" : "counter").put("fanout", salted.getFanout()).put("generation", salted.getGeneration()));
     });
 
     app.exception(IllegalArgumentException.class, (e, ctx) -> error(ctx, HttpStatus.BAD_REQUEST, e.getMessage()));

@@ -29,9 +29,9 @@ record HotRemedy(String kind, String finding) {
     String what = String.format(Locale.ROOT, "'%s' takes at least %.0f%% of %s/%d's requests (%.0f%% writes%s)",
         ByteStrings.toDisplay(key.getKey().toByteArray()), 100 * share, shard.getTable(), shard.getNumber(),
         requests == 0 ? 0 : 100.0 * key.getWrites() / requests,
-        key.getWrites() == 0 ? "" : String.format(Locale.ROOT, ", %.0f%% of them increments", 100.0 * key.getIncrements() / key.getWrites()));
+        key.getWrites() == 0 ? "" : String.format(Locale.ROOT, ", %.0f%% of them increments or appends", 100.0 * key.getMerges() / key.getWrites()));
     if (Salting.saltable(table, key)) {
-      return Optional.of(new HotRemedy("salt", what + ": a write-hot counter, nearly all increments; salting spreads them over sub-keys"));
+      return Optional.of(new HotRemedy("salt", what + ": a write-hot counter or list, nearly all increments or appends; salting spreads them over sub-keys"));
     }
     if (table.layout().splittable()) {
       return Optional.of(new HotRemedy("isolate", what + ": isolate it in a shard of its own on the least-loaded node"));

@@ -96,6 +96,10 @@ public final class PlanJson {
         } else {
           ro.put("atPartitionKey", new String(r.getAtPartitionKey().toByteArray(), java.nio.charset.StandardCharsets.UTF_8));
         }
+        if (r.getKind() == ResizeRecord.Kind.SPLIT && !r.getUpperTo().isEmpty()) {
+          ro.put("upperTo", r.getUpperTo()).put("upperRequestsPerSecond", r.getKeyRequestsPerSecond())
+              .put("fromRequestsPerSecond", r.getFromRequestsPerSecond()).put("toRequestsPerSecond", r.getToRequestsPerSecond());
+        }
         ArrayNode made = ro.putArray("resultShards");
         r.getResultNumbersList().forEach(made::add);
         if (!r.getError().isEmpty()) {

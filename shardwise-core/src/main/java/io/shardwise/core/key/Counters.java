@@ -43,11 +43,15 @@ public final class Counters {
   public enum Refusal {
     /** The key holds something other than the operation needs (not a counter, another generation). */
     NOT_A_COUNTER,
-    /** A sealed sub-key takes no increments: its key is being demoted; add to the key itself. */
-    SEALED
+    /** A sealed sub-key takes no increments or appends: its key is being demoted; write to the key itself. */
+    SEALED,
+    /** The key holds something other than a list ({@link Lists}), or a list of another generation. */
+    NOT_A_LIST,
+    /** The value would pass the value limit; nothing is written. */
+    TOO_LARGE
   }
 
-  /** A counter operation that cannot apply to the key's value; nothing is written. */
+  /** A counter or list operation that cannot apply to the key's value; nothing is written. */
   public static final class CounterException extends RuntimeException {
     private static final long serialVersionUID = 1L;
     private final Refusal refusal;
@@ -186,6 +190,11 @@ public final class Counters {
     byte[] pk = key.partitionKey();
     byte[] sub = ByteBuffer.allocate(pk.length + SUFFIX).put(pk).put(MARKER).putInt(generation).putShort((short) index).array();
     return Key.of(sub, key.sortKey());
+  }
+
+  /** The index of a sub-key ({@link #isSubKey} must hold). */
+  public static int subKeyIndex(byte[] partitionKey) {
+    return ByteBuffer.wrap(partitionKey, partitionKey.length - 2, 2).getShort() & 0xFFFF;
   }
 
   /** Whether {@code partitionKey} is a sub-key's (ends with the marker, a generation and an index). */

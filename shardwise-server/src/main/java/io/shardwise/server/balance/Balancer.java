@@ -404,7 +404,7 @@ public final class Balancer implements AutoCloseable {
       ResizeRecord y = b.get(i);
       if (x.getKind() != y.getKind() || x.getTableId() != y.getTableId() || x.getNumber() != y.getNumber()
           || x.getRightNumber() != y.getRightNumber() || !x.getHotKey().equals(y.getHotKey())
-          || !x.getIsolateTo().equals(y.getIsolateTo())) {
+          || !x.getIsolateTo().equals(y.getIsolateTo()) || !x.getUpperTo().equals(y.getUpperTo())) {
         return false;
       }
     }

@@ -223,7 +223,15 @@ public final class Isolation {
    * load now; else null. A hot node is taken even if it is busier: it is there for hot keys.
    */
   static NodeId leastLoaded(NodeId owner, double keyRate, Map<NodeId, NodeInfo> live, Set<NodeId> draining, Loads loads) {
-    boolean anyHot = live.values().stream().anyMatch(n -> HOT_ROLE.equals(n.getLabelsMap().get(ROLE_LABEL)));
+    return leastLoaded(owner, keyRate, live, draining, loads, true);
+  }
+
+  /**
+   * {@link #leastLoaded(NodeId, double, Map, Set, Loads)}; {@code hotKey} false: for load that is not
+   * a hot key (a split's half), so {@code role=hot} nodes are not preferred.
+   */
+  static NodeId leastLoaded(NodeId owner, double keyRate, Map<NodeId, NodeInfo> live, Set<NodeId> draining, Loads loads, boolean hotKey) {
+    boolean anyHot = hotKey && live.values().stream().anyMatch(n -> HOT_ROLE.equals(n.getLabelsMap().get(ROLE_LABEL)));
     Optional<NodeId> best = live.entrySet().stream()
         .filter(e -> !draining.contains(e.getKey()))
         .filter(e -> !anyHot || HOT_ROLE.equals(e.getValue().getLabelsMap().get(ROLE_LABEL)))

@@ -193,6 +193,7 @@ final class Resizer {
     List<Candidate> splitsWanted = new ArrayList<>();
     List<ResizeRecord> mergesWanted = new ArrayList<>();
     int splitWindow = RebalanceRecords.splitRpsSeconds(settings);
+    Isolation.Loads loads = Isolation.Loads.of(answers, splitWindow); // each planned move of a half updates it
     int mergeWindow = RebalanceRecords.mergeSeconds(settings);
     double fraction = RebalanceRecords.mergeFraction(settings);
     for (Table t : map.tables().values()) {
@@ -232,10 +233,11 @@ final class Resizer {
           } else {
             split.setHasAtHash(true).setAtHash(s.getLoadSplitHash());
           }
-          splitsWanted.add(new Candidate((double) slowest / rpsLimit, split.setWhy(String.format(Locale.ROOT,
-              "load: at least %,d requests/s in each of the last %d s, past the split rate of %,d; %.0f%% of %,d sampled requests"
-                  + " fall below the point", slowest, splitWindow, rpsLimit, 100 * s.getLoadSplitLowerShare(), s.getLoadSplitCounted()))
-              .build()));
+          String why = String.format(Locale.ROOT, "load: at least %,d requests/s in each of the last %d s, past the split rate of %,d;"
+              + " %.0f%% of %,d sampled requests fall below the point", slowest, splitWindow, rpsLimit, 100 * s.getLoadSplitLowerShare(),
+              s.getLoadSplitCounted());
+          splitsWanted.add(new Candidate((double) slowest / rpsLimit, split.setWhy(why + moveUpperHalf(t, a, s, split, loads, splitWindow,
+              live, draining)).build()));
           splitting.add(a.id());
         }
       }
@@ -300,6 +302,35 @@ final class Resizer {
   }
 
   /**
+   * Where the upper half of a shard split by load goes: the node with the fewest requests per second,
+   * if that node with the half's requests stays below what the owner serves now (the half's requests
+   * taken off) — else it stays, and the split alone keeps the shard under the split rate for the
+   * next look. Sets the record's target and forecast, updates {@code loads} for the next split of
+   * the plan, and returns what the reason adds. Replicated shards' halves stay (the move planner
+   * places replicas).
+   */
+  private static String moveUpperHalf(Table t, ShardAssignment a, ShardInfo s, ResizeRecord.Builder split, Isolation.Loads loads,
+      int window, Map<NodeId, NodeInfo> live, Set<NodeId> draining) {
+    if (t.replication().replicated()) {
+      return "";
+    }
+    double upperRate = (1 - s.getLoadSplitLowerShare()) * Isolation.rate(s, window);
+    NodeId owner = a.owner();
+    NodeId to = Isolation.leastLoaded(owner, upperRate, live, draining, loads, false);
+    if (to == null) {
+      return "; both halves stay on " + owner + " (no node would serve the upper half with less load than " + owner + " has)";
+    }
+    double fromBefore = loads.node(owner);
+    double toBefore = loads.node(to);
+    split.setUpperTo(to.value()).setKeyRequestsPerSecond(Math.round(upperRate)).setFromRequestsPerSecond(Math.round(fromBefore))
+        .setToRequestsPerSecond(Math.round(toBefore));
+    loads.nodes().put(owner, fromBefore - upperRate);
+    loads.nodes().put(to, toBefore + upperRate);
+    return String.format(Locale.ROOT, "; then the upper half (about %,.0f requests/s) moves from %s (about %,.0f -> %,.0f) to %s"
+        + " (%,.0f -> %,.0f)", upperRate, owner, fromBefore, fromBefore - upperRate, to, toBefore, toBefore + upperRate);
+  }
+
+  /**
    * A shard past the split rate without a load split point: if one key takes at least {@link
    * Isolation#HOT_KEY_SHARE} of its sampled requests, the isolation of that key (null, with the
    * refusal recorded, if there is nothing to isolate or the key is alone on a node that suits it).
@@ -320,7 +351,7 @@ final class Resizer {
     if (Salting.saltable(t, top)) {
       if (salted.stream().anyMatch(k -> k.getTableId() == t.id() && java.util.Arrays.equals(k.getKey().getPartitionKey().toByteArray(), key)
           && k.getKey().getSortKey().isEmpty())) {
-        refusals.refused(a.id(), "its hot key is salted already; what is left is increments from clients that have not refreshed yet");
+        refusals.refused(a.id(), "its hot key is salted already; what is left is writes from clients that have not refreshed yet");
         return null;
       }
       double keyRate = share * Isolation.rate(s, window);
@@ -329,7 +360,7 @@ final class Resizer {
           .setTableId(t.id()).setNumber(a.id().number()).setOwner(a.owner().value()).setHotKey(ByteString.copyFrom(key))
           .setSaltFanout(fanout).setRequestsPerSecond(slowest).setKeyRequestsPerSecond(Math.round(keyRate))
           .setState(ResizeRecord.State.WAITING).setWhy(String.format(Locale.ROOT, "load: at least %,d requests/s in each of the last %d s,"
-              + " past the split rate of %,d; counter '%s' takes at least %.0f%% of them (about %,.0f/s), nearly all increments: salt it"
+              + " past the split rate of %,d; key '%s' takes at least %.0f%% of them (about %,.0f/s), nearly all increments or appends: salt it"
               + " into %d sub-keys (each about %,.0f/s; its reads read %d keys)", slowest, window, rpsLimit,
               io.shardwise.core.key.ByteStrings.toDisplay(key), 100 * share, keyRate, fanout, keyRate / fanout, fanout + 1))
           .build());
@@ -496,7 +527,11 @@ final class Resizer {
       LOG.info("balancer: {} {} ({}): now shards {} (map epoch {}, {} shards in {})",
           r.getKind() == ResizeRecord.Kind.SPLIT ? "split" : "merged", id + (r.getKind() == ResizeRecord.Kind.MERGE ? " and "
               + r.getRightNumber() : ""), r.getWhy(), made, after.epoch(), table.shards().size(), table.name());
-      return b.setState(ResizeRecord.State.DONE).clearResultNumbers().addAllResultNumbers(made).build();
+      b.setState(ResizeRecord.State.DONE).clearResultNumbers().addAllResultNumbers(made);
+      if (r.getKind() == ResizeRecord.Kind.SPLIT && !r.getUpperTo().isEmpty() && !made.isEmpty()) {
+        moveUpperHalf(r, table, made, b);
+      }
+      return b.build();
     } catch (MoveFailed e) {
       LOG.info("balancer: {}: {}", isolate ? "key of " + id + " not isolated" : "shards " + id + " and " + r.getRightNumber()
           + " were not merged", e.getMessage());
@@ -509,6 +544,26 @@ final class Resizer {
               : isolate ? "cut to isolate a key" : "merged",
           e.getStatus().getDescription());
       return b.setState(ResizeRecord.State.FAILED).setError(String.valueOf(e.getStatus().getDescription())).build();
+    }
+  }
+
+  /**
+   * Moves the upper half of a split by load to the record's {@code upper_to}. The split stands
+   * either way; a move that does not cut over is recorded in the (done) record's error.
+   */
+  private void moveUpperHalf(ResizeRecord r, Table table, List<Long> made, ResizeRecord.Builder b) {
+    ShardAssignment upper = made.stream().map(n -> table.shard(n).orElseThrow())
+        .max(Comparator.comparingInt(sa -> table.positionOf(sa.id()))).orElseThrow();
+    NodeId to = NodeId.of(r.getUpperTo());
+    if (upper.owner().equals(to)) {
+      return;
+    }
+    try {
+      moveAndConfirm("split-" + r.getTableId() + "-" + upper.id().number(), table, upper, to, b, "the shard was split but ");
+      LOG.info("balancer: the upper half of {} ({}) moved to {}", new ShardId(r.getTable(), r.getNumber()), upper.id(), to);
+    } catch (MoveFailed e) {
+      LOG.info("balancer: {}", e.getMessage());
+      b.setError(e.getMessage());
     }
   }
 

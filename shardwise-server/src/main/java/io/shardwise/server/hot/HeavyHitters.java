@@ -25,9 +25,9 @@ public final class HeavyHitters {
 
   /**
    * One held key: its estimated count (of which {@code reads} and {@code writes}, and of the writes
-   * {@code increments}: counter operations), and the most it may be over.
+   * {@code merges}: writes that merge, increments and appends), and the most it may be over.
    */
-  public record Entry(byte[] key, long count, long error, long reads, long writes, long increments) {
+  public record Entry(byte[] key, long count, long error, long reads, long writes, long merges) {
     /** The least the key's true count can be. */
     public long guaranteed() {
       return count - error;
@@ -40,7 +40,7 @@ public final class HeavyHitters {
     long error;
     long reads;
     long writes;
-    long increments;
+    long merges;
 
     Counter(byte[] key) {
       this.key = key;
@@ -65,8 +65,8 @@ public final class HeavyHitters {
     add(key, write, false);
   }
 
-  /** Counts one event of {@code key}: a read, a write, or (with {@code increment}) a write that is a counter operation. */
-  public void add(byte[] key, boolean write, boolean increment) {
+  /** Counts one event of {@code key}: a read, a write, or (with {@code merge}) a write that merges (an increment or an append). */
+  public void add(byte[] key, boolean write, boolean merge) {
     total++;
     Counter c = counters.get(ByteBuffer.wrap(key));
     if (c == null) {
@@ -90,8 +90,8 @@ public final class HeavyHitters {
     c.count++;
     if (write) {
       c.writes++;
-      if (increment) {
-        c.increments++;
+      if (merge) {
+        c.merges++;
       }
     } else {
       c.reads++;
@@ -106,7 +106,7 @@ public final class HeavyHitters {
       c.error /= 2;
       c.reads /= 2;
       c.writes /= 2;
-      c.increments /= 2;
+      c.merges /= 2;
       return c.count == 0;
     });
   }
@@ -120,7 +120,7 @@ public final class HeavyHitters {
   public List<Entry> top(int k) {
     List<Entry> all = new ArrayList<>(counters.size());
     for (Counter c : counters.values()) {
-      all.add(new Entry(c.key.clone(), c.count, c.error, c.reads, c.writes, c.increments));
+      all.add(new Entry(c.key.clone(), c.count, c.error, c.reads, c.writes, c.merges));
     }
     all.sort(Comparator.comparingLong(Entry::count).reversed().thenComparing(Entry::key, java.util.Arrays::compareUnsigned));
     return all.subList(0, Math.min(k, all.size()));

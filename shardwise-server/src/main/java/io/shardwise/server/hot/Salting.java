@@ -6,6 +6,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.shardwise.core.key.Counters;
 import io.shardwise.core.key.Key;
+import io.shardwise.core.key.Lists;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
 import io.shardwise.proto.Errors;
@@ -32,7 +33,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Salting a write-hot counter: the registry of salted keys in ZooKeeper, and the two changes of a
+ * Salting a write-hot counter or list: the registry of salted keys in ZooKeeper, and the two changes of a
  * key's state, each a sequence of idempotent steps that any controller finding it half done runs to
  * its end ({@link #resume}).
  *
@@ -42,9 +43,9 @@ import org.slf4j.LoggerFactory;
  * a sub-key at random. A writer that has not refreshed still adds to the key, which counts it.
  *
  * <p><b>Demote</b>: the registry says {@code DEMOTING} (writers go back to the key); each sub-key is
- * sealed (a late writer's increment is refused, unapplied, and it refreshes); each sealed sub-key's
- * final value is folded into the key, once ({@link Counters#fold}); with the last fold the key is a
- * counter again and the registry forgets it. Sealed sub-keys stay (a few bytes each): a reader that
+ * sealed (a late writer's increment or append is refused, unapplied, and it refreshes); each sealed
+ * sub-key's final value is folded into the key, once ({@link Counters#fold}, {@link Lists#fold});
+ * with the last fold the key is a counter (a list) again and the registry forgets it. Sealed sub-keys stay (a few bytes each): a reader that
  * read the key before a fold still finds the sub-key's value.
  *
  * <p>A reader reads the key; if it is salted, it adds the sub-keys it has not folded. Every
@@ -72,18 +73,18 @@ public final class Salting {
   /** A hot key whose writes are at least this share of its requests is write-hot. */
   static final double WRITE_HOT_SHARE = 0.5;
 
-  /** A write-hot key whose writes are at least this share increments is a counter to salt rather than isolate. */
-  static final double INCREMENT_SHARE = 0.9;
+  /** A write-hot key whose writes are at least this share increments or appends is a counter (a list) to salt rather than isolate. */
+  static final double MERGE_SHARE = 0.9;
 
   /**
    * Whether salting is the remedy for hot key {@code k} of table {@code t} (the balancer's load
-   * policy and the console's button both ask): a write-hot counter (writes at least half of its
-   * sampled requests, nearly all of them increments) on a table placed by hash, and not a sub-key
-   * itself. Anything else hot is isolated.
+   * policy and the console's button both ask): a write-hot counter or list (writes at least half of
+   * its sampled requests, nearly all of them increments or appends) on a table placed by hash, and
+   * not a sub-key itself. Anything else hot is isolated.
    */
   public static boolean saltable(Table t, io.shardwise.proto.v1.HotKey k) {
     return k.getWrites() > 0 && k.getWrites() >= WRITE_HOT_SHARE * (k.getReads() + k.getWrites())
-        && k.getIncrements() >= INCREMENT_SHARE * k.getWrites()
+        && k.getMerges() >= MERGE_SHARE * k.getWrites()
         && t.layout().strategy() != io.shardwise.core.partition.Strategy.RANGE && !Counters.isSubKey(k.getKey().toByteArray());
   }
 
@@ -173,8 +174,9 @@ public final class Salting {
       throw new IllegalArgumentException("key '" + display(key) + "' of " + tableName + " is " + describe(existing.get()) + " already");
     }
     SaltedKey entry = existing.orElseGet(() -> {
+      boolean list = Lists.isList(read(tableName, key)); // the key's value says what it is; absent: a counter
       SaltedKey fresh = SaltedKey.newBuilder().setTable(tableName).setTableId(table.id()).setKey(proto(key))
-          .setGeneration(newGeneration()).setFanout(fanout).setState(SaltedKey.State.PROMOTING)
+          .setGeneration(newGeneration()).setFanout(fanout).setList(list).setState(SaltedKey.State.PROMOTING)
           .setSinceMillis(System.currentTimeMillis()).setWhy(why).build();
       return parse(coordinator.update(path(table.id(), key), old -> old == null ? fresh.toByteArray() : null));
     });
@@ -184,7 +186,7 @@ public final class Salting {
   private SaltedKey finishPromotion(SaltedKey entry) {
     Key key = key(entry);
     apply(entry.getTable(), key, CounterOp.newBuilder().setSalt(CounterOp.Salt.newBuilder().setGeneration(entry.getGeneration())
-        .setFanout(entry.getFanout())).build());
+        .setFanout(entry.getFanout())).setList(entry.getList()).build());
     SaltedKey salted = parse(coordinator.update(path(entry.getTableId(), key), data -> {
       SaltedKey now = data == null ? null : parse(data);
       if (now == null || now.getGeneration() != entry.getGeneration() || now.getState() != SaltedKey.State.PROMOTING) {
@@ -192,8 +194,8 @@ public final class Salting {
       }
       return now.toBuilder().setState(SaltedKey.State.SALTED).setSinceMillis(System.currentTimeMillis()).build().toByteArray();
     }));
-    LOG.info("salted key '{}' of {} into {} sub-keys (generation {}): {}", display(key), entry.getTable(), entry.getFanout(),
-        entry.getGeneration(), entry.getWhy());
+    LOG.info("salted {} '{}' of {} into {} sub-keys (generation {}): {}", entry.getList() ? "list" : "counter", display(key),
+        entry.getTable(), entry.getFanout(), entry.getGeneration(), entry.getWhy());
     return salted;
   }
 
@@ -226,24 +228,33 @@ public final class Salting {
   private void finishDemotion(SaltedKey entry) {
     Key key = key(entry);
     int generation = entry.getGeneration();
+    boolean list = entry.getList();
     for (int i = 0; i < entry.getFanout(); i++) {
-      apply(entry.getTable(), Counters.subKey(key, generation, i), CounterOp.newBuilder().setSeal(true).build());
+      apply(entry.getTable(), Counters.subKey(key, generation, i), CounterOp.newBuilder().setSeal(true).setList(list).build());
     }
     long folded = 0;
     for (int i = 0; i < entry.getFanout(); i++) {
       Key sub = Counters.subKey(key, generation, i);
-      Counters.Value v = Counters.decode(read(entry.getTable(), sub));
-      if (!(v instanceof Counters.Sealed sealed)) {
-        throw new IllegalStateException("sub-key " + i + " of '" + display(key) + "' is not sealed after its seal");
+      byte[] stored = read(entry.getTable(), sub);
+      CounterOp.Fold.Builder fold = CounterOp.Fold.newBuilder().setGeneration(generation).setIndex(i);
+      if (list) {
+        if (!(Lists.decode(stored) instanceof Lists.Sealed sealed)) {
+          throw new IllegalStateException("sub-key " + i + " of '" + display(key) + "' is not sealed after its seal");
+        }
+        fold.setElements(ByteString.copyFrom(stored));
+        folded += sealed.elements().size();
+      } else {
+        if (!(Counters.decode(stored) instanceof Counters.Sealed sealed)) {
+          throw new IllegalStateException("sub-key " + i + " of '" + display(key) + "' is not sealed after its seal");
+        }
+        fold.setValue(sealed.value());
+        folded += sealed.value();
       }
-      long value = sealed.value();
-      apply(entry.getTable(), key, CounterOp.newBuilder().setFold(CounterOp.Fold.newBuilder().setGeneration(generation).setIndex(i)
-          .setValue(value)).build());
-      folded += value;
+      apply(entry.getTable(), key, CounterOp.newBuilder().setFold(fold).setList(list).build());
     }
     coordinator.delete(path(entry.getTableId(), key));
-    LOG.info("demoted salted key '{}' of {} (generation {}): {} sub-keys folded into it, {} in all from them ({})", display(key),
-        entry.getTable(), generation, entry.getFanout(), folded, entry.getWhy());
+    LOG.info("demoted salted {} '{}' of {} (generation {}): {} sub-keys folded into it, {} {} in all from them ({})", list ? "list" : "counter",
+        display(key), entry.getTable(), generation, entry.getFanout(), folded, list ? "elements" : "counted", entry.getWhy());
   }
 
   /**

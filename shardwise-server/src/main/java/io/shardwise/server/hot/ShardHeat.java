@@ -58,12 +58,12 @@ public final class ShardHeat {
     sample(shard, partitionKey, write, false);
   }
 
-  /** {@link #sample(ShardRef, byte[], boolean)}; {@code increment}: the write is a counter operation. */
-  public void sample(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
+  /** {@link #sample(ShardRef, byte[], boolean)}; {@code merge}: the write merges (an increment or an append). */
+  public void sample(ShardRef shard, byte[] partitionKey, boolean write, boolean merge) {
     if (!sampling || ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) != 0) {
       return;
     }
-    count(shard, partitionKey, write, increment);
+    count(shard, partitionKey, write, merge);
   }
 
   /** Counts one sampled request (tests call it to count without sampling). */
@@ -71,11 +71,11 @@ public final class ShardHeat {
     count(shard, partitionKey, write, false);
   }
 
-  void count(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
+  void count(ShardRef shard, byte[] partitionKey, boolean write, boolean merge) {
     Sketch s = sketches.computeIfAbsent(shard, r -> new Sketch(clock.getAsLong(), r.layout() == ShardRef.Layout.KEY || r.layout() == ShardRef.Layout.HASH));
     synchronized (s) {
       decayIfDue(s);
-      s.keys.add(partitionKey, write, increment);
+      s.keys.add(partitionKey, write, merge);
       if (s.splits != null) {
         s.splits.record(shard.placementKey(partitionKey), bound -> ThreadLocalRandom.current().nextLong(bound));
       }

@@ -159,7 +159,7 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
                   .setHotRisingWrites(hot.rising()).setHotHighestKey(ByteString.copyFrom(hot.highest()));
               for (var e : hot.keys()) {
                 shard.addHotKeys(io.shardwise.proto.v1.HotKey.newBuilder().setKey(ByteString.copyFrom(e.key())).setCount(e.count())
-                    .setError(e.error()).setReads(e.reads()).setWrites(e.writes()).setIncrements(e.increments()));
+                    .setError(e.error()).setReads(e.reads()).setWrites(e.writes()).setMerges(e.merges()));
               }
             }
             if (request.getLoadSplits() && ctx.heat() != null && t.layout().splittable()) {

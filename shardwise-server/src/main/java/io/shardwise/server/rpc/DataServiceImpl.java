@@ -145,9 +145,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(requests.timed(counter ? "counter" : "put", out), () -> {
       Key key = counter ? key(request.getKey()) : userKey(request.getKey());
       ctx.limits().checkValue(request.getValue().size());
-      java.util.function.UnaryOperator<byte[]> transform = counter ? CounterOps.transform(request.getCounter(), key) : null;
+      ctx.limits().checkValue(request.getCounter().getAppend().size());
+      java.util.function.UnaryOperator<byte[]> transform = counter
+          ? CounterOps.transform(request.getCounter(), key, CounterOps::nowMicros, ctx.limits().maxValueBytes()) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
-      return keyed(request.getHeader(), request.getTable(), key, true, counter && request.getCounter().hasIncrement(),
+      return keyed(request.getHeader(), request.getTable(), key, true, counter && (request.getCounter().hasIncrement() || request.getCounter().hasAppend()),
           (map, shard) -> {
             long version;
             try {
@@ -235,9 +237,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     heat(shard, partitionKey, write, false);
   }
 
-  private void heat(ShardRef shard, byte[] partitionKey, boolean write, boolean increment) {
+  private void heat(ShardRef shard, byte[] partitionKey, boolean write, boolean merge) {
     if (ctx.heat() != null) {
-      ctx.heat().sample(shard, partitionKey, write, increment);
+      ctx.heat().sample(shard, partitionKey, write, merge);
     }
   }
 
@@ -613,8 +615,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return keyed(h, tableName, key, write, false, local, remote);
   }
 
-  /** A single-key request ({@code increment}: a write that is a counter operation, as hot-key sampling tells them apart). */
-  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, boolean increment, Local<R> local, Remote<R> remote) {
+  /** A single-key request ({@code merge}: a write that merges, an increment or an append, as hot-key sampling tells them apart). */
+  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, boolean merge, Local<R> local, Remote<R> remote) {
     ShardMap map = mapFor(h);
     StatusRuntimeException last = null;
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -634,7 +636,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           if (write) {
             ctx.hooks().written(shard);
           }
-          heat(shard, key.partitionKey(), write, increment);
+          heat(shard, key.partitionKey(), write, merge);
           return served;
         } catch (ShardFencedException e) {
           Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched

@@ -110,6 +110,25 @@ class ResizerTest {
   }
 
   @Test
+  void aLoadSplitsUpperHalfMovesToTheLeastLoadedNodeOnlyIfThatLowersThePeak() {
+    // Two hot shards on n1, n2 idle: each upper half (750/s) goes to n2, counted as the plan goes (n1 3,000 -> 1,500, n2 0 -> 1,500).
+    ShardMap map = map(N1, N1, N1, N1);
+    List<ResizeRecord> r = propose(AUTO, map, stats(map, new long[4], new int[] {0, 1_500, 1_500, 0}, 5, Map.of(1, "bm", 2, "cm")),
+        Set.of(), new ArrayList<>());
+    assertThat(r).hasSize(2).allSatisfy(x -> assertThat(x.getUpperTo()).isEqualTo("n2"));
+    assertThat(r).extracting(ResizeRecord::getToRequestsPerSecond).containsExactlyInAnyOrder(0L, 750L);
+    assertThat(r.get(0).getKeyRequestsPerSecond()).isEqualTo(750);
+    assertThat(r.get(0).getWhy()).contains("then the upper half (about 750 requests/s) moves from n1 (about 3,000 -> 2,250) to n2 (0 -> 750)");
+    // n2 as busy as n1 already: the half would only move the peak, so both halves stay.
+    ShardMap even = map(N1, N1, N2, N2);
+    r = propose(AUTO, even, stats(even, new long[4], new int[] {0, 1_500, 1_400, 0}, 5, Map.of(1, "bm")), Set.of(), new ArrayList<>());
+    assertThat(r).singleElement().satisfies(x -> {
+      assertThat(x.getUpperTo()).isEmpty();
+      assertThat(x.getWhy()).contains("both halves stay on n1");
+    });
+  }
+
+  @Test
   void aHotShardWithoutALoadPointIsNotSplitAndSaysWhy() {
     ShardMap map = map(N1, N1, N1, N1);
     List<String> refusals = new ArrayList<>();

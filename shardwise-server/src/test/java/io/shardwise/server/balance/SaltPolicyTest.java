@@ -70,7 +70,7 @@ class SaltPolicyTest {
 
   private static HotKey hot(byte[] key, long count, long reads, long increments, long otherWrites) {
     return HotKey.newBuilder().setKey(ByteString.copyFrom(key)).setCount(count).setReads(reads).setWrites(increments + otherWrites)
-        .setIncrements(increments).build();
+        .setMerges(increments).build();
   }
 
   private static List<ResizeRecord> propose(ShardMap map, List<NodeStatsResponse> stats, List<SaltedKey> salted, long now,
@@ -88,7 +88,7 @@ class SaltPolicyTest {
       assertThat(r.getKind()).isEqualTo(ResizeRecord.Kind.SALT);
       assertThat(r.getHotKey().toByteArray()).isEqualTo(LIKES);
       assertThat(r.getSaltFanout()).isEqualTo(8);
-      assertThat(r.getWhy()).contains("counter 'likes' takes at least 90%").contains("salt it into 8 sub-keys");
+      assertThat(r.getWhy()).contains("key 'likes' takes at least 90%").contains("salt it into 8 sub-keys");
     });
     // Plain puts (no increments): isolated instead.
     assertThat(propose(map, stats(map, 4_000, Map.of(LIKES, hot(LIKES, 900, 20, 0, 880))), List.of(), 0, refusals))

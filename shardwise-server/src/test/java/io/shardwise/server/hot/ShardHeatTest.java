@@ -45,9 +45,9 @@ class ShardHeatTest {
     assertThat(heat.hotKeys(0.6)).isZero();
     assertThat(heat.hotKeys(0.1)).as("and each of b's ten keys a tenth").isEqualTo(11);
     HeavyHitters.Entry likes = heat.hottest(a, 1).keys().get(0);
-    assertThat(likes.increments()).isEqualTo(100);
+    assertThat(likes.merges()).isEqualTo(100);
     assertThat(likes.writes()).isEqualTo(100);
-    assertThat(heat.hottest(b, 1).keys().get(0).increments()).isZero();
+    assertThat(heat.hottest(b, 1).keys().get(0).merges()).isZero();
   }
 
   @Test

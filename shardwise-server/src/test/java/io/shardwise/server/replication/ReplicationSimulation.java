@@ -1,6 +1,7 @@
 package io.shardwise.server.replication;
 
 import io.shardwise.core.key.Key;
+import io.shardwise.core.key.Lists;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.Replication;
 import io.shardwise.core.map.ShardAssignment;
@@ -82,6 +83,8 @@ final class ReplicationSimulation {
     long failovers;
     long inSyncChanges;
     long snapshots;
+    long appendsOk;
+    long feedReads;
 
     void add(Stats o) {
       events += o.events;
@@ -98,13 +101,16 @@ final class ReplicationSimulation {
       failovers += o.failovers;
       inSyncChanges += o.inSyncChanges;
       snapshots += o.snapshots;
+      appendsOk += o.appendsOk;
+      feedReads += o.feedReads;
     }
 
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
           + reads + " reads, " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
-          + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed";
+          + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed"
+          + (appendsOk + feedReads == 0 ? "" : ", " + appendsOk + " appends acknowledged, " + feedReads + " list reads checked");
     }
   }
 
@@ -134,11 +140,28 @@ final class ReplicationSimulation {
   private long step;
   private final List<Long> tickSteps = new ArrayList<>(List.of(0L)); // the step at which the clock reached each tick
   private long writeCounter;
+  private final boolean withFeed;
+  /** The list clients append to (withFeed): its acknowledged elements (when invoked, when answered), all invoked ones, and reads. */
+  static final String FEED = "feed";
+  private final Map<String, long[]> appendsAcknowledged = new java.util.HashMap<>();
+  private final java.util.Set<String> appendsInvoked = new java.util.HashSet<>();
+  private final List<List<String>> feedReads = new ArrayList<>();
 
   /** Something the world will do later: a message or reply on its way, a task, a map change. */
   private record Event(String what, Runnable action, Runnable lost) {}
 
   ReplicationSimulation(long seed) {
+    this(seed, false);
+  }
+
+  /**
+   * {@code withFeed}: clients also append to one list, {@link #FEED}, with unique elements (an
+   * append is a transform the leader evaluates, {@link Lists#append}) and read it at its leader: a
+   * retried append must never land twice, an acknowledged one never be lost, across crashes and
+   * failovers. Without it the schedules are those the seeds in the tests have always made.
+   */
+  ReplicationSimulation(long seed, boolean withFeed) {
+    this.withFeed = withFeed;
     this.seed = seed;
     this.rnd = new Random(seed);
     try {
@@ -550,6 +573,9 @@ final class ReplicationSimulation {
     long sent;
     SimNode at;
 
+    /** An append of {@link #value} to {@link #FEED}, not a register write. */
+    boolean append;
+
     Pending(String key, Op.Kind kind, String value, long expected, byte[] writeId) {
       this.key = key;
       this.kind = kind;
@@ -595,6 +621,14 @@ final class ReplicationSimulation {
       if (unknown == p) {
         unknown = null;
       }
+      if (p.append) {
+        if (outcome == Op.Outcome.OK) {
+          stats.appendsOk++;
+          appendsAcknowledged.put(p.value, new long[] {p.invoked, step});
+        }
+        note("client " + id + ": append " + p.value + " " + outcome);
+        return;
+      }
       Op op = switch (p.kind) {
         case PUT -> Op.put(id, p.value, p.invoked, step, outcome, version);
         case PUT_IF_VERSION -> Op.putIfVersion(id, p.value, p.expected, p.invoked, step, outcome, version);
@@ -614,6 +648,9 @@ final class ReplicationSimulation {
     void abandon() {
       Pending p = unknown;
       unknown = null;
+      if (p.append) {
+        return; // in appendsInvoked: it may be in the list or not, but at most once
+      }
       Op op = switch (p.kind) {
         case PUT -> Op.put(id, p.value, p.invoked, step, Op.Outcome.UNKNOWN, 0);
         case PUT_IF_VERSION -> Op.putIfVersion(id, p.value, p.expected, p.invoked, step, Op.Outcome.UNKNOWN, 0);
@@ -648,6 +685,18 @@ final class ReplicationSimulation {
         send(c, c.unknown); // the same write id: answered from its record if it was applied
       } else {
         c.abandon();
+      }
+      return;
+    }
+    if (withFeed && chance(0.3)) {
+      if (chance(0.4)) {
+        readFeed(c);
+      } else {
+        String element = "a" + (++writeCounter);
+        Pending p = new Pending(FEED, Op.Kind.PUT, element, 0, ("c" + c.id + "-" + writeCounter).getBytes(StandardCharsets.UTF_8));
+        p.append = true;
+        appendsInvoked.add(element);
+        send(c, p);
       }
       return;
     }
@@ -686,8 +735,12 @@ final class ReplicationSimulation {
       return;
     }
     ShardRef ref = refOf(stored, p.key); // MOD: a key's shard number never changes
-    Mutation m = new Mutation(ref, Key.of(p.key).encode(), p.value == null ? null : p.value.getBytes(StandardCharsets.UTF_8),
-        p.kind == Op.Kind.PUT_IF_VERSION ? p.expected : Mutation.ANY).withRequestId(p.writeId);
+    byte[] element = p.append ? p.value.getBytes(StandardCharsets.UTF_8) : null;
+    Mutation m = p.append
+        ? Mutation.transform(ref, Key.of(p.key).encode(), v -> Lists.append(v, element, clock / 1_000, Lists.KEY, 1 << 20))
+            .withRequestId(p.writeId)
+        : new Mutation(ref, Key.of(p.key).encode(), p.value == null ? null : p.value.getBytes(StandardCharsets.UTF_8),
+            p.kind == Op.Kind.PUT_IF_VERSION ? p.expected : Mutation.ANY).withRequestId(p.writeId);
     p.at = target;
     p.sent = step;
     c.inFlight = p;
@@ -756,6 +809,66 @@ final class ReplicationSimulation {
       history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
       note("client " + c.id + ": " + op + " at " + n.id);
     });
+  }
+
+  /**
+   * A linearizable read of {@link #FEED} at its leader, checked at once: each element acknowledged
+   * before the read began is in it, once, and nothing never appended (the order is checked against
+   * the final list at the end).
+   */
+  private void readFeed(SimClient c) {
+    Table t = c.map.table("t").orElseThrow();
+    SimNode n = node(t.shardFor(Key.of(FEED).partitionKey()).owner());
+    ShardRef ref = refOf(stored, FEED);
+    if (!n.up) {
+      c.map = stored;
+      return;
+    }
+    Pending p = new Pending(FEED, Op.Kind.GET, null, 0, null);
+    p.at = n;
+    p.sent = step;
+    c.inFlight = p;
+    int inc = n.incarnation;
+    n.replicator.readBarrier(ref).whenComplete((v, failure) -> {
+      if (c.inFlight != p) {
+        return;
+      }
+      c.inFlight = null;
+      if (failure != null || !n.alive(inc)) {
+        c.map = stored;
+        return;
+      }
+      Versioned got = n.engine.get(ref, Key.of(FEED).encode());
+      List<String> read = checkFeed(got, p.invoked, "a read at " + n.id + " (steps " + p.invoked + "-" + step + ")");
+      feedReads.add(read);
+      stats.feedReads++;
+      note("client " + c.id + ": feed read at " + n.id + ": " + read.size() + " elements");
+    });
+  }
+
+  /** The elements of a read of the feed, checked: no element twice, none never appended, every one acknowledged before {@code invoked}. */
+  private List<String> checkFeed(Versioned got, long invoked, String what) {
+    List<String> read = new ArrayList<>();
+    if (got != null) {
+      for (byte[] e : Lists.values(((Lists.Plain) Lists.decode(got.value())).elements())) {
+        read.add(new String(e, StandardCharsets.UTF_8));
+      }
+    }
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    for (String e : read) {
+      if (!seen.add(e)) {
+        throw new Violation(what + " holds " + e + " twice: an append was applied twice");
+      }
+      if (!appendsInvoked.contains(e)) {
+        throw new Violation(what + " holds " + e + ", never appended");
+      }
+    }
+    appendsAcknowledged.forEach((e, at) -> {
+      if (at[1] < invoked && !seen.contains(e)) {
+        throw new Violation(what + " lacks " + e + ", acknowledged at step " + at[1] + ": an acknowledged append was lost");
+      }
+    });
+    return read;
   }
 
   /** How stale a follower read may be: ten ticks (the heartbeat is two). */
@@ -828,8 +941,8 @@ final class ReplicationSimulation {
             throw new Violation("at the end " + n.id + " applied " + ref + " up to " + s.appliedOffset() + ", the leader " + leader.id + " up to "
                 + l.appliedOffset());
           }
-          for (int k = 0; k < KEYS; k++) {
-            String key = "k" + k;
+          for (int k = 0; k <= KEYS; k++) {
+            String key = k == KEYS ? FEED : "k" + k;
             if (!refOf(stored, key).equals(ref)) {
               continue;
             }
@@ -906,6 +1019,26 @@ final class ReplicationSimulation {
       }
     }
     checkReplicas(true);
+    if (withFeed) {
+      Table t = stored.table("t").orElseThrow();
+      SimNode leader = node(t.shardFor(Key.of(FEED).partitionKey()).owner());
+      List<String> last = checkFeed(leader.engine.get(refOf(stored, FEED), Key.of(FEED).encode()), step + 1, "the final list");
+      Map<String, Integer> position = new java.util.HashMap<>();
+      for (int i = 0; i < last.size(); i++) {
+        position.put(last.get(i), i);
+      }
+      for (List<String> read : feedReads) {
+        for (int i = 0; i < read.size(); i++) {
+          Integer at = position.get(read.get(i));
+          if (at == null) {
+            throw new Violation("a read of the feed held " + read.get(i) + ", which the final list lacks: a read saw an append that was lost");
+          }
+          if (i > 0 && position.get(read.get(i - 1)) > at) {
+            throw new Violation("a read of the feed has " + read.get(i - 1) + " before " + read.get(i) + ", the final list after");
+          }
+        }
+      }
+    }
     Optional<LinearizabilityChecker.Violation> v = LinearizabilityChecker.check(history);
     if (v.isPresent()) {
       throw new Violation(v.get().toString());

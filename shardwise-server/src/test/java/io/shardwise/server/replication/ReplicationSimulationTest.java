@@ -46,6 +46,32 @@ class ReplicationSimulationTest {
     }
   }
 
+  private static final int FEED_SEEDS = Integer.getInteger("shardwise.sim.feedSeeds", 500);
+
+  /**
+   * The same schedules with appends to one list among the writes ({@link ReplicationSimulation#FEED}):
+   * an append is evaluated by the leader and retried under its write id after an unknown outcome,
+   * so a failover between the two must answer the retry from the replicated record, never append
+   * twice; and no acknowledged append is lost. Each read of the list is checked against the appends
+   * acknowledged before it and against the final list's order.
+   */
+  @Test
+  void appendsToAListLandExactlyOnceThroughCrashesAndFailovers() {
+    ReplicationSimulation.Stats total = new ReplicationSimulation.Stats();
+    long first = ONE_SEED != null ? ONE_SEED : 1;
+    long last = ONE_SEED != null ? ONE_SEED : FEED_SEEDS;
+    for (long seed = first; seed <= last; seed++) {
+      total.add(new ReplicationSimulation(seed, true).run());
+    }
+    System.out.printf("REPLICATION-SIMULATION with a list, seeds %d-%d: %s%n", first, last, total);
+    if (ONE_SEED == null && FEED_SEEDS >= 500) {
+      assertThat(total.appendsOk).isPositive();
+      assertThat(total.feedReads).isPositive();
+      assertThat(total.writesUnknown).isPositive();
+      assertThat(total.failovers).isPositive();
+    }
+  }
+
   /**
    * Seeds beyond the default range that once found a bug, each named in docs/reliability.md:
    * 3453 and 7088 (answers resting on uncommitted entries), 53542 (a deposed leader's entry
