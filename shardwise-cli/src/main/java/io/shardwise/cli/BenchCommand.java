@@ -909,6 +909,7 @@ final class BenchCommand implements Callable<Integer> {
       long splits = 0;
       long merges = 0;
       long moves = 0;
+      long halvesMoved = 0;
       for (PlanRecord p : new RebalanceRecords(coordinator).plans()) {
         if (p.getCreatedMillis() < eventMillis) {
           continue;
@@ -917,6 +918,9 @@ final class BenchCommand implements Callable<Integer> {
           if (r.getState() == ResizeRecord.State.DONE) {
             if (r.getKind() == ResizeRecord.Kind.SPLIT) {
               splits++;
+              if (!r.getUpperTo().isEmpty() && r.getError().isEmpty()) {
+                halvesMoved++; // a split by load whose upper half went to the least-loaded node
+              }
             } else {
               merges++;
             }
@@ -924,7 +928,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         moves += p.getMovesList().stream().filter(m -> m.getState() == MoveRecord.State.DONE).count();
       }
-      o.put("splits", splits).put("merges", merges).put("moves", moves);
+      o.put("splits", splits).put("merges", merges).put("moves", moves).put("halvesMoved", halvesMoved);
       var shards = o.putArray("shardsOverTime"); // [seconds since the run's start, shards], one a second
       long lastSecond = -1;
       synchronized (shardsOverTime) {
@@ -946,9 +950,10 @@ final class BenchCommand implements Callable<Integer> {
       if (r.has("error")) {
         out.println("split: " + r.get("error").asText());
       }
-      out.printf(Locale.ROOT, "split: split size %s; %d splits, %d merges, %d moves after the policies were turned on%n",
-          io.shardwise.core.util.Bytes.human(r.get("splitSizeBytes").asLong()), r.get("splits").asLong(), r.get("merges").asLong(),
-          r.get("moves").asLong());
+      out.printf(Locale.ROOT, "split: split size %s%s; %d splits (%d upper halves moved with them), %d merges, %d moves of the planner"
+              + " after the policies were turned on%n", io.shardwise.core.util.Bytes.human(r.get("splitSizeBytes").asLong()),
+          r.has("splitRate") ? String.format(Locale.ROOT, ", split rate %,d/s", r.get("splitRate").asLong()) : "", r.get("splits").asLong(),
+          r.get("halvesMoved").asLong(), r.get("merges").asLong(), r.get("moves").asLong());
       for (String ph : List.of("before", "during", "after")) {
         if (r.has(ph)) {
           var p = r.get(ph);
