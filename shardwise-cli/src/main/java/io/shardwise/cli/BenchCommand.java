@@ -812,6 +812,8 @@ final class BenchCommand implements Callable<Integer> {
       return phase.get();
     }
 
+    private Thread thread;
+
     void start() {
       Thread t = new Thread(() -> {
         try {
@@ -863,13 +865,14 @@ final class BenchCommand implements Callable<Integer> {
       }, "bench-split");
       t.setDaemon(true);
       t.start();
+      thread = t;
     }
 
     private void reading(String at) {
       try {
         readings.put(at, ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
       } catch (RuntimeException e) {
-        // no spread for the phase
+        System.err.println("split: no reading of the table's requests at '" + at + "' (that phase has no spread): " + e);
       }
     }
 
@@ -887,6 +890,11 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     ObjectNode report(Bench.Result result) {
+      try {
+        thread.join(Duration.ofSeconds(20).toMillis()); // its last reading comes at the end of its own clock, which may lag the run's
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       ObjectNode o = Output.object();
       if (failure.get() != null) {
         o.put("error", failure.get().toString());

@@ -121,6 +121,16 @@ public final class RebalancePlanner {
   /** A node may end this far from its weighted share of a table's bytes (or one shard's size, if larger). */
   public static final double BYTES_TOLERANCE = 0.05;
 
+  /**
+   * A move that evens bytes or counts may leave its destination serving at most this much more than
+   * the busier of the two nodes did (requests per second of the table's shards, {@link
+   * ShardSize#requestsPerSecond}); beyond it, the move would shift a load peak, not even anything.
+   */
+  public static final double LOAD_SLACK = 0.1;
+
+  /** A shard serving fewer requests per second than this is cold: any node may take it. */
+  public static final double COLD_REQUESTS_PER_SECOND = 1;
+
   /** Bytes are rebalanced only once some node is off its share by more than this many tolerances. */
   public static final double BYTES_TRIGGER = 2;
 
@@ -140,6 +150,10 @@ public final class RebalancePlanner {
    *       shards to nodes below it, as long as no node leaves (or moves further out of) its bytes
    *       tolerance.
    * </ol>
+   *
+   * Steps 2 and 3 never move a shard that would leave its destination serving more than {@link
+   * #LOAD_SLACK} above the busier of the two nodes (by the shards' measured requests per second):
+   * a hot shard placed on a quiet node stays there rather than follow the byte count.
    *
    * A node never both gives and receives, and each shard moves at most once. If any shard held by
    * a node that stays has no measured size (its node did not answer), bytes are unknown and only
@@ -202,6 +216,7 @@ public final class RebalancePlanner {
   private static final class Assignment {
     final Map<NodeId, List<ShardAssignment>> held = new TreeMap<>();
     final Map<NodeId, Long> bytes = new TreeMap<>();
+    final Map<NodeId, Double> load = new TreeMap<>();
     final Map<NodeId, Double> share = new TreeMap<>();
     final List<ShardAssignment> pool = new ArrayList<>();
     final java.util.Set<NodeId> givers = new java.util.TreeSet<>();
@@ -217,6 +232,7 @@ public final class RebalancePlanner {
       targets.forEach(n -> {
         held.put(n.node(), new ArrayList<>());
         bytes.put(n.node(), 0L);
+        load.put(n.node(), 0.0);
       });
       long sum = 0;
       long max = 0;
@@ -230,6 +246,7 @@ public final class RebalancePlanner {
         } else {
           on.add(s);
           bytes.merge(s.owner(), b, Long::sum);
+          load.merge(s.owner(), size(sizes, s).requestsPerSecond(), Double::sum);
         }
       }
       total = sum;
@@ -258,14 +275,17 @@ public final class RebalancePlanner {
 
     void move(ShardAssignment s, NodeId to) {
       long b = size(sizes, s).bytes();
+      double rps = size(sizes, s).requestsPerSecond();
       List<ShardAssignment> from = held.get(s.owner());
       if (from != null) {
         from.remove(s);
         bytes.merge(s.owner(), -b, Long::sum);
+        load.merge(s.owner(), -rps, Double::sum);
         givers.add(s.owner());
       }
       held.get(to).add(s);
       bytes.merge(to, b, Long::sum);
+      load.merge(to, rps, Double::sum);
       receivers.add(to);
       moved.add(s.id());
       ShardSize size = size(sizes, s);
@@ -309,7 +329,7 @@ public final class RebalancePlanner {
       ShardAssignment smallestOver = null;
       for (ShardAssignment s : held.get(d)) {
         long b = size(sizes, s).bytes();
-        if (b == 0 || moved.contains(s.id())) {
+        if (b == 0 || moved.contains(s.id()) || !loadAllows(s, d, r)) {
           continue;
         }
         if (b <= half) {
@@ -353,7 +373,7 @@ public final class RebalancePlanner {
         for (ShardAssignment s : candidates) {
           long b = size(sizes, s).bytes();
           for (NodeId r : under) {
-            if (!bytesKnown || (keepsTolerance(d, -b) && keepsTolerance(r, b))) {
+            if ((!bytesKnown || (keepsTolerance(d, -b) && keepsTolerance(r, b))) && loadAllows(s, d, r)) {
               move(s, r);
               return true;
             }
@@ -361,6 +381,12 @@ public final class RebalancePlanner {
         }
       }
       return false;
+    }
+
+    /** Whether moving {@code s} from {@code d} to {@code r} leaves {@code r} at most {@link #LOAD_SLACK} above the busier of the two now. */
+    private boolean loadAllows(ShardAssignment s, NodeId d, NodeId r) {
+      double rps = size(sizes, s).requestsPerSecond();
+      return rps < COLD_REQUESTS_PER_SECOND || load.get(r) + rps <= Math.max(load.get(d), load.get(r)) * (1 + LOAD_SLACK);
     }
 
     /** True if adding {@code delta} bytes leaves {@code n} within its tolerance, or no further out of it than now. */

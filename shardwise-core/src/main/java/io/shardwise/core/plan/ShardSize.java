@@ -1,13 +1,21 @@
 package io.shardwise.core.plan;
 
-/** What a shard holds, as last measured: keys and bytes. */
-public record ShardSize(long keys, long bytes) {
+/**
+ * What a shard holds, as last measured: keys and bytes, and the requests per second it served
+ * lately (0 if not measured), which the planner uses so that evening out bytes and counts never
+ * makes a node much busier than the one it takes a shard from.
+ */
+public record ShardSize(long keys, long bytes, double requestsPerSecond) {
 
   public static final ShardSize UNKNOWN = new ShardSize(0, 0);
 
   public ShardSize {
-    if (keys < 0 || bytes < 0) {
+    if (keys < 0 || bytes < 0 || !(requestsPerSecond >= 0) || Double.isInfinite(requestsPerSecond)) {
       throw new IllegalArgumentException("shard sizes must not be negative");
     }
+  }
+
+  public ShardSize(long keys, long bytes) {
+    this(keys, bytes, 0);
   }
 }

@@ -379,4 +379,31 @@ class RebalancePlannerTest {
         Map.entry(NodeId.of("n2"), 12), Map.entry(NodeId.of("n3"), 12));
     assertThat(after.table("t").orElseThrow().layout()).isSameAs(map.table("t").orElseThrow().layout());
   }
+  @Test
+  void evenCountsNeverMoveAHotShardOntoANodeItWouldMakeTheBusiest() {
+    // n1: shards 0 (1,000 requests/s), 1 and 2 (cold); n2: shard 3 (1,500/s). Equal bytes, so the counts (3 against 1) decide.
+    List<NodeId> n = ids(1, 2);
+    ShardMap map = slotsTable(4, List.of(n.get(0), n.get(0), n.get(0), n.get(1)));
+    List<ShardAssignment> shards = map.table("t").orElseThrow().shards();
+    Map<NodeId, List<ShardAssignment>> byOwner = new HashMap<>();
+    shards.forEach(a -> byOwner.computeIfAbsent(a.owner(), k -> new ArrayList<>()).add(a));
+    Map<ShardId, ShardSize> sizes = new HashMap<>();
+    List<ShardAssignment> onN1 = byOwner.get(n.get(0));
+    ShardId hot = onN1.get(0).id();
+    for (ShardAssignment a : shards) {
+      double rps = a.id().equals(hot) ? 1_000 : a.owner().equals(n.get(1)) ? 1_500 : 0;
+      sizes.put(a.id(), new ShardSize(10, 100, rps));
+    }
+    List<NodeCapacity> nodes = List.of(new NodeCapacity(n.get(0), 1.0, false), new NodeCapacity(n.get(1), 1.0, false));
+    Plan plan = RebalancePlanner.plan(map, "t", nodes, sizes);
+    assertThat(plan.moves()).singleElement().satisfies(m -> {
+      assertThat(m.shard()).as("a cold shard evens the counts; the hot one would take n2 to 2,500/s").isNotEqualTo(hot);
+      assertThat(m.to()).isEqualTo(n.get(1));
+    });
+    // Unmeasured (all 0/s): the smallest id moves, as before.
+    Map<ShardId, ShardSize> unmeasured = new HashMap<>();
+    shards.forEach(a -> unmeasured.put(a.id(), new ShardSize(10, 100)));
+    assertThat(RebalancePlanner.plan(map, "t", nodes, unmeasured).moves()).singleElement()
+        .satisfies(m -> assertThat(m.shard()).isEqualTo(hot));
+  }
 }

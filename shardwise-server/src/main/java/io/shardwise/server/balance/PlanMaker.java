@@ -248,15 +248,22 @@ public final class PlanMaker {
     }
   }
 
+  /** The seconds of requests a shard's rate for the planner is the mean of. */
+  static final int LOAD_SECONDS = 10;
+
   /**
-   * Measured shard sizes from every live node; a node that does not answer within the deadline is
-   * skipped (its shards count as empty), never treated as gone.
+   * Measured shard sizes, and requests per second over the last {@link #LOAD_SECONDS} s, from every
+   * live node; a node that does not answer within the deadline is skipped (its shards count as
+   * empty), never treated as gone. A shard reported by several replicas gets the highest rate (the
+   * leader serves it).
    */
   public static Map<ShardId, ShardSize> sizes(Peers peers, Map<NodeId, NodeInfo> live) {
     Map<ShardId, ShardSize> sizes = new HashMap<>();
     // Sizes of a node that does not answer stay unknown; the node stays a node.
-    NodeStatsPoll.ask(peers, live.values(), true, STATS_DEADLINE).answers().forEach(stats -> stats.getShardsList()
-        .forEach(s -> sizes.put(new ShardId(s.getTable(), s.getNumber()), new ShardSize(s.getKeys(), s.getBytes()))));
+    NodeStatsPoll.ask(peers, live.values(), io.shardwise.proto.v1.NodeStatsRequest.newBuilder().setHistorySeconds(LOAD_SECONDS).build(),
+        STATS_DEADLINE).answers().forEach(stats -> stats.getShardsList().forEach(s -> sizes.merge(new ShardId(s.getTable(), s.getNumber()),
+            new ShardSize(s.getKeys(), s.getBytes(), Isolation.rate(s, LOAD_SECONDS)),
+            (was, now) -> new ShardSize(now.keys(), now.bytes(), Math.max(was.requestsPerSecond(), now.requestsPerSecond())))));
     return sizes;
   }
 
