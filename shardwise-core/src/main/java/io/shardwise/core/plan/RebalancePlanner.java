@@ -128,6 +128,18 @@ public final class RebalancePlanner {
    */
   public static final double LOAD_SLACK = 0.1;
 
+  /**
+   * Requests are rebalanced once a node serves more than this much above its weighted share of the
+   * table's requests per second; a move that evens bytes or counts never takes a node past it.
+   */
+  public static final double LOAD_TRIGGER = 0.25;
+
+  /**
+   * A node is moved off for load only when it serves at least this many requests per second above
+   * its share: a smaller difference is within the noise of a 10-second mean and not worth a copy.
+   */
+  public static final double LOAD_MIN_EXCESS_RPS = 500;
+
   /** A shard serving fewer requests per second than this is cold: any node may take it. */
   public static final double COLD_REQUESTS_PER_SECOND = 1;
 
@@ -152,8 +164,18 @@ public final class RebalancePlanner {
    * </ol>
    *
    * Steps 2 and 3 never move a shard that would leave its destination serving more than {@link
-   * #LOAD_SLACK} above the busier of the two nodes (by the shards' measured requests per second):
-   * a hot shard placed on a quiet node stays there rather than follow the byte count.
+   * #LOAD_SLACK} above the busier of the two nodes, or more than {@link #LOAD_TRIGGER} above its
+   * weighted share of the table's requests (by the shards' measured requests per second): a hot
+   * shard placed on a quiet node stays there rather than follow the byte count. (A shard that moved
+   * or split within the window shows the part of it its owner has seen, so the guard may let it
+   * move on once more; keeping such shards put stalled a retried move in {@code RebalanceTest}.) Then, 4., once a
+   * node serves more than {@link #LOAD_TRIGGER} above its share, the busiest node gives the
+   * least-loaded one the shard that lowers the busier of the two the most, as long as both stay
+   * within their bytes' tolerance (or no further out of it) — so the other shards leave the node
+   * that holds a hot one. Unmeasured shards count 0 requests: without rates steps 2 and 3 are as
+   * they were and step 4 does nothing; step 4 also waits until every shard's rate is settled (a
+   * whole window on its owner), so a shard just moved, which its new owner has seen only briefly,
+   * does not make that node look idle and draw more moves.
    *
    * A node never both gives and receives, and each shard moves at most once. If any shard held by
    * a node that stays has no measured size (its node did not answer), bytes are unknown and only
@@ -203,9 +225,18 @@ public final class RebalancePlanner {
       }
     }
 
+    // 4. Requests, once a node serves more than LOAD_TRIGGER above its share of them.
+    int forLoad = 0;
+    for (int step = 0; step < table.shards().size() && a.overLoaded(); step++) {
+      if (!a.improveLoad(bytesKnown)) {
+        break;
+      }
+      forLoad++;
+    }
+
     List<Move> moves = a.moves;
     moves.sort(Comparator.comparing(Move::shard));
-    String note = moves.isEmpty() ? "already balanced" : null;
+    String note = moves.isEmpty() ? "already balanced" : forLoad > 0 ? forLoad + " of the moves take requests off the busiest node" : null;
     if (!bytesKnown) {
       note = (note == null ? "" : note + "; ") + "shard sizes unknown (a node did not answer): balanced by shard count only";
     }
@@ -218,6 +249,7 @@ public final class RebalancePlanner {
     final Map<NodeId, Long> bytes = new TreeMap<>();
     final Map<NodeId, Double> load = new TreeMap<>();
     final Map<NodeId, Double> share = new TreeMap<>();
+    final Map<NodeId, Double> weightShare = new TreeMap<>();
     final List<ShardAssignment> pool = new ArrayList<>();
     final java.util.Set<NodeId> givers = new java.util.TreeSet<>();
     final java.util.Set<NodeId> receivers = new java.util.TreeSet<>();
@@ -226,6 +258,9 @@ public final class RebalancePlanner {
     final Map<ShardId, ShardSize> sizes;
     final long total;
     final long largest;
+    final double totalLoad;
+    /** Every shard's rate is a mean over the whole window on its owner: only then are shards moved for load. */
+    final boolean ratesSettled;
 
     Assignment(Table table, List<NodeCapacity> targets, Map<ShardId, ShardSize> sizes) {
       this.sizes = sizes;
@@ -251,8 +286,19 @@ public final class RebalancePlanner {
       }
       total = sum;
       largest = max;
+      double rps = 0;
+      for (ShardAssignment s : table.shards()) {
+        rps += size(sizes, s).requestsPerSecond();
+      }
+      totalLoad = rps;
+      boolean settled = true;
+      for (ShardAssignment s : table.shards()) {
+        settled &= size(sizes, s).rateSettled();
+      }
+      ratesSettled = settled;
       double weights = targets.stream().mapToDouble(NodeCapacity::weight).sum();
       targets.forEach(n -> share.put(n.node(), total * n.weight() / weights));
+      targets.forEach(n -> weightShare.put(n.node(), n.weight() / weights));
     }
 
     /** Bytes above (positive) or below (negative) the node's weighted share. */
@@ -383,10 +429,63 @@ public final class RebalancePlanner {
       return false;
     }
 
-    /** Whether moving {@code s} from {@code d} to {@code r} leaves {@code r} at most {@link #LOAD_SLACK} above the busier of the two now. */
+    /**
+     * Whether moving {@code s} from {@code d} to {@code r} leaves {@code r} at most {@link
+     * #LOAD_SLACK} above the busier of the two now and at most {@link #LOAD_TRIGGER} above its share.
+     */
     private boolean loadAllows(ShardAssignment s, NodeId d, NodeId r) {
       double rps = size(sizes, s).requestsPerSecond();
-      return rps < COLD_REQUESTS_PER_SECOND || load.get(r) + rps <= Math.max(load.get(d), load.get(r)) * (1 + LOAD_SLACK);
+      double after = load.get(r) + rps;
+      return rps < COLD_REQUESTS_PER_SECOND
+          || (after <= Math.max(load.get(d), load.get(r)) * (1 + LOAD_SLACK) && after <= (1 + LOAD_TRIGGER) * loadShare(r));
+    }
+
+    /** The node's weighted share of the table's requests per second. */
+    double loadShare(NodeId n) {
+      return totalLoad * weightShare.get(n);
+    }
+
+    /** Whether some node serves more than {@link #LOAD_TRIGGER} above its share of the table's requests, and at least {@link #LOAD_MIN_EXCESS_RPS} more. */
+    boolean overLoaded() {
+      return ratesSettled && held.keySet().stream().anyMatch(this::overLoaded);
+    }
+
+    private boolean overLoaded(NodeId n) {
+      return load.get(n) > (1 + LOAD_TRIGGER) * loadShare(n) && load.get(n) - loadShare(n) >= LOAD_MIN_EXCESS_RPS;
+    }
+
+    /**
+     * One move of requests: the overloaded node furthest above its share of them (that has not received)
+     * gives the node furthest below (that has not given) the shard that lowers the busier of the
+     * two the most, within the bytes' tolerance; false if there is none.
+     */
+    boolean improveLoad(boolean bytesKnown) {
+      Comparator<NodeId> byLoad = Comparator.comparingDouble((NodeId n) -> load.get(n) / Math.max(loadShare(n), 1e-9)).thenComparing(n -> n);
+      NodeId d = held.keySet().stream().filter(n -> !receivers.contains(n) && overLoaded(n)).max(byLoad).orElse(null);
+      NodeId r = held.keySet().stream().filter(n -> !givers.contains(n) && !n.equals(d)).min(byLoad).orElse(null);
+      if (d == null || r == null) {
+        return false;
+      }
+      double peak = Math.max(load.get(d), load.get(r));
+      ShardAssignment best = null;
+      double bestPeak = peak;
+      for (ShardAssignment s : held.get(d)) {
+        double rps = size(sizes, s).requestsPerSecond();
+        long b = size(sizes, s).bytes();
+        if (rps < COLD_REQUESTS_PER_SECOND || moved.contains(s.id()) || (bytesKnown && !(keepsTolerance(d, -b) && keepsTolerance(r, b)))) {
+          continue;
+        }
+        double after = Math.max(load.get(d) - rps, load.get(r) + rps);
+        if (after < bestPeak || (after == bestPeak && best != null && s.id().compareTo(best.id()) < 0)) {
+          best = s;
+          bestPeak = after;
+        }
+      }
+      if (best == null || bestPeak >= peak) {
+        return false;
+      }
+      move(best, r);
+      return true;
     }
 
     /** True if adding {@code delta} bytes leaves {@code n} within its tolerance, or no further out of it than now. */

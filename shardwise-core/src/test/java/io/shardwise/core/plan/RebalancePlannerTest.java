@@ -406,4 +406,42 @@ class RebalancePlannerTest {
     assertThat(RebalancePlanner.plan(map, "t", nodes, unmeasured).moves()).singleElement()
         .satisfies(m -> assertThat(m.shard()).isEqualTo(hot));
   }
+  @Test
+  void theOtherShardsLeaveTheNodeThatHoldsAHotOneWithinTheBytesTolerance() {
+    // Three nodes, 3 shards each. n1 holds a hot shard (3,000/s) and two warm ones (600/s); the rest serve 300/s each.
+    List<NodeId> n = ids(1, 3);
+    List<NodeId> owners = new ArrayList<>();
+    for (int i = 0; i < 9; i++) {
+      owners.add(n.get(i / 3));
+    }
+    ShardMap map = slotsTable(9, owners);
+    List<ShardAssignment> shards = map.table("t").orElseThrow().shards();
+    ShardId hot = shards.get(0).id();
+    List<NodeCapacity> nodes = List.of(new NodeCapacity(n.get(0), 1.0, false), new NodeCapacity(n.get(1), 1.0, false),
+        new NodeCapacity(n.get(2), 1.0, false));
+    // The hot shard is large and the warm ones small: both warm ones leave n1, the hot one stays (moving it would only move the peak).
+    Map<ShardId, ShardSize> sizes = new HashMap<>();
+    for (int i = 0; i < 9; i++) {
+      sizes.put(shards.get(i).id(), new ShardSize(10, i == 0 ? 300 : i < 3 ? 20 : 100, i == 0 ? 3_000 : i < 3 ? 600 : 300));
+    }
+    Plan plan = RebalancePlanner.plan(map, "t", nodes, sizes);
+    assertThat(plan.moves()).hasSize(2).allSatisfy(m -> {
+      assertThat(m.from()).isEqualTo(n.get(0));
+      assertThat(m.shard()).isNotEqualTo(hot);
+    });
+    ShardMap after = map.apply(plan.toDelta(map));
+    assertThat(loads(after, sizes).get(n.get(0))).as("n1: 4,200/s against a share of 2,000/s, then only the hot shard").isEqualTo(3_000);
+    assertThat(RebalancePlanner.plan(after, "t", nodes, sizes).moves()).as("the next plan moves nothing back to even the counts").isEmpty();
+    // Equal bytes: the bytes' tolerance (one shard) lets only one warm shard go.
+    Map<ShardId, ShardSize> equal = new HashMap<>();
+    sizes.forEach((id, z) -> equal.put(id, new ShardSize(10, 100, z.requestsPerSecond())));
+    ShardMap once = map.apply(RebalancePlanner.plan(map, "t", nodes, equal).toDelta(map));
+    assertThat(loads(once, equal).get(n.get(0))).isEqualTo(3_600);
+  }
+
+  private static Map<NodeId, Double> loads(ShardMap map, Map<ShardId, ShardSize> sizes) {
+    Map<NodeId, Double> load = new HashMap<>();
+    map.table("t").orElseThrow().shards().forEach(a -> load.merge(a.owner(), sizes.get(a.id()).requestsPerSecond(), Double::sum));
+    return load;
+  }
 }

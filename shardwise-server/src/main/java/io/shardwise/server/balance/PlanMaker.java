@@ -262,8 +262,9 @@ public final class PlanMaker {
     // Sizes of a node that does not answer stay unknown; the node stays a node.
     NodeStatsPoll.ask(peers, live.values(), io.shardwise.proto.v1.NodeStatsRequest.newBuilder().setHistorySeconds(LOAD_SECONDS).build(),
         STATS_DEADLINE).answers().forEach(stats -> stats.getShardsList().forEach(s -> sizes.merge(new ShardId(s.getTable(), s.getNumber()),
-            new ShardSize(s.getKeys(), s.getBytes(), Isolation.rate(s, LOAD_SECONDS)),
-            (was, now) -> new ShardSize(now.keys(), now.bytes(), Math.max(was.requestsPerSecond(), now.requestsPerSecond())))));
+            new ShardSize(s.getKeys(), s.getBytes(), Isolation.rate(s, LOAD_SECONDS), s.getReadsHistoryCount() >= LOAD_SECONDS),
+            (was, now) -> new ShardSize(now.keys(), now.bytes(), Math.max(was.requestsPerSecond(), now.requestsPerSecond()),
+                was.rateSettled() || now.rateSettled()))));
     return sizes;
   }
 
