@@ -167,9 +167,9 @@ public final class RebalancePlanner {
    * #LOAD_SLACK} above the busier of the two nodes, or more than {@link #LOAD_TRIGGER} above its
    * weighted share of the table's requests (by the shards' measured requests per second): a hot
    * shard placed on a quiet node stays there rather than follow the byte count. (A shard that moved
-   * or split within the window shows the part of it its owner has seen, so the guard may let it
-   * move on once more; keeping such shards put stalled a retried move in {@code RebalanceTest}.) Then, 4., once a
-   * node serves more than {@link #LOAD_TRIGGER} above its share, the busiest node gives the
+   * or split within the window shows only the part of it its owner has seen, so the guard may let
+   * it move on once more; keeping such shards put instead stalled the moves a returning node
+   * needs.) Then, 4., once a node serves more than {@link #LOAD_TRIGGER} above its share, the busiest node gives the
    * least-loaded one the shard that lowers the busier of the two the most, as long as both stay
    * within their bytes' tolerance (or no further out of it) — so the other shards leave the node
    * that holds a hot one. Unmeasured shards count 0 requests: without rates steps 2 and 3 are as
