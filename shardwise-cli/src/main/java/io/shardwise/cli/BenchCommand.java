@@ -430,6 +430,23 @@ final class BenchCommand implements Callable<Integer> {
 
 
   /**
+   * Puts into {@code p} how evenly phase {@code phase}'s requests spread over the table's shards and
+   * nodes: between the reading at its start and the next phase's (the "end" reading after the last);
+   * nothing if either reading is missing.
+   */
+  static void putSpread(ObjectNode p, java.util.Map<String, ClusterTraffic.Reading> readings, String phase) {
+    String next = phase.equals("before") ? (readings.containsKey("during") ? "during" : "after")
+        : phase.equals("during") ? "after" : "end";
+    ClusterTraffic.Reading from = readings.get(phase);
+    ClusterTraffic.Reading to = readings.get(next);
+    if (from != null && to != null) {
+      ClusterTraffic.Spread spread = ClusterTraffic.between(from, to);
+      p.put("shardPeakToAverage", BenchReport.round(spread.shardPeakToAverage()))
+          .put("nodePeakToAverage", BenchReport.round(spread.nodePeakToAverage()));
+    }
+  }
+
+  /**
    * Cuts a run into before / during / after an event: a third of the way in (after the warm-up)
    * {@link #event} makes it happen and returns when it has played out ("during" from {@link
    * #enterDuring}), and "after" lasts another third. The report gives each phase's throughput and
@@ -511,15 +528,7 @@ final class BenchCommand implements Callable<Integer> {
       for (Bench.Phase ph : result.phases()) {
         ObjectNode p = o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p99", ph.all().p99()).put("p50", ph.all().p50());
-        String next = ph.name().equals("before") ? (readings.containsKey("during") ? "during" : "after")
-            : ph.name().equals("during") ? "after" : "end";
-        ClusterTraffic.Reading from = readings.get(ph.name());
-        ClusterTraffic.Reading to = readings.get(next);
-        if (from != null && to != null) {
-          ClusterTraffic.Spread spread = ClusterTraffic.between(from, to);
-          p.put("shardPeakToAverage", BenchReport.round(spread.shardPeakToAverage()))
-              .put("nodePeakToAverage", BenchReport.round(spread.nodePeakToAverage()));
-        }
+        putSpread(p, readings, ph.name());
       }
       return o;
     }
@@ -611,8 +620,13 @@ final class BenchCommand implements Callable<Integer> {
   /** One phase's line of a driver's report: throughput, p99, and how evenly requests spread. */
   private static void printPhase(PrintWriter out, String phase, com.fasterxml.jackson.databind.JsonNode p) {
     out.printf(Locale.ROOT, "  %-7s %,10.0f ops/s  p99 %s ms%s%n", phase, p.path("throughput").asDouble(), BenchReport.ms(p.path("p99").asLong()),
-        p.has("nodePeakToAverage") ? String.format(Locale.ROOT, "  busiest node %.2f× the average, busiest shard %.2f×",
-            p.path("nodePeakToAverage").asDouble(), p.path("shardPeakToAverage").asDouble()) : "");
+        spreadText(p));
+  }
+
+  /** A phase's spread ({@link #putSpread}) as the text reports say it; empty if it has none. */
+  static String spreadText(com.fasterxml.jackson.databind.JsonNode p) {
+    return p.has("nodePeakToAverage") ? String.format(Locale.ROOT, "  busiest node %.2f× the average, busiest shard %.2f×",
+        p.path("nodePeakToAverage").asDouble(), p.path("shardPeakToAverage").asDouble()) : "";
   }
 
   /**
@@ -906,13 +920,7 @@ final class BenchCommand implements Callable<Integer> {
       for (Bench.Phase ph : result.phases()) {
         ObjectNode p = o.putObject(ph.name()).put("seconds", BenchReport.round(ph.seconds())).put("throughput", BenchReport.round(ph.throughput()))
             .put("p50", ph.all().p50()).put("p99", ph.all().p99()).put("max", ph.all().max());
-        ClusterTraffic.Reading from = readings.get(ph.name());
-        ClusterTraffic.Reading to = readings.get(ph.name().equals("before") ? "during" : ph.name().equals("during") ? "after" : "end");
-        if (from != null && to != null) {
-          ClusterTraffic.Spread spread = ClusterTraffic.between(from, to);
-          p.put("shardPeakToAverage", BenchReport.round(spread.shardPeakToAverage()))
-              .put("nodePeakToAverage", BenchReport.round(spread.nodePeakToAverage()));
-        }
+        putSpread(p, readings, ph.name());
       }
       long splits = 0;
       long merges = 0;
@@ -967,9 +975,7 @@ final class BenchCommand implements Callable<Integer> {
           var p = r.get(ph);
           out.printf(Locale.ROOT, "  %-7s %6.1f s %,10.0f ops/s  p50 %s ms  p99 %s ms  max %s ms%s%n", ph, p.get("seconds").asDouble(),
               p.get("throughput").asDouble(), BenchReport.ms(p.get("p50").asDouble()), BenchReport.ms(p.get("p99").asDouble()),
-              BenchReport.ms(p.get("max").asDouble()), p.has("nodePeakToAverage") ? String.format(Locale.ROOT,
-                  "  busiest node %.2f× the average, busiest shard %.2f×", p.path("nodePeakToAverage").asDouble(),
-                  p.path("shardPeakToAverage").asDouble()) : "");
+              BenchReport.ms(p.get("max").asDouble()), spreadText(p));
         }
       }
       List<String> over = new ArrayList<>();

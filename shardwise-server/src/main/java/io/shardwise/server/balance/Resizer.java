@@ -236,7 +236,7 @@ final class Resizer {
           String why = String.format(Locale.ROOT, "load: at least %,d requests/s in each of the last %d s, past the split rate of %,d;"
               + " %.0f%% of %,d sampled requests fall below the point", slowest, splitWindow, rpsLimit, 100 * s.getLoadSplitLowerShare(),
               s.getLoadSplitCounted());
-          splitsWanted.add(new Candidate((double) slowest / rpsLimit, split.setWhy(why + moveUpperHalf(t, a, s, split, loads, splitWindow,
+          splitsWanted.add(new Candidate((double) slowest / rpsLimit, split.setWhy(why + upperHalfTarget(t, a, s, split, loads, splitWindow,
               live, draining)).build()));
           splitting.add(a.id());
         }
@@ -309,7 +309,7 @@ final class Resizer {
    * the plan, and returns what the reason adds. Replicated shards' halves stay (the move planner
    * places replicas).
    */
-  private static String moveUpperHalf(Table t, ShardAssignment a, ShardInfo s, ResizeRecord.Builder split, Isolation.Loads loads,
+  private static String upperHalfTarget(Table t, ShardAssignment a, ShardInfo s, ResizeRecord.Builder split, Isolation.Loads loads,
       int window, Map<NodeId, NodeInfo> live, Set<NodeId> draining) {
     if (t.replication().replicated()) {
       return "";
@@ -548,8 +548,9 @@ final class Resizer {
   }
 
   /**
-   * Moves the upper half of a split by load to the record's {@code upper_to}. The split stands
-   * either way; a move that does not cut over is recorded in the (done) record's error.
+   * Moves the upper half of a split by load to the record's {@code upper_to} ({@link
+   * #upperHalfTarget} chose it). The split stands either way; a move that does not cut over is
+   * recorded in the (done) record's error.
    */
   private void moveUpperHalf(ResizeRecord r, Table table, List<Long> made, ResizeRecord.Builder b) {
     ShardAssignment upper = made.stream().map(n -> table.shard(n).orElseThrow())

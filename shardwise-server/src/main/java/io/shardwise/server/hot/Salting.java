@@ -45,8 +45,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Demote</b>: the registry says {@code DEMOTING} (writers go back to the key); each sub-key is
  * sealed (a late writer's increment or append is refused, unapplied, and it refreshes); each sealed
  * sub-key's final value is folded into the key, once ({@link Counters#fold}, {@link Lists#fold});
- * with the last fold the key is a counter (a list) again and the registry forgets it. Sealed sub-keys stay (a few bytes each): a reader that
- * read the key before a fold still finds the sub-key's value.
+ * with the last fold the key is a counter (a list) again and the registry forgets it. Sealed
+ * sub-keys stay (a few bytes each): a reader that read the key before a fold still finds the
+ * sub-key's value.
  *
  * <p>A reader reads the key; if it is salted, it adds the sub-keys it has not folded. Every
  * increment acknowledged before the read began is in the key's total or in a sub-key the read
@@ -98,16 +99,16 @@ public final class Salting {
    */
   public static final int SUB_KEYS_PER_NODE = 4;
 
-  /**
-   * How many sub-keys a counter taking {@code keyRate} requests per second is salted into: enough for
-   * each to take at most half the split rate, and at least {@link #SUB_KEYS_PER_NODE} per live node
-   * (at least 2, at most {@link Counters#MAX_FANOUT}).
-   */
   /** The sub-keys an operator's salting gets unless told: {@link #SUB_KEYS_PER_NODE} per live node (2 to 64). */
   public static int defaultFanout(int liveNodes) {
     return fanoutFor(0, 1, liveNodes);
   }
 
+  /**
+   * How many sub-keys a key taking {@code keyRate} requests per second is salted into: enough for
+   * each to take at most half the split rate, and at least {@link #SUB_KEYS_PER_NODE} per live node
+   * (at least 2, at most {@link Counters#MAX_FANOUT}).
+   */
   public static int fanoutFor(double keyRate, long splitRps, int liveNodes) {
     long needed = (long) Math.ceil(keyRate / (SUB_KEY_SHARE_OF_SPLIT_RATE * Math.max(1, splitRps)));
     return (int) Math.max(2, Math.min(Counters.MAX_FANOUT, Math.max(needed, (long) SUB_KEYS_PER_NODE * liveNodes)));

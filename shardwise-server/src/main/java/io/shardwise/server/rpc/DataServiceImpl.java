@@ -149,7 +149,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       java.util.function.UnaryOperator<byte[]> transform = counter
           ? CounterOps.transform(request.getCounter(), key, CounterOps::nowMicros, ctx.limits().maxValueBytes()) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
-      return keyed(request.getHeader(), request.getTable(), key, true, counter && (request.getCounter().hasIncrement() || request.getCounter().hasAppend()),
+      boolean merge = counter && (request.getCounter().hasIncrement() || request.getCounter().hasAppend()); // salting can spread it
+      return keyed(request.getHeader(), request.getTable(), key, true, merge,
           (map, shard) -> {
             long version;
             try {
