@@ -318,9 +318,11 @@ final class TableCommand {
   }
 
   @Command(name = "set", mixinStandardHelpOptions = true, sortOptions = false,
-      description = {"Change a replicated table's replicas per shard or its min in-sync replicas, online.",
+      description = {"Change a table's replicas per shard or its min in-sync replicas, online.",
           "The balancer's leader then adds or removes followers a shard at a time (new ones are built from a snapshot",
-          "and the log, at most max_moves_per_node at once per node); 'table describe' shows them catching up."})
+          "and the log, at most max_moves_per_node at once per node); 'table describe' shows them catching up.",
+          "A table of one replica begins to keep replicas: its owners lead, and min in-sync is 1 unless given; raise it",
+          "once the followers are in sync. Going back to one replica is refused."})
   static final class SetTable implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -328,7 +330,7 @@ final class TableCommand {
     @Parameters(paramLabel = "NAME")
     String name;
 
-    @Option(names = "--replicas", paramLabel = "N", description = "Replicas per shard (2 to 7; a table of one replica stays so).")
+    @Option(names = "--replicas", paramLabel = "N", description = "Replicas per shard (2 to 7).")
     int replicas;
 
     @Option(names = "--min-in-sync", paramLabel = "M",
@@ -341,9 +343,15 @@ final class TableCommand {
         throw new picocli.CommandLine.ParameterException(spec.commandLine(), "say what to change: --replicas N and/or --min-in-sync M");
       }
       ShardwiseClient client = common.cluster.connect();
+      boolean wasReplicated = client.describeTable(name, false).replicas() > 1;
       TableDescription t = client.setReplication(name, replicas, minInSync);
       spec.commandLine().getOut().println("table " + name + " keeps " + t.replicas() + " replicas of each shard, writes need " + t.minInSync()
           + " in sync (map epoch " + t.mapEpoch() + "); followers are added or removed by the balancer's leader");
+      if (!wasReplicated && t.replicas() > 1 && t.minInSync() == 1) {
+        spec.commandLine().getOut().println("replication is on: each shard's leader alone acknowledges writes until you raise it, once"
+            + " 'table describe " + name + "' shows the followers in sync: shardwise table set " + name + " --min-in-sync "
+            + (t.replicas() / 2 + 1));
+      }
       print(spec.commandLine().getOut(), common.output, t, true, false);
       return Main.EXIT_OK;
     }

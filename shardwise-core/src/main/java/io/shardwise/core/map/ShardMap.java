@@ -307,7 +307,13 @@ public final class ShardMap {
           throw new IllegalArgumentException("table " + r.table() + " does not exist");
         }
         // A factor's change keeps the version floor: it only ever rises.
-        out.put(t.name(), t.withReplication(r.replication().withVersionFloor(t.replication().versionFloor()), next));
+        Table changed = t.withReplication(r.replication().withVersionFloor(t.replication().versionFloor()), next);
+        if (!t.replication().replicated() && r.replication().replicated()) {
+          changed = startReplicating(changed, next);
+        } else if (t.replication().replicated() && !r.replication().replicated()) {
+          throw new IllegalArgumentException("table " + t.name() + " keeps replicas: it cannot go back to one replica per shard");
+        }
+        out.put(t.name(), changed);
       } else if (change instanceof ShardMapDelta.RaiseVersionFloor raise) {
         Table t = out.get(raise.table());
         if (t == null) {
@@ -428,6 +434,20 @@ public final class ShardMap {
       shards.add(whole ? parent : parent.as(new ShardId(t.name(), number++), epoch));
     }
     return t.withLayout(after, shards, number);
+  }
+
+  /**
+   * A table of one replica per shard that begins to keep replicas at {@code epoch}: each shard is
+   * led by its owner from that epoch, with no follower yet (the balancer adds them). The new shard
+   * epoch fences what the owners did under the old one: a write on the path without a log, or a
+   * move's cutover planned before.
+   */
+  private static Table startReplicating(Table t, long epoch) {
+    List<ShardAssignment> led = new ArrayList<>(t.shards().size());
+    for (ShardAssignment s : t.shards()) {
+      led.add(new ShardAssignment(s.id(), s.owner(), epoch, epoch, List.of(), List.of()));
+    }
+    return t.withLayout(t.layout(), led, t.nextShardNumber());
   }
 
   private static Table existing(SortedMap<String, Table> tables, ShardId shard) {

@@ -455,7 +455,7 @@ public final class ShardwiseNode implements AutoCloseable {
             removed = replicator.purgeRecords(shard.ref(), cutoff, RECORDS_PER_PURGE_ENTRY).get(30, TimeUnit.SECONDS);
           } while (removed == RECORDS_PER_PURGE_ENTRY && !store.isClosed());
         } else {
-          store.purgeRequestRecords(shard.ref(), cutoff);
+          shards.maintainUnreplicated(shard.ref(), () -> store.purgeRequestRecords(shard.ref(), cutoff));
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -496,7 +496,7 @@ public final class ShardwiseNode implements AutoCloseable {
       try {
         while (from != null && !store.isClosed()) {
           byte[] start = from;
-          Optional<ShardStore.TombstonePurge> batch = shards.maintain(shard, () -> store.purgeTombstones(shard, cutoff, start));
+          Optional<ShardStore.TombstonePurge> batch = shards.maintainUnreplicated(shard, () -> store.purgeTombstones(shard, cutoff, start));
           if (batch.isEmpty()) {
             break;
           }

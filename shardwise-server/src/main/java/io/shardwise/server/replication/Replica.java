@@ -279,11 +279,59 @@ final class Replica {
     role = Role.LEADER;
     leader = self;
     leaderEpoch = a.leaderEpoch();
+    if (neverStarted() && engine.holdsAny(ref)) {
+      startLogOverData(leaderEpoch); // data no entry of its log brought: a cut's half, or replication just turned on
+    }
     LogState s = storage.state(ref);
     commit = s.appliedOffset(); // everything applied was committed
     readyAt = s.lastOffset(); // entries after it were appended by an earlier leader: commit them first
     progress.clear();
     ready = new CompletableFuture<>();
+  }
+
+  /** True if this replica's log never started: no entry, no snapshot, no start over data. */
+  private boolean neverStarted() {
+    LogState s = storage.state(ref);
+    return s.baseOffset() == 0 && s.lastOffset() == 0;
+  }
+
+  /**
+   * Starts the log at offset 1 of leader epoch {@code epoch}, with no entry: the shard's data here
+   * is the log's state at 1. A log's entries are not the whole of a shard's data when the shard
+   * began as a cut's half (or merged shard) over its parents' data, or when its table began to keep
+   * replicas over data written before: a follower whose log matches at offset 0 would then take the
+   * entries alone and lack that data. So the leader's log starts at 1, and a follower holding none
+   * of it answers a mismatch there and gets a snapshot. The cut's own replicas (which hold the
+   * parents' data as of the cut) start theirs at the same place ({@link #startLogAtCut}) and take
+   * the entries only.
+   */
+  private void startLogOverData(long epoch) {
+    storage.reset(ref, 1, epoch);
+    LOG.debug("shard {}: log starts over the data here at offset 1 of leader epoch {}", ref, epoch);
+  }
+
+  /**
+   * A follower that held the whole of this shard's parents ({@code parents}: the replicas of the
+   * shards a split or merge replaced, still here) at the cut starts its log where the leader of
+   * the cut starts its own ({@link #startLogOverData}): at 1, of the leader epoch the cut gave the
+   * shard. Only if the parents are whole — each applied to the end of its log, which a quiesced
+   * cut leaves on every in-sync replica — and hold something in this shard's span (as the leader
+   * decides); otherwise the log stays unstarted and the leader sends a snapshot. Starting here
+   * with a leader epoch other than the leader's only costs a snapshot as well.
+   */
+  synchronized void startLogAtCut(List<Replica> parents, long epoch) {
+    if (!neverStarted() || parents.isEmpty()) {
+      return;
+    }
+    for (Replica p : parents) {
+      LogState ps = p.logState();
+      if (ps.appliedOffset() != ps.lastOffset() || ps.lastOffset() == 0) {
+        return;
+      }
+    }
+    if (engine.holdsAny(ref)) {
+      startLogOverData(epoch);
+    }
   }
 
   /** Stops leading: appended writes not yet applied end with an unknown outcome (another leader may commit them). */

@@ -177,7 +177,14 @@ public final class Replicator {
         }
         ShardRef ref = ShardRef.of(t, a.id().number());
         seen.add(ref);
-        Replica r = replicas.computeIfAbsent(ref, x -> new Replica(self, x, engine, nanos, config, () -> wake(x)));
+        Replica r = replicas.get(ref);
+        if (r == null) {
+          r = new Replica(self, ref, engine, nanos, config, () -> wake(ref));
+          replicas.put(ref, r);
+          if (!a.owner().equals(self)) {
+            r.startLogAtCut(cutParents(t, ref), a.leaderEpoch());
+          }
+        }
         r.update(a, t.replication(), after);
         index(r, a);
       }
@@ -195,6 +202,32 @@ public final class Replicator {
     }
     after.forEach(Runnable::run);
     return removed;
+  }
+
+  /**
+   * The replicas here of the shards of {@code t} that a split or merge replaced and whose spans
+   * together cover {@code shard}'s — this node kept each of them up to the cut — or an empty list if
+   * they do not cover it (the node was not a replica of all of them).
+   */
+  private List<Replica> cutParents(Table t, ShardRef shard) {
+    List<Replica> parents = new ArrayList<>();
+    for (Replica r : replicas.values()) {
+      ShardRef p = r.ref();
+      if (p.tableId() == shard.tableId() && t.positionOf(p.shardNumber()) < 0 && p.overlaps(shard)) {
+        parents.add(r);
+      }
+    }
+    parents.sort((x, y) -> java.util.Arrays.compareUnsigned(x.ref().start(), y.ref().start()));
+    byte[] covered = shard.start();
+    for (Replica r : parents) {
+      if (java.util.Arrays.compareUnsigned(r.ref().start(), covered) > 0) {
+        return List.of(); // a gap
+      }
+      if (java.util.Arrays.compareUnsigned(r.ref().end(), covered) > 0) {
+        covered = r.ref().end();
+      }
+    }
+    return java.util.Arrays.compareUnsigned(covered, shard.end()) >= 0 ? parents : List.of();
   }
 
   /** Files the replica under the follower nodes it sends to (only while it leads). */

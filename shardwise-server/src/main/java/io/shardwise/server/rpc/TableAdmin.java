@@ -166,6 +166,12 @@ public final class TableAdmin {
    * ({@code ReplicaRepair}): new followers are built (a snapshot, then the log) and join the
    * in-sync set; with fewer replicas, followers not in sync go first. Raising min in-sync above the
    * in-sync replicas a shard has now refuses its writes until more catch up, as the table says.
+   *
+   * <p>A table of one replica begins to keep replicas here, online: the same compare-and-set makes
+   * each shard's owner its leader at a new shard epoch (see {@code ShardMap}), which fences every
+   * write still on the path without a log; the leaders start their logs over their data, and each
+   * new follower is built from a snapshot. Min in-sync is 1 then unless named: raise it once
+   * {@code table describe} shows the followers in sync. The way back, to one replica, is refused.
    */
   TableInfo setReplication(io.shardwise.proto.v1.SetReplicationRequest request) {
     String name = request.getTable();
@@ -177,16 +183,18 @@ public final class TableAdmin {
       if (factor < 1 || factor > Replication.MAX_FACTOR) {
         throw Errors.invalid("a table keeps 1 to " + Replication.MAX_FACTOR + " replicas of each shard, not " + factor);
       }
-      if (now.replicated() != (factor > 1)) {
-        throw Status.FAILED_PRECONDITION.withDescription("table " + name + " keeps " + now.factor() + " replica" + (now.replicated() ? "s" : "")
-            + " of each shard; turning replication " + (now.replicated() ? "off" : "on") + " for a table is not supported online"
-            + " (its writes would change path): create a table with --replicas and copy the data").asRuntimeException();
+      if (now.replicated() && factor == 1) {
+        throw Status.FAILED_PRECONDITION.withDescription("table " + name + " keeps " + now.factor() + " replicas of each shard; going back to"
+            + " one replica is not supported online: create a table of one replica and copy the data").asRuntimeException();
       }
       if (factor > now.factor() && factor > live) {
         throw Status.FAILED_PRECONDITION.withDescription("table " + name + " cannot keep " + factor + " replicas of each shard: each on its own"
             + " node, and " + live + " are live").asRuntimeException();
       }
-      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync() : defaultMinInSync(now, factor);
+      // Turning replication on: the leaders alone acknowledge writes until the caller raises min in-sync
+      // (once the new followers are built), unless it names a higher one now and accepts refused writes meanwhile.
+      boolean turningOn = !now.replicated() && factor > 1;
+      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync() : turningOn ? 1 : defaultMinInSync(now, factor);
       if (minInSync < 1 || minInSync > factor) {
         throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
       }

@@ -55,8 +55,21 @@ public final class LocalShard {
     return replicated;
   }
 
+  /**
+   * Sets whether the table keeps replicas. A change takes the fence exclusively: when it returns, no
+   * write that began on the other path is still in flight, and a write that checked the flag before
+   * and enters after finds it changed ({@link LocalShards#apply} refuses it, and its client retries).
+   */
   void replicated(boolean value) {
-    replicated = value;
+    if (replicated == value) {
+      return;
+    }
+    fence.writeLock().lock();
+    try {
+      replicated = value;
+    } finally {
+      fence.writeLock().unlock();
+    }
   }
 
   public ShardRef ref() {

@@ -235,7 +235,11 @@ public final class LocalShards {
     try {
       for (Mutation m : batch) {
         if (!entered.containsKey(m.shard())) {
-          entered.put(m.shard(), enter(m.shard(), true));
+          LocalShard s = enter(m.shard(), true);
+          entered.put(m.shard(), s);
+          if (s.replicated()) { // its table began to keep replicas since the check above: its writes go through the log now
+            throw new ShardFencedException(m.shard(), s, "began to keep replicas");
+          }
         }
       }
       long[] versions = store.apply(batch);
@@ -304,6 +308,9 @@ public final class LocalShards {
     }
     LocalShard s = enter(ref, true);
     try {
+      if (s.replicated()) {
+        throw new ShardFencedException(ref, s, "began to keep replicas");
+      }
       List<byte[]> written = store.mergeStored(ref, values);
       written.forEach(s::writtenStored);
       return (int) written.stream().filter(k -> !ref.isReserved(k)).count();
@@ -316,7 +323,7 @@ public final class LocalShards {
    * Runs {@code work} (housekeeping that writes, such as purging tombstones) inside the shard's
    * fence, as a write would, but only while no move is copying the shard: a move's change log does
    * not record housekeeping, and {@code track} waits for it to finish. Empty if the shard is not
-   * served here, paused, or being moved.
+   * served here, paused, or being moved, or if {@code work} returns null.
    */
   public <T> java.util.Optional<T> maintain(ShardRef ref, java.util.function.Supplier<T> work) {
     LocalShard s;
@@ -326,10 +333,18 @@ public final class LocalShards {
       return java.util.Optional.empty();
     }
     try {
-      return s.tracked() ? java.util.Optional.empty() : java.util.Optional.of(work.get());
+      return s.tracked() ? java.util.Optional.empty() : java.util.Optional.ofNullable(work.get());
     } finally {
       s.exit();
     }
+  }
+
+  /**
+   * {@link #maintain}, for housekeeping that writes the store directly: empty as well if the shard's
+   * table keeps replicas (then its housekeeping goes through its log, or the replicas would differ).
+   */
+  public <T> java.util.Optional<T> maintainUnreplicated(ShardRef ref, java.util.function.Supplier<T> work) {
+    return maintain(ref, () -> held.get(ref).replicated() ? null : work.get());
   }
 
   private LocalShard enter(ShardRef ref, boolean write) {

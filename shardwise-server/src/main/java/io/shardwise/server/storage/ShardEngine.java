@@ -155,6 +155,9 @@ public interface ShardEngine {
   /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
   void drop(ShardRef shard);
 
+  /** True if any key lies in {@code shard}'s span here: live, a tombstone, a write-id record or its version floor. */
+  boolean holdsAny(ShardRef shard);
+
   /** True once the engine is closing: long waits (for a map read) give up. */
   boolean isClosed();
 }

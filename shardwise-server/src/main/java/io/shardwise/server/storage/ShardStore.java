@@ -1014,18 +1014,6 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return v;
   }
 
-  /** True if any key lies in the shard's span. */
-  private boolean holdsAny(ShardRef shard) {
-    try (Slice bound = new Slice(shard.endKey());
-        ReadOptions read = spanRead(shard, bound).setFillCache(false);
-        RocksIterator it = db.newIterator(read)) {
-      it.seek(shard.startKey());
-      boolean any = it.isValid();
-      checkIterator(it, shard);
-      return any;
-    }
-  }
-
   /**
    * Options to iterate within one shard's span up to {@code bound} (its end, or lower): a bucket
    * shard is one fixed-length prefix, so prefix seeks (and bloom filters) serve it; an ordered
@@ -1209,6 +1197,21 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return shard.layout() == ShardRef.Layout.HASH
         ? new SplitPoint(null, java.nio.ByteBuffer.wrap(unit).getLong(), below, stats.bytes(), stats.keys())
         : new SplitPoint(unit, 0, below, stats.bytes(), stats.keys());
+  }
+
+  @Override
+  public boolean holdsAny(ShardRef shard) {
+    enter();
+    try (Slice bound = new Slice(shard.endKey());
+        ReadOptions read = spanRead(shard, bound).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      it.seek(shard.startKey());
+      boolean any = it.isValid();
+      checkIterator(it, shard);
+      return any;
+    } finally {
+      exit();
+    }
   }
 
   /** Removes every key of {@code shard}, tombstones included, with one range deletion. */

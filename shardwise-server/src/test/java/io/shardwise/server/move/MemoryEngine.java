@@ -241,6 +241,11 @@ public final class MemoryEngine implements ShardEngine {
   }
 
   @Override
+  public boolean holdsAny(ShardRef shard) {
+    return !range(data, shard).isEmpty();
+  }
+
+  @Override
   public void drop(ShardRef shard) {
     range(data, shard).clear();
   }

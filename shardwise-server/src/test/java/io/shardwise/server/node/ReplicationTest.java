@@ -84,6 +84,19 @@ class ReplicationTest {
   }
 
   /** Three nodes whose followers drop out of the in-sync set after a second of silence (the default is 5 s). */
+  /** Every replica of each key's shard holds the value a history checker last saw written to it ({@code last}: key number to value number). */
+  private static void everyReplicaHoldsTheLastValues(TestCluster cluster, Table t, java.util.Map<Integer, Long> last) {
+    for (var e : last.entrySet()) {
+      Key k = RebalanceTest.key(e.getKey());
+      ShardAssignment a = t.shardFor(k.partitionKey());
+      for (var replica : a.replicas()) {
+        Versioned v = cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode());
+        assertThat(v).as("key %d on %s", e.getKey(), replica).isNotNull();
+        assertThat(new String(v.value(), StandardCharsets.UTF_8)).as("key %d on %s", e.getKey(), replica).isEqualTo("v" + e.getValue());
+      }
+    }
+  }
+
   private TestCluster quickCluster() {
     TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT);
     for (int i = 1; i <= 3; i++) {
@@ -95,6 +108,89 @@ class ReplicationTest {
   private static ShardwiseNode startQuick(TestCluster cluster, int i) {
     return cluster.startNode(i, c -> c.withReplication(io.shardwise.server.replication.ReplicationConfig.DEFAULT
         .withLagMax(Duration.ofSeconds(1))));
+  }
+
+  @Test
+  void aTableOfOneReplicaBeginsToKeepReplicasOnlineWithoutLosingAWriteAndFailsOverAfterwards() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(4).replicas(1).build());
+      ShardwiseNode any = cluster.nodes.get(0);
+      java.util.List<Key> kept = java.util.stream.IntStream.range(0, 400).mapToObj(i -> Key.of("kept-" + i)).toList();
+      kept.forEach(k -> client.put("r", k, k.partitionKey()));
+      kept.subList(0, 50).forEach(k -> client.delete("r", k));
+      java.util.Map<Integer, Long> last;
+      try (RebalanceTest.History h = new RebalanceTest.History(client, "r", 300, 23)) {
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > 200 && h.reads.get() > 100);
+        long epochBefore = any.map().epoch();
+        TableDescription on = client.setReplication("r", 3, 0);
+        assertThat(on.replicas()).isEqualTo(3);
+        assertThat(on.minInSync()).as("the leaders alone acknowledge until it is raised").isEqualTo(1);
+        Table t = any.map().table("r").orElseThrow();
+        assertThat(t.shards()).allSatisfy(s -> assertThat(s.epoch()).as("%s fenced at a new epoch", s.id()).isGreaterThan(epochBefore));
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(any.map().table("r").orElseThrow().shards())
+            .allSatisfy(s -> assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2)));
+        long writes = h.writes.get();
+        client.setReplication("r", 3, 2);
+        await().atMost(Duration.ofSeconds(20)).until(() -> h.writes.get() > writes + 200);
+        last = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+      }
+      Table t = any.map().table("r").orElseThrow();
+      for (int i = 0; i < kept.size(); i++) {
+        Key k = kept.get(i);
+        ShardAssignment a = t.shardFor(k.partitionKey());
+        for (var replica : a.replicas()) {
+          Versioned v = cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode());
+          if (i < 50) {
+            assertThat(v).as("%s deleted, on %s", k, replica).isNull();
+          } else {
+            assertThat(v).as("%s on %s", k, replica).isNotNull();
+          }
+        }
+      }
+      everyReplicaHoldsTheLastValues(cluster, t, last);
+
+      assertThatThrownBy(() -> client.setReplication("r", 1, 0)).hasMessageContaining("going back to one replica is not supported");
+
+      // The node that led shard 0 stops: another replica leads it with every key.
+      ShardwiseNode victim = cluster.node(t.shards().get(0).owner().value());
+      victim.close();
+      cluster.nodes.remove(victim);
+      ShardwiseNode survivor = cluster.nodes.get(0);
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(survivor.map().table("r").orElseThrow().shards())
+          .allSatisfy(s -> assertThat(s.owner()).isNotEqualTo(victim.id())));
+      for (int i = 50; i < kept.size(); i++) {
+        assertThat(client.get("r", kept.get(i))).as("%s after the failover", kept.get(i)).isPresent();
+      }
+      for (var e : last.entrySet()) {
+        assertThat(client.get("r", RebalanceTest.key(e.getKey()))).as("key %d after the failover", e.getKey()).get()
+            .satisfies(v -> assertThat(new String(v.value(), StandardCharsets.UTF_8)).isEqualTo("v" + e.getValue()));
+      }
+    }
+  }
+
+  @Test
+  void aFollowerAddedToTheHalvesOfASplitIsBuiltWithTheirWholeData() throws Exception {
+    try (TestCluster cluster = quickCluster()) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("r", TableSpec.builder("hashrange").shards(1).replicas(2).build());
+      java.util.List<Key> keys = java.util.stream.IntStream.range(0, 300).mapToObj(i -> Key.of("k" + i)).toList();
+      keys.forEach(k -> client.put("r", k, k.partitionKey()));
+      ShardwiseNode any = cluster.nodes.get(0);
+      client.splitShard("r", any.map().table("r").orElseThrow().shards().get(0).id().number());
+      client.setReplication("r", 3, 0);
+      await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(any.map().table("r").orElseThrow().shards())
+          .hasSize(2).allSatisfy(s -> assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2)));
+      Table t = any.map().table("r").orElseThrow();
+      for (Key k : keys) {
+        ShardAssignment a = t.shardFor(k.partitionKey());
+        for (var replica : a.replicas()) {
+          assertThat(cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode()))
+              .as("%s on %s", new String(k.partitionKey(), StandardCharsets.UTF_8), replica).isNotNull();
+        }
+      }
+    }
   }
 
   @Test
@@ -459,15 +555,7 @@ class ReplicationTest {
           assertThat(s.inSync()).as("%s in sync", s.id()).hasSize(2);
         });
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
-          for (var e : last.entrySet()) {
-            Key k = RebalanceTest.key(e.getKey());
-            ShardAssignment a = t.shardFor(k.partitionKey());
-            for (var replica : a.replicas()) {
-              Versioned v = cluster.node(replica.value()).store().get(ShardRef.of(t, a.id().number()), k.encode());
-              assertThat(v).as("key %d on %s", e.getKey(), replica).isNotNull();
-              assertThat(new String(v.value(), StandardCharsets.UTF_8)).as("key %d on %s", e.getKey(), replica).isEqualTo("v" + e.getValue());
-            }
-          }
+          everyReplicaHoldsTheLastValues(cluster, t, last);
           for (String k : once) {
             ShardAssignment a = t.shardFor(Key.of(k).partitionKey());
             for (var replica : a.replicas()) {
@@ -672,7 +760,7 @@ class ReplicationTest {
           .hasMessageContaining("cannot keep 4 replicas").hasMessageContaining("3 are live");
       assertThatThrownBy(() -> client.setReplication("r", 2, 3)).hasMessageContaining("min in-sync replicas must be 1 to the replication factor (2)");
       client.createTable("single", TableSpec.builder("hashrange").shards(1).build());
-      assertThatThrownBy(() -> client.setReplication("single", 3, 0)).hasMessageContaining("not supported online");
+      assertThatThrownBy(() -> client.setReplication("r", 1, 0)).hasMessageContaining("going back to one replica is not supported online");
       assertThatThrownBy(() -> client.setReplication("nope", 3, 0)).hasMessageContaining("nope");
       assertThat(any.map().table("r").orElseThrow().replication().factor()).as("nothing half-changed").isEqualTo(2);
       assertThat(any.map().epoch()).isEqualTo(epoch + 1); // only the table created
