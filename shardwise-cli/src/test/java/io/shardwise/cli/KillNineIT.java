@@ -307,6 +307,75 @@ class KillNineIT {
     });
   }
 
+  /**
+   * Both tables, of one replica, begin to keep three while the clients write ({@code table set
+   * --replicas 3}: each shard's owner leads at a new epoch, direct writes fenced out); once the
+   * followers are in sync and min in-sync is 2, {@code kill -9} of the node leading the most shards
+   * of {@code hist} and a restart: followers built from snapshots of data written before any log
+   * must hold it, or the failover loses it.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void replicationTurnedOnThenALeaderKilledLosesNothing(long seed) throws Exception {
+    List<String> nodes = startThreeNodesWithTables(HASH_RANGES, "hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("replicas-turn-on-kill", seed, Duration.ofSeconds(20), HASH_RANGES, () -> {
+      Thread.sleep(1_000 + random.nextInt(2_000));
+      try (ShardwiseClient admin = client(nodes)) {
+        for (String table : List.of("hist", "probe")) {
+          admin.setReplication(table, 3, 0);
+        }
+        awaitInSync(admin, "hist", Duration.ofSeconds(30));
+        admin.setReplication("hist", 3, 2);
+        Thread.sleep(random.nextInt(1_000));
+        return killAndRestart(busiestLeader(admin, "hist"));
+      }
+    });
+  }
+
+  /**
+   * Both tables, replicated, go back to one replica while the clients write; then {@code kill -9}
+   * of the node owning the most shards of {@code hist} and a restart: writes taken on the direct
+   * path after the leaders stepped down from their logs must all be there, and the logs left
+   * behind must not come back.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void replicationTurnedOffThenAnOwnerKilledLosesNothing(long seed) throws Exception {
+    List<String> nodes = startThreeNodesWithTables(REPLICATED, "hist");
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("replicas-turn-off-kill", seed, Duration.ofSeconds(18), REPLICATED, () -> {
+      Thread.sleep(1_000 + random.nextInt(2_000));
+      try (ShardwiseClient admin = client(nodes)) {
+        for (String table : List.of("hist", "probe")) {
+          admin.setReplication(table, 1, 0);
+        }
+        Thread.sleep(500 + random.nextInt(1_500));
+        return killAndRestart(busiestLeader(admin, "hist"));
+      }
+    });
+  }
+
+  /** Waits until every shard of {@code table} has all its followers in sync. */
+  private static void awaitInSync(ShardwiseClient admin, String table, Duration atMost) throws InterruptedException {
+    long deadline = System.nanoTime() + atMost.toNanos();
+    while (!admin.describeTable(table, false).shards().stream().allMatch(s -> s.inSync().size() == s.followers().size() && !s.followers().isEmpty())) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("the followers of " + table + " were not in sync within " + atMost);
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  /** The node that leads (or owns) the most shards of {@code table}. */
+  private static String busiestLeader(ShardwiseClient admin, String table) {
+    Map<String, Long> led = admin.describeTable(table, false).shards().stream()
+        .collect(java.util.stream.Collectors.groupingBy(io.shardwise.client.ShardDescription::owner, java.util.stream.Collectors.counting()));
+    return led.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+  }
+
   /** The first hash of the upper half of a hashrange shard split in the middle. */
   private static long middle(io.shardwise.client.ShardDescription s) {
     return s.hashFirst() + Long.divideUnsigned(s.hashLast() - s.hashFirst(), 2) + 1;

@@ -67,7 +67,8 @@ public final class MapCodec {
   /** The replication a table's header stores (one replica when it stores none). */
   public static Replication replication(TableMapProto header) {
     return header.getReplicationFactor() == 0 ? Replication.NONE
-        : new Replication(header.getReplicationFactor(), header.getMinInSync(), header.getVersionFloor());
+        : new Replication(header.getReplicationFactor(), header.getMinInSync(), header.getVersionFloor(),
+            header.getReplicatedSince());
   }
 
   /** The map epoch at which a table's header says its replication was set. */
@@ -78,7 +79,8 @@ public final class MapCodec {
   private static TableMapProto.Builder withReplication(TableMapProto.Builder b, Table t) {
     if (t.replication().replicated() || t.replicationChangedAt() != t.id()) {
       b.setReplicationFactor(t.replication().factor()).setMinInSync(t.replication().minInSync())
-          .setReplicationChangedAt(t.replicationChangedAt()).setVersionFloor(t.replication().versionFloor());
+          .setReplicationChangedAt(t.replicationChangedAt()).setVersionFloor(t.replication().versionFloor())
+          .setReplicatedSince(t.replication().since());
     }
     return b;
   }

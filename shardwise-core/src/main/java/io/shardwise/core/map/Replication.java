@@ -14,8 +14,12 @@ package io.shardwise.core.map;
  *     it, on every replica that ever leads, so a purged key never comes back at a version a
  *     client has already seen. Only rises ({@link ShardMapDelta.RaiseVersionFloor}); a leader
  *     raises it before it appends the purge.
+ * @param since the map epoch at which the table last began to keep replicas, having kept one (0:
+ *     it kept them from its creation). Every log entry and log start of the shards' replicas since
+ *     then carries a leader epoch at least this high, so a replica's log whose last epoch is lower
+ *     is left from an earlier time the table kept replicas, and is dropped, never matched.
  */
-public record Replication(int factor, int minInSync, long versionFloor) {
+public record Replication(int factor, int minInSync, long versionFloor, long since) {
 
   /** The most replicas a shard may have. */
   public static final int MAX_FACTOR = 7;
@@ -27,7 +31,14 @@ public record Replication(int factor, int minInSync, long versionFloor) {
     this(factor, minInSync, 0);
   }
 
+  public Replication(int factor, int minInSync, long versionFloor) {
+    this(factor, minInSync, versionFloor, 0);
+  }
+
   public Replication {
+    if (since < 0) {
+      throw new IllegalArgumentException("a replication start is a map epoch, 0 or more, not " + since);
+    }
     if (versionFloor < 0) {
       throw new IllegalArgumentException("a version floor is 0 or more, not " + versionFloor);
     }
@@ -46,7 +57,12 @@ public record Replication(int factor, int minInSync, long versionFloor) {
 
   /** The same with the floor raised to {@code floor} (unchanged if it is already that high). */
   public Replication withVersionFloor(long floor) {
-    return floor <= versionFloor ? this : new Replication(factor, minInSync, floor);
+    return floor <= versionFloor ? this : new Replication(factor, minInSync, floor, since);
+  }
+
+  /** The same with the replication start {@code epoch} ({@link #since}). */
+  public Replication since(long epoch) {
+    return new Replication(factor, minInSync, versionFloor, epoch);
   }
 
   public boolean replicated() {

@@ -307,11 +307,13 @@ public final class ShardMap {
           throw new IllegalArgumentException("table " + r.table() + " does not exist");
         }
         // A factor's change keeps the version floor: it only ever rises.
-        Table changed = t.withReplication(r.replication().withVersionFloor(t.replication().versionFloor()), next);
-        if (!t.replication().replicated() && r.replication().replicated()) {
+        boolean starts = !t.replication().replicated() && r.replication().replicated();
+        Replication replication = r.replication().withVersionFloor(t.replication().versionFloor()).since(starts ? next : t.replication().since());
+        Table changed = t.withReplication(replication, next);
+        if (starts) {
           changed = startReplicating(changed, next);
         } else if (t.replication().replicated() && !r.replication().replicated()) {
-          throw new IllegalArgumentException("table " + t.name() + " keeps replicas: it cannot go back to one replica per shard");
+          changed = stopReplicating(changed, next);
         }
         out.put(t.name(), changed);
       } else if (change instanceof ShardMapDelta.RaiseVersionFloor raise) {
@@ -448,6 +450,20 @@ public final class ShardMap {
       led.add(new ShardAssignment(s.id(), s.owner(), epoch, epoch, List.of(), List.of()));
     }
     return t.withLayout(t.layout(), led, t.nextShardNumber());
+  }
+
+  /**
+   * A replicated table that goes back to one replica per shard at {@code epoch}: each leader keeps
+   * its shard alone, its followers removed (their copies go to their nodes' trash). The new shard
+   * epoch fences the leaders' logs: a leader steps down from its log before its writes take the path
+   * without one.
+   */
+  private static Table stopReplicating(Table t, long epoch) {
+    List<ShardAssignment> alone = new ArrayList<>(t.shards().size());
+    for (ShardAssignment s : t.shards()) {
+      alone.add(new ShardAssignment(s.id(), s.owner(), epoch, s.leaderEpoch(), List.of(), List.of()));
+    }
+    return t.withLayout(t.layout(), alone, t.nextShardNumber());
   }
 
   private static Table existing(SortedMap<String, Table> tables, ShardId shard) {

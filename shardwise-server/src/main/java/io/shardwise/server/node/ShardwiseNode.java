@@ -256,6 +256,12 @@ public final class ShardwiseNode implements AutoCloseable {
       if (replicator != null) {
         replicasRemoved = replicator.apply(previous, next); // leads, follows or lets go of replicas before requests route by the new map
       }
+      for (ShardRef shard : changes.stoppedReplicating()) {
+        // Its table went back to one replica, and its replica here no longer leads: its writes take
+        // the direct path from now on, and its log is of no use any more.
+        shards.stopReplicating(shard);
+        store.replicaStorage().forget(shard);
+      }
       map.advance(next);
     }
     for (ShardRef shard : replicasRemoved) {

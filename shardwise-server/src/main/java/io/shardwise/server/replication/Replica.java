@@ -222,6 +222,13 @@ final class Replica {
       return; // an older map than one already applied
     }
     shardEpoch = a.epoch();
+    if (!neverStarted() && storage.state(ref).lastEpoch() < replication.since()) {
+      // Left from an earlier time the table kept replicas (a crash before it was dropped, or a copy
+      // awaiting the trash): writes taken since without a log are not in it, so it must never match.
+      LOG.info("shard {}: dropping a replication log older than the table's replication (its last epoch {} < {})", ref,
+          storage.state(ref).lastEpoch(), replication.since());
+      storage.forget(ref);
+    }
     if (cutAt >= 0 && shardEpoch > cutAt) {
       cutAt = -1; // no cut guarded by that epoch can be stored any more
     }

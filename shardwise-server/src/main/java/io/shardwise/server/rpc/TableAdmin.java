@@ -96,10 +96,10 @@ public final class TableAdmin {
 
   /**
    * Replicas per shard when a table is created without {@code --replicas}. One for now: replicated
-   * shards move, split, merge and purge, but ring and token tables do not take new nodes' points
-   * while replicated, a table cannot be turned back to one replica online, and a write at three
-   * replicas costs about five times one on a small machine (docs/benchmarks.md): a default every
-   * table gets must not lose those.
+   * shards move, split, merge and purge, and a table turns replication on and off online, but ring
+   * and token tables do not take new nodes' points while replicated, and a write at three replicas
+   * costs about five times one on a small machine (docs/benchmarks.md): a default every table gets
+   * must not lose those.
    */
   static final int DEFAULT_REPLICAS = 1;
 
@@ -171,7 +171,9 @@ public final class TableAdmin {
    * each shard's owner its leader at a new shard epoch (see {@code ShardMap}), which fences every
    * write still on the path without a log; the leaders start their logs over their data, and each
    * new follower is built from a snapshot. Min in-sync is 1 then unless named: raise it once
-   * {@code table describe} shows the followers in sync. The way back, to one replica, is refused.
+   * {@code table describe} shows the followers in sync. The way back, to one replica, is one
+   * compare-and-set too: each leader keeps its shard alone, steps down from its log before its
+   * writes take the direct path, and keeps the table's version floor in its data.
    */
   TableInfo setReplication(io.shardwise.proto.v1.SetReplicationRequest request) {
     String name = request.getTable();
@@ -183,10 +185,6 @@ public final class TableAdmin {
       if (factor < 1 || factor > Replication.MAX_FACTOR) {
         throw Errors.invalid("a table keeps 1 to " + Replication.MAX_FACTOR + " replicas of each shard, not " + factor);
       }
-      if (now.replicated() && factor == 1) {
-        throw Status.FAILED_PRECONDITION.withDescription("table " + name + " keeps " + now.factor() + " replicas of each shard; going back to"
-            + " one replica is not supported online: create a table of one replica and copy the data").asRuntimeException();
-      }
       if (factor > now.factor() && factor > live) {
         throw Status.FAILED_PRECONDITION.withDescription("table " + name + " cannot keep " + factor + " replicas of each shard: each on its own"
             + " node, and " + live + " are live").asRuntimeException();
@@ -194,11 +192,11 @@ public final class TableAdmin {
       // Turning replication on: the leaders alone acknowledge writes until the caller raises min in-sync
       // (once the new followers are built), unless it names a higher one now and accepts refused writes meanwhile.
       boolean turningOn = !now.replicated() && factor > 1;
-      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync() : turningOn ? 1 : defaultMinInSync(now, factor);
+      int minInSync = request.getMinInSync() != 0 ? request.getMinInSync() : turningOn || factor == 1 ? 1 : defaultMinInSync(now, factor);
       if (minInSync < 1 || minInSync > factor) {
         throw Errors.invalid("min in-sync replicas must be 1 to the replication factor (" + factor + "), not " + minInSync);
       }
-      Replication next = new Replication(factor, minInSync, now.versionFloor());
+      Replication next = new Replication(factor, minInSync, now.versionFloor(), now.since());
       return next.equals(now) ? Optional.empty()
           : Optional.of(ShardMapDelta.on(map).add(new ShardMapDelta.SetReplication(name, next)).build());
     });

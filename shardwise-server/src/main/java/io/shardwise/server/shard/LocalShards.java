@@ -56,11 +56,29 @@ public final class LocalShards {
     own(ref, epoch, false);
   }
 
-  /** This node owns (leads) {@code ref} at {@code epoch}; {@code replicated}: its table keeps replicas. */
+  /**
+   * This node owns (leads) {@code ref} at {@code epoch}; {@code replicated}: its table keeps
+   * replicas. A shard whose table stops keeping them stays on the log's path here until {@link
+   * #stopReplicating}: its leader must step down from the log first.
+   */
   public void own(ShardRef ref, long epoch, boolean replicated) {
     LocalShard s = held.computeIfAbsent(ref, r -> new LocalShard(r, epoch));
-    s.replicated(replicated);
+    if (replicated || !s.replicated()) {
+      s.replicated(replicated);
+    }
     s.own(epoch);
+  }
+
+  /**
+   * Writes of {@code ref}, whose table went back to one replica, take the path without a log from
+   * now on (no-op if not held). Call it once its replica no longer leads: when this returns, no
+   * write on the log's path is being admitted here, and no write on the direct path began before.
+   */
+  public void stopReplicating(ShardRef ref) {
+    LocalShard s = held.get(ref);
+    if (s != null) {
+      s.replicated(false);
+    }
   }
 
   /** True if {@code ref} is held here and its table keeps replicas: requests for it may wait on other nodes. */
@@ -82,7 +100,7 @@ public final class LocalShards {
    * them, those it lost to another node, and those whose table is gone (dropped, or recreated under
    * a new id).
    */
-  public record MapChanges(List<ShardRef> owned, List<ShardRef> lost, List<ShardRef> droppedTables) {}
+  public record MapChanges(List<ShardRef> owned, List<ShardRef> lost, List<ShardRef> droppedTables, List<ShardRef> stoppedReplicating) {}
 
   /**
    * Brings the local shards in line with {@code next}, a map newer than {@code previous} (the one
@@ -96,6 +114,7 @@ public final class LocalShards {
    */
   public MapChanges apply(ShardMap previous, ShardMap next, NodeId self) {
     List<ShardRef> owned = new ArrayList<>();
+    List<ShardRef> stoppedReplicating = new ArrayList<>();
     for (Table t : next.tables().values()) {
       if (t.unchangedSince(previous)) {
         continue;
@@ -103,11 +122,17 @@ public final class LocalShards {
       for (ShardAssignment s : t.shards()) {
         if (s.owner().equals(self)) {
           ShardRef ref = ShardRef.of(t, s.id().number());
-          if (ref.layout() != ShardRef.Layout.BUCKET && !held.containsKey(ref)) {
-            store.inheritFloor(ref); // a split's upper half (or a restart after one) has no floor of its own yet
+          LocalShard before = held.get(ref);
+          boolean stops = before != null && before.replicated() && !t.replication().replicated();
+          long mapFloor = t.replication().replicated() ? 0 : t.replication().versionFloor(); // purges of a time it kept replicas
+          if ((ref.layout() != ShardRef.Layout.BUCKET || mapFloor > 0) && (before == null || stops)) {
+            store.inheritFloor(ref, mapFloor); // a split's upper half (or a restart after one) has no floor of its own yet
           }
           own(ref, s.epoch(), t.replication().replicated());
           owned.add(ref);
+          if (stops) {
+            stoppedReplicating.add(ref);
+          }
         }
       }
     }
@@ -133,7 +158,7 @@ public final class LocalShards {
         }
       }
     }
-    return new MapChanges(owned, lost, droppedTables);
+    return new MapChanges(owned, lost, droppedTables, stoppedReplicating);
   }
 
   /** Forgets a handed-off shard whose data has left the store (moved to the trash); no-op if it serves again. */

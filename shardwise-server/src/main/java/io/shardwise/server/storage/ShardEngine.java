@@ -150,7 +150,16 @@ public interface ShardEngine {
    * of its table, before an ordered shard serves here (after a split or a merge its start may hold
    * no floor of its own).
    */
-  void inheritFloor(ShardRef shard);
+  default void inheritFloor(ShardRef shard) {
+    inheritFloor(shard, 0);
+  }
+
+  /**
+   * {@link #inheritFloor(ShardRef)}, with both floors at least {@code atLeast}: a table that goes
+   * back to one replica keeps its floor in the data, at least the map's ({@link
+   * io.shardwise.core.map.Replication#versionFloor}), from then on.
+   */
+  void inheritFloor(ShardRef shard, long atLeast);
 
   /** Removes every key of {@code shard}: the incomplete copy of a move that did not happen. */
   void drop(ShardRef shard);

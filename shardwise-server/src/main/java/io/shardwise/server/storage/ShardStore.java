@@ -659,7 +659,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * Call it before the shard serves.
    */
   @Override
-  public void inheritFloor(ShardRef shard) {
+  public void inheritFloor(ShardRef shard, long atLeast) {
     enter();
     try {
       byte[] floorKey = shard.floorKey();
@@ -670,10 +670,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       try (WriteBatch writes = new WriteBatch()) {
         long floor = versionFloor(shard);
         long tableFloor = tableFloor(shard.tableId());
-        if (tableFloor > floor) {
-          writes.put(floorKey, encode(new byte[0], tableFloor));
-        } else if (floor > tableFloor) { // a shard that arrived with its floor: the table's covers it from now on
-          writes.put(meta(), tableFloorKey(shard.tableId()), encode(new byte[0], floor));
+        long target = Math.max(atLeast, Math.max(floor, tableFloor)); // a shard that arrived with its floor: the table's covers it from now on
+        if (target > floor) {
+          writes.put(floorKey, encode(new byte[0], target));
+        }
+        if (target > tableFloor) {
+          writes.put(meta(), tableFloorKey(shard.tableId()), encode(new byte[0], target));
         }
         if (writes.count() > 0) {
           db.write(writeOptions, writes);

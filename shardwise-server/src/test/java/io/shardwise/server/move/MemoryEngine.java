@@ -236,7 +236,7 @@ public final class MemoryEngine implements ShardEngine {
   }
 
   @Override
-  public void inheritFloor(ShardRef shard) {
+  public void inheritFloor(ShardRef shard, long atLeast) {
     // no floors here: the move simulation never purges a tombstone, and its table does not split
   }
 
