@@ -318,21 +318,51 @@ class KillNineIT {
   @MethodSource("seeds")
   @Tag(CAMPAIGN)
   void replicationTurnedOnThenALeaderKilledLosesNothing(long seed) throws Exception {
-    List<String> nodes = startThreeNodesWithTables(HASH_RANGES, "hist");
+    List<String> nodes = startThreeNodesWithTables(HASH_RANGES, "hist", "kept");
+    List<Key> kept = new ArrayList<>();
+    try (ShardwiseClient admin = client(nodes)) {
+      for (int i = 0; i < KEPT_KEYS; i++) { // written once, before any log: only the followers' snapshots carry them
+        Key k = Key.of(("kept-" + i).getBytes(StandardCharsets.UTF_8));
+        admin.put("kept", k, k.partitionKey());
+        kept.add(k);
+      }
+    }
     SplittableRandom random = new SplittableRandom(seed);
     checkedRun("replicas-turn-on-kill", seed, Duration.ofSeconds(20), HASH_RANGES, () -> {
       Thread.sleep(1_000 + random.nextInt(2_000));
       try (ShardwiseClient admin = client(nodes)) {
-        for (String table : List.of("hist", "probe")) {
+        for (String table : List.of("hist", "probe", "kept")) {
           admin.setReplication(table, 3, 0);
         }
         awaitInSync(admin, "hist", Duration.ofSeconds(30));
+        awaitInSync(admin, "kept", Duration.ofSeconds(30));
         admin.setReplication("hist", 3, 2);
+        admin.setReplication("kept", 3, 2);
         Thread.sleep(random.nextInt(1_000));
-        return killAndRestart(busiestLeader(admin, "hist"));
+        return killAndRestart(busiestLeader(admin, "kept"));
       }
     });
+    // The killed node's shards of `kept` are led by followers now: each key must be there.
+    try (ShardwiseClient admin = client(nodes)) {
+      for (Key k : kept) {
+        String name = new String(k.partitionKey(), StandardCharsets.UTF_8);
+        java.util.concurrent.atomic.AtomicBoolean present = new java.util.concurrent.atomic.AtomicBoolean();
+        boolean answered = io.shardwise.server.rpc.Retries.poll(Duration.ofSeconds(30), Duration.ofMillis(100), () -> {
+          try {
+            present.set(admin.get("kept", k).isPresent());
+            return true;
+          } catch (io.shardwise.client.ShardwiseException e) {
+            return false; // the failover is not over yet
+          }
+        });
+        assertThat(answered).as("kept key %s answered within 30 s", name).isTrue();
+        assertThat(present.get()).as("kept key %s, written before replication was turned on", name).isTrue();
+      }
+    }
   }
+
+  /** Keys written once before replication is turned on. */
+  private static final int KEPT_KEYS = 300;
 
   /**
    * Both tables, replicated, go back to one replica while the clients write; then {@code kill -9}

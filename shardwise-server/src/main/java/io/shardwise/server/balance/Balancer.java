@@ -103,9 +103,11 @@ public final class Balancer implements AutoCloseable {
   private final Failover failover;
   private final ReplicaRepair repair;
   private final ReplicaMoves replicaMoves;
+  private final long snapshotBytesPerSecond; // of the nodes' replication (each node's own; the same across a cluster started alike)
 
-  private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
+  private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics, long snapshotBytesPerSecond) {
     this.self = self;
+    this.snapshotBytesPerSecond = snapshotBytesPerSecond;
     this.coordinator = coordinator;
     this.peers = peers;
     this.records = new RebalanceRecords(coordinator);
@@ -138,8 +140,14 @@ public final class Balancer implements AutoCloseable {
     });
   }
 
-  public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics) {
-    Balancer b = new Balancer(self, coordinator, peers, tick, metrics);
+  /**
+   * @param snapshotBytesPerSecond the bandwidth at which a leader sends a new follower its snapshot
+   *     ({@link io.shardwise.server.replication.ReplicationConfig#snapshotBytesPerSecond}; 0: unlimited):
+   *     how long a replica move waits for its follower to catch up follows from it
+   */
+  public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics,
+      long snapshotBytesPerSecond) {
+    Balancer b = new Balancer(self, coordinator, peers, tick, metrics, snapshotBytesPerSecond);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
@@ -626,7 +634,7 @@ public final class Balancer implements AutoCloseable {
           reassign(move);
           last = MoveProgress.newBuilder().setPhase(MoveProgress.Phase.DONE).build();
         } else if (move.getReplica()) {
-          last = replicaMoves.run(move, inSyncWithin(move, settings), context::isCancelled);
+          last = replicaMoves.run(move, inSyncWithin(move, snapshotBytesPerSecond), context::isCancelled);
         } else if (source == null) {
           throw new IllegalStateException("the source " + move.getFrom() + " is not live");
         } else {
@@ -698,7 +706,7 @@ public final class Balancer implements AutoCloseable {
       MoveRecord move = MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(shard.id().number())
           .setFrom(shard.owner().value()).setTo(to.value()).setReplica(true).setLeadership(shard.isReplica(to))
           .setShardEpoch(shard.epoch()).build();
-      return replicaMoves.run(move, inSyncWithin(move, records.settings()), () -> false);
+      return replicaMoves.run(move, inSyncWithin(move, snapshotBytesPerSecond), () -> false);
     }
     NodeInfo source = coordinator.liveNodesNow().get(shard.owner());
     if (source == null) {
@@ -738,11 +746,11 @@ public final class Balancer implements AutoCloseable {
 
   /**
    * How long a replica move waits for its new follower to catch up: a minute, plus twice the time
-   * the shard's bytes take at the move bandwidth (the leader's snapshot is sent at that rate).
+   * the shard's bytes take at the snapshot bandwidth (the leader sends the follower's snapshot at
+   * that rate, not at the move bandwidth of shards of one replica).
    */
-  static Duration inSyncWithin(MoveRecord move, BalancerSettings settings) {
-    long bandwidth = settings.getBandwidthBytesPerSecond();
-    long copySeconds = bandwidth <= 0 ? 0 : 2 * move.getBytes() / bandwidth;
+  static Duration inSyncWithin(MoveRecord move, long snapshotBytesPerSecond) {
+    long copySeconds = snapshotBytesPerSecond <= 0 ? 0 : 2 * move.getBytes() / snapshotBytesPerSecond;
     return Duration.ofSeconds(60 + copySeconds);
   }
 

@@ -194,7 +194,7 @@ public final class ShardwiseNode implements AutoCloseable {
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
     coordinator.register(false, info.build(), Duration.ofSeconds(20), config.sessionTimeout().multipliedBy(2));
-    balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics);
+    balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics, config.replication().snapshotBytesPerSecond());
     coordinator.onLiveNodesChange(balancer::nodesChanged); // a leader's node gone: its shards fail over at once
     if (config.metricsPort() >= 0) {
       metricsEndpoint = MetricsEndpoint.start(config.host(), config.metricsPort(), metrics);
