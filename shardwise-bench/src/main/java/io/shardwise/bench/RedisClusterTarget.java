@@ -21,8 +21,15 @@ public final class RedisClusterTarget implements Target {
   static final String INDEX = "_indices";
 
   private final JedisCluster jedis;
+  private final int replicasPerMaster;
 
   public RedisClusterTarget(List<HostAndPort> masters, int threads) {
+    this(masters, threads, 0);
+  }
+
+  /** @param replicasPerMaster the cluster's replicas per master, for the target's name only (they serve no request) */
+  public RedisClusterTarget(List<HostAndPort> masters, int threads, int replicasPerMaster) {
+    this.replicasPerMaster = replicasPerMaster;
     ConnectionPoolConfig pool = new ConnectionPoolConfig();
     pool.setMaxTotal(Math.max(8, threads * 2));
     pool.setMaxIdle(Math.max(8, threads * 2));
@@ -31,7 +38,8 @@ public final class RedisClusterTarget implements Target {
 
   @Override
   public String name() {
-    return "redis-cluster";
+    // Redis replicates asynchronously: its replicas' copies are not part of what a write waits for.
+    return replicasPerMaster == 0 ? "redis-cluster" : "redis-cluster+" + replicasPerMaster + "async";
   }
 
   @Override
@@ -41,6 +49,10 @@ public final class RedisClusterTarget implements Target {
       try (var c = node.getResource()) {
         c.sendCommand(redis.clients.jedis.Protocol.Command.FLUSHALL);
         c.getOne();
+      } catch (redis.clients.jedis.exceptions.JedisDataException e) {
+        if (!String.valueOf(e.getMessage()).startsWith("READONLY")) {
+          throw e;
+        } // a replica: its master's flush reaches it
       }
     }
   }

@@ -1,6 +1,7 @@
 package io.shardwise.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.File;
 import java.nio.file.Path;
@@ -43,14 +44,7 @@ class BaselineTargetsTest {
 
   @Test
   void aRedisClusterOfThreeMastersRunsTheWorkloads() {
-    boolean present = new File("/usr/bin/redis-server").canExecute() || onPath("redis-server");
-    String missing = "no redis-server; install it with: sudo apt-get install -y redis-server";
-    if (!present) {
-      if (System.getenv("SHARDWISE_REQUIRE_REDIS") != null) {
-        Assertions.fail(missing);
-      }
-      Assumptions.abort(missing);
-    }
+    requireRedis();
     try (RedisCluster redis = RedisCluster.start(dir.resolve("redis"), 3);
         RedisClusterTarget target = new RedisClusterTarget(redis.masters(), 4)) {
       assertThat(redis.masters()).hasSize(3);
@@ -58,6 +52,33 @@ class BaselineTargetsTest {
       Bench.Result e = run(target, Workload.E, 300);
       assertClean(e, 300);
       assertThat(e.run().ops()).containsKeys(OpType.SCAN, OpType.INSERT);
+    }
+  }
+
+  @Test
+  void aRedisClusterWithAReplicaPerMasterServesFromItsMasters() {
+    requireRedis();
+    try (RedisCluster redis = RedisCluster.start(dir.resolve("redis"), 3, 1);
+        RedisClusterTarget target = new RedisClusterTarget(redis.masters(), 4, 1)) {
+      assertThat(redis.masters()).hasSize(3);
+      try (redis.clients.jedis.Jedis j = new redis.clients.jedis.Jedis(redis.masters().get(0))) {
+        assertThat(j.clusterNodes().lines().filter(l -> l.contains("slave"))).as("a replica per master").hasSize(3);
+      }
+      assertThat(target.name()).isEqualTo("redis-cluster+1async");
+      assertClean(run(target, Workload.A, 600), 600);
+    }
+    assertThatThrownBy(() -> RedisCluster.start(dir.resolve("bad"), 3, RedisCluster.MAX_REPLICAS_PER_MASTER + 1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("replicas per Redis master");
+  }
+
+  private static void requireRedis() {
+    boolean present = new File("/usr/bin/redis-server").canExecute() || onPath("redis-server");
+    String missing = "no redis-server; install it with: sudo apt-get install -y redis-server";
+    if (!present) {
+      if (System.getenv("SHARDWISE_REQUIRE_REDIS") != null) {
+        Assertions.fail(missing);
+      }
+      Assumptions.abort(missing);
     }
   }
 

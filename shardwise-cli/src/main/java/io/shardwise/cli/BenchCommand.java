@@ -115,6 +115,10 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--redis-masters", paramLabel = "N", defaultValue = "3", description = "redis-cluster: masters. Default: ${DEFAULT-VALUE}.")
   int redisMasters;
 
+  @Option(names = "--redis-replicas", paramLabel = "R", defaultValue = "-1",
+      description = "redis-cluster: replicas per master, 0 to 4 (Redis replicates asynchronously). Default: --replicas minus 1.")
+  int redisReplicas;
+
   @Option(names = "--during", paramLabel = "EVENT", description = {"With --dev, cut the run into before / during / after an event a third of the way in:",
       "rebalance: a node joins and its plan is approved;",
       "split: the table starts as one range shard and the balancer (auto mode) starts splitting it by size and load and spreading the shards;",
@@ -176,6 +180,12 @@ final class BenchCommand implements Callable<Integer> {
       if (!b.equals("rocksdb") && !b.equals("redis-cluster")) {
         throw new IllegalArgumentException("--baseline must be rocksdb or redis-cluster, not '" + b + "'");
       }
+    }
+    if (redisReplicas != -1) {
+      TableCommand.inRange("--redis-replicas", redisReplicas, 0, io.shardwise.bench.RedisCluster.MAX_REPLICAS_PER_MASTER);
+    }
+    if (redisMasters < 3) {
+      throw new IllegalArgumentException("--redis-masters must be 3 or more (a Redis Cluster's least), not " + redisMasters);
     }
     boolean rebalance = during != null;
     if (rebalance && !List.of("rebalance", "split", "node-loss", "isolate", "salt").contains(during)) {
@@ -389,6 +399,11 @@ final class BenchCommand implements Callable<Integer> {
     return results.get(0).errorCount() == 0 && !rebalanceFailed ? Main.EXIT_OK : Main.EXIT_FAILURE;
   }
 
+  /** Replicas per Redis master: as asked, or as many copies of each key as the Shardwise table keeps. */
+  private int redisReplicas() {
+    return redisReplicas >= 0 ? redisReplicas : Math.max(0, replicas - 1);
+  }
+
   private Bench.Result runBaseline(String name, Bench.Options options, Path work) {
     Bench bench = new Bench(options);
     if (name.equals("rocksdb")) {
@@ -397,8 +412,8 @@ final class BenchCommand implements Callable<Integer> {
         return bench.run(target, load, () -> "run", progress(name));
       }
     }
-    try (RedisCluster redis = RedisCluster.start(work.resolve("redis"), redisMasters);
-        Target target = new RedisClusterTarget(redis.masters(), options.threads())) {
+    try (RedisCluster redis = RedisCluster.start(work.resolve("redis"), redisMasters, redisReplicas());
+        Target target = new RedisClusterTarget(redis.masters(), options.threads(), redisReplicas())) {
       Bench.Load load = bench.load(target, progress(name));
       return bench.run(target, load, () -> "run", progress(name));
     }

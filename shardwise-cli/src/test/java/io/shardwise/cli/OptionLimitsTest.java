@@ -54,6 +54,8 @@ class OptionLimitsTest {
     "kv get t k --read-from nearest | shardwise kv get: --read-from is leader or follower, not 'nearest'",
     "kv get t k --read-from follower --max-staleness 2h | shardwise kv get: --max-staleness must be between 1ms and 1h, not 2h",
     "bench --records 10 --operations 10 --read-from-followers 1s | shardwise bench: --read-from-followers needs --replicas 2 or more: a table of one replica has no followers",
+    "bench --records 10 --operations 10 --baseline redis-cluster --redis-replicas 5 | shardwise bench: --redis-replicas must be between 0 and 4, not 5",
+    "bench --records 10 --operations 10 --baseline redis-cluster --redis-masters 2 | shardwise bench: --redis-masters must be 3 or more (a Redis Cluster's least), not 2",
   })
   void splitOptionsAreCheckedBeforeAnyConnection(String args, String message) {
     StringWriter err = new StringWriter();

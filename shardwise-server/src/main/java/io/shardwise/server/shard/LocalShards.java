@@ -97,8 +97,9 @@ public final class LocalShards {
 
   /**
    * What applying a map changed here, in the tables that changed: the shards this node owns in
-   * them, those it lost to another node, and those whose table is gone (dropped, or recreated under
-   * a new id).
+   * them, those it lost to another node, those whose table is gone (dropped, or recreated under a
+   * new id), and those whose table went back to one replica (the caller flips them to the direct
+   * path with {@link #stopReplicating} once their replicas stepped down).
    */
   public record MapChanges(List<ShardRef> owned, List<ShardRef> lost, List<ShardRef> droppedTables, List<ShardRef> stoppedReplicating) {}
 
