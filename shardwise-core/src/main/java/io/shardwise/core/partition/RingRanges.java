@@ -83,6 +83,27 @@ public final class RingRanges {
     return layout.withMember(member, startsAfterJoin(spec, layout, member));
   }
 
+  /**
+   * The range starts the next member's points add to {@code layout} (those not on a boundary
+   * already), ascending: the cuts its join makes. A join whose cuts were all made before (by
+   * splits at these hashes) makes none, and changes nothing but the members.
+   */
+  public static long[] joinCuts(PartitionerSpec spec, ShardLayout layout) {
+    requireRing(layout);
+    long[] old = layout.hashValues();
+    long max = spec.hash().maxValue();
+    java.util.TreeSet<Long> cuts = new java.util.TreeSet<>(Long::compareUnsigned);
+    for (long p : pointsOf(spec, layout.ringMembers().size())) {
+      if (p != max) {
+        cuts.add(p + 1);
+      }
+    }
+    for (long o : old) {
+      cuts.remove(o);
+    }
+    return cuts.stream().mapToLong(Long::longValue).toArray();
+  }
+
   /** The range starts after {@code member} joins: ascending, the old starts among them. */
   private static long[] startsAfterJoin(PartitionerSpec spec, ShardLayout layout, String member) {
     requireRing(layout);

@@ -39,6 +39,10 @@ import java.util.TreeSet;
  *       that is in sync now.
  * </ol>
  *
+ * <p>A {@code ring} or {@code tokens} table whose ring has a member that leads none of its shards
+ * (it joined) first gives that member the leads of its arcs, and nothing else moves in that plan
+ * ({@link State#takeRingArcs}); the passes above balance it afterwards like any other table.
+ *
  * <p>Replicas on nodes that are draining or absent are not placed here: replica repair, which runs
  * in every mode, replaces them (new followers first, then their removal). Like the whole-shard
  * planner, a node at or below its share never gives anything away and nothing here looks at
@@ -66,6 +70,13 @@ public final class ReplicaPlanner {
     State st = new State(table, targets, zones, sizes);
     if (targets.isEmpty()) {
       return new Plan(table.name(), map.epoch(), List.of(), st.forecast(0), "no live node that is not draining");
+    }
+    if (!table.layout().ringMembers().isEmpty() && st.takeRingArcs()) {
+      List<Move> moves = new ArrayList<>(st.moves);
+      moves.sort(Comparator.comparing(Move::shard).thenComparing(Move::leadership));
+      return new Plan(table.name(), map.epoch(), moves, st.forecast(0), "the ring points of " + st.arriving + " take over the leads of their"
+          + " arcs: " + moves.stream().filter(Move::leadership).count() + " leads pass, " + moves.stream().filter(m -> !m.leadership()).count()
+          + " replicas move, and nothing else moves");
     }
     int mustMove = st.replicasAboveCeiling();
     while (st.moveOneReplica()) {
@@ -264,6 +275,59 @@ public final class ReplicaPlanner {
         }
       }
       return false;
+    }
+
+    /** Ring members that lead none of the table's shards: they joined (or came back) and take their arcs. */
+    final Set<NodeId> arriving = new TreeSet<>();
+
+    /**
+     * A ring table's arcs whose member leads none of the table's shards go to it, as consistent
+     * hashing gives a joining node its arcs: the lead passes to it where it holds an in-sync
+     * replica; where it holds none, the leader's replica moves to it and the lead goes with it (a
+     * follower's instead, if the leader's would leave the shard on fewer zones: the lead passes in a
+     * later plan). A replica it holds that is not in sync yet is waited for. Returns whether anything moved.
+     */
+    boolean takeRingArcs() {
+      List<String> members = table.layout().ringMembers();
+      Set<NodeId> leading = new HashSet<>(leader.values());
+      for (NodeCapacity n : targets) {
+        if (members.contains(n.node().value()) && !leading.contains(n.node())) {
+          arriving.add(n.node());
+        }
+      }
+      if (arriving.isEmpty()) {
+        return false;
+      }
+      int[] memberOf = io.shardwise.core.partition.RingRanges.memberOfRanges(table.spec(), table.layout());
+      for (int position = 0; position < memberOf.length; position++) {
+        NodeId to = NodeId.of(members.get(memberOf[position]));
+        ShardAssignment s = table.shards().get(position);
+        if (!arriving.contains(to) || s.owner().equals(to)) {
+          continue;
+        }
+        List<NodeId> on = replicas.get(s.id());
+        ShardSize size = sizes.getOrDefault(s.id(), ShardSize.UNKNOWN);
+        if (on.contains(to)) {
+          if (s.inSync().contains(to)) {
+            leader.put(s.id(), to);
+            moves.add(new Move(s.id(), s.owner(), to, 0, 0, true));
+            moved.add(s.id());
+          }
+          continue;
+        }
+        NodeId from = keepsZones(on, s.owner(), to) ? s.owner()
+            : on.stream().filter(f -> !f.equals(s.owner()) && keepsZones(on, f, to)).findFirst().orElse(null);
+        if (from == null) {
+          continue;
+        }
+        on.set(on.indexOf(from), to);
+        if (from.equals(s.owner())) {
+          leader.put(s.id(), to);
+        }
+        moves.add(new Move(s.id(), from, to, size.keys(), size.bytes()));
+        moved.add(s.id());
+      }
+      return !moves.isEmpty();
     }
 
     /** Replicas that must move for every node to be within one of its share: those above the rounded-up share. */

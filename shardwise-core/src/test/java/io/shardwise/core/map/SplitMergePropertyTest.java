@@ -154,6 +154,19 @@ class SplitMergePropertyTest {
         map = map.apply(ShardMapDelta.on(map).joinRing("t", node).build());
         Table was = before.table("t").orElseThrow();
         Table now = map.table("t").orElseThrow();
+        // A replicated ring joins the same way in two steps: splits at the join's cuts, then a join
+        // that cuts nothing (RingJoins). Both end at the same ranges.
+        ShardMap presplit = before;
+        for (long at : io.shardwise.core.partition.RingRanges.joinCuts(was.spec(), was.layout())) {
+          Table p = presplit.table("t").orElseThrow();
+          presplit = presplit.apply(ShardMapDelta.on(presplit).splitShard(ShardMapDelta.SplitShard.atHash(
+              p.shards().get(p.layout().shardForHash(at)).id(), at)).build());
+        }
+        Table cut = presplit.table("t").orElseThrow();
+        assertThat(io.shardwise.core.partition.RingRanges.joinCuts(cut.spec(), cut.layout())).as("cuts left after the splits").isEmpty();
+        Table joinedAfterCuts = presplit.apply(ShardMapDelta.on(presplit).joinRing("t", node).build()).table("t").orElseThrow();
+        assertThat(joinedAfterCuts.layout().hashValues()).as("ranges: split then joined, or joined at once").isEqualTo(now.layout().hashValues());
+        assertThat(joinedAfterCuts.shards()).as("a join after its cuts changes no shard").isEqualTo(cut.shards());
         assertThat(now.layout().ringMembers()).endsWith(node.value()).hasSize(was.layout().ringMembers().size() + 1);
         for (int i = 0; i < 200; i++) {
           long h = random.nextLong();

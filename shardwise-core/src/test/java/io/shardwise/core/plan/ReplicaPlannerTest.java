@@ -94,6 +94,67 @@ class ReplicaPlannerTest {
     return out;
   }
 
+  /**
+   * A node joining a replicated ring takes the leads of exactly its arcs, as the simulator's ring of
+   * four puts them, and nothing else moves: where it already holds an in-sync replica the lead
+   * passes, elsewhere the leader's replica moves to it with the lead.
+   */
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.EnumSource(value = Strategy.class, names = {"RING", "TOKENS"})
+  void aNodeJoiningAReplicatedRingLeadsExactlyItsArcs(Strategy strategy) {
+    PartitionerSpec spec = PartitionerSpec.builder(strategy).vnodes(16).tokensPerNode(8).seed(3).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 0, 3, KeySample.empty());
+    List<NodeId> nodes = ids(0, 3);
+    ReplicaPlacement placement = new ReplicaPlacement(nodes, Map.of());
+    List<NodeId> owners = new ArrayList<>();
+    List<List<NodeId>> followers = new ArrayList<>();
+    for (int o : initial.owners()) {
+      NodeId leader = NodeId.of("n" + o);
+      placement.count(leader);
+      owners.add(leader);
+      followers.add(placement.followers(leader, 1));
+    }
+    ShardMap created = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), owners, followers,
+        Replication.of(2)).build());
+    ShardMap map = created.apply(ShardMapDelta.on(created).joinRing("t", NodeId.of("n3")).build());
+
+    Plan plan = ReplicaPlanner.plan(map, "t", live(ids(0, 4)), Map.of(), Map.of());
+    Map<ShardId, List<NodeId>> after = apply(map, plan);
+
+    assertThat(plan.note()).contains("ring points of [n3] take over the leads of their arcs");
+    io.shardwise.core.map.Table table = map.table("t").orElseThrow();
+    int[] memberOf = io.shardwise.core.partition.RingRanges.memberOfRanges(spec, table.layout());
+    int arcs = 0;
+    for (int position = 0; position < memberOf.length; position++) {
+      ShardAssignment s = table.shards().get(position);
+      boolean its = memberOf[position] == 3;
+      arcs += its ? 1 : 0;
+      assertThat(after.get(s.id()).get(0)).as("leader of range %s (member %s)", position, memberOf[position])
+          .isEqualTo(its ? NodeId.of("n3") : s.owner());
+      if (!its) {
+        assertThat(after.get(s.id())).as("replicas of range %s, not n3's", position).isEqualTo(s.replicas());
+      }
+    }
+    assertThat(arcs).isPositive();
+    assertThat(plan.moves()).hasSize(arcs).allSatisfy(m -> assertThat(m.to()).isEqualTo(NodeId.of("n3")));
+    io.shardwise.core.partition.Partitioner lab = spec.create(4, KeySample.empty());
+    for (int i = 0; i < 2_000; i++) {
+      byte[] key = ("user-" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      assertThat(after.get(table.shardFor(key).id()).get(0)).as("leader of user-%s", i).isEqualTo(NodeId.of("n" + lab.nodeFor(key)));
+    }
+    // Once n3 leads its arcs, the next plan is the usual balancing.
+    List<NodeId> leaders = new ArrayList<>();
+    List<List<NodeId>> rest = new ArrayList<>();
+    for (ShardAssignment s : table.shards()) {
+      List<NodeId> r = after.get(s.id());
+      leaders.add(r.get(0));
+      rest.add(r.subList(1, r.size()));
+    }
+    ShardMap moved = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, table.layout(), leaders, rest,
+        Replication.of(2)).build());
+    assertThat(ReplicaPlanner.plan(moved, "t", live(ids(0, 4)), Map.of(), Map.of()).note()).doesNotContain("take over");
+  }
+
   @Test
   void aFourthNodeTakesAQuarterOfTheReplicasAndOfTheLeadersFromTheOthersEvenly() {
     List<NodeId> three = ids(1, 3);

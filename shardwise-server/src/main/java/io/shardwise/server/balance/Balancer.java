@@ -260,7 +260,8 @@ public final class Balancer implements AutoCloseable {
       return; // every table is manual: plans are made only on request
     }
     Set<NodeId> drains = records.drains();
-    if (RingJoins.join(coordinator, map, live.keySet(), drains, balanced::contains).epoch() != map.epoch()) {
+    if (RingJoins.join(coordinator, new io.shardwise.server.rpc.ShardSplits(coordinator, peers), map, live.keySet(), drains,
+        balanced::contains).epoch() != map.epoch()) {
       return; // new nodes are on the rings now: the next tick plans their arcs, with the new ranges' sizes
     }
     String fingerprint = map.epoch() + " " + live.keySet() + " " + drains + " " + absentInGrace + " " + absentPastGrace + " " + balanced;

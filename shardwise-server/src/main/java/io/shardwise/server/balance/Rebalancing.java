@@ -7,6 +7,7 @@ import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PlanRecord;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.ShardSplits;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -45,7 +46,7 @@ public final class Rebalancing {
     Set<NodeId> drains = new TreeSet<>(records.drains());
     drains.addAll(extraDrains);
     if (store) {
-      ShardMap joined = RingJoins.join(coordinator, map, live.keySet(), drains, t -> true);
+      ShardMap joined = RingJoins.join(coordinator, new ShardSplits(coordinator, peers), map, live.keySet(), drains, t -> true);
       if (joined.epoch() != map.epoch()) {
         awaitSizes(peers, live, joined);
         map = joined;

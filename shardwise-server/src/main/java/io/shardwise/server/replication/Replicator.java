@@ -249,12 +249,6 @@ public final class Replicator {
   // ------------------------------------------------------------------ writes
 
   /**
-   * Writes {@code batch} (all in {@code shard}) through the shard's log, if this node leads it:
-   * completes once it is committed and applied, with the results {@link ShardEngine#apply} would
-   * give. Fails with {@link Replica.NotApplied} if nothing was appended, or {@link
-   * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
-   */
-  /**
    * Up to {@code limit} tombstones of {@code shard} older than {@code cutoffMillis}, if this node
    * leads it (empty otherwise): the candidates of a purge, whose highest version the table's floor
    * must reach first ({@link #purgeTombstones}).
@@ -322,6 +316,12 @@ public final class Replicator {
     return r == null ? Optional.empty() : r.readAsFollower(maxStalenessNanos, read);
   }
 
+  /**
+   * Writes {@code batch} (all in {@code shard}) through the shard's log, if this node leads it:
+   * completes once it is committed and applied, with the results {@link ShardEngine#apply} would
+   * give. Fails with {@link Replica.NotApplied} if nothing was appended, or {@link
+   * Replica.OutcomeUnknown} if the write may or may not be committed by another leader.
+   */
   public CompletableFuture<long[]> write(ShardRef shard, List<Mutation> batch) {
     Replica r = replicas.get(shard);
     if (r == null) {

@@ -91,7 +91,6 @@ class RebalanceTest {
     return out;
   }
 
-  /** Every key is stored only on its owner (once old copies are dropped) and holds {@code expected}. */
   /** Every key of {@code keys} is owned in {@code map} by the node {@code simulate}'s partitioner over {@code members} picks. */
   private static void assertKeysWhereTheSimulatorPutsThem(ShardMap map, String tableName, java.util.Collection<Integer> keys, List<String> members) {
     io.shardwise.core.map.Table table = map.table(tableName).orElseThrow();
@@ -103,6 +102,33 @@ class RebalanceTest {
     }
   }
 
+  /**
+   * Eventually (within a drop grace), every replica of a replicated table holds each key's value in
+   * {@code expected}, every follower is in sync, and no other node holds any of the keys.
+   */
+  private static void assertReplicasHold(TestCluster cluster, String tableName, Map<Integer, Long> expected) {
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      Table now = cluster.nodes.get(0).map().table(tableName).orElseThrow();
+      now.shards().forEach(s -> assertThat(s.inSync()).as("in-sync followers of %s", s.id()).hasSameSizeAs(s.followers()));
+      for (Map.Entry<Integer, Long> e : expected.entrySet()) {
+        Key k = key(e.getKey());
+        ShardAssignment s = now.shardFor(k.partitionKey());
+        ShardRef ref = ShardRef.of(now, s.id().number());
+        for (ShardwiseNode n : cluster.nodes) {
+          var stored = n.store().get(ref, k.encode());
+          if (s.isReplica(n.id())) {
+            assertThat(stored).as("%s key %d on its replica %s", tableName, e.getKey(), n.id()).isNotNull();
+            assertThat(Long.parseLong(new String(stored.value(), StandardCharsets.UTF_8).substring(1)))
+                .as("%s key %d on %s", tableName, e.getKey(), n.id()).isEqualTo(e.getValue());
+          } else {
+            assertThat(stored).as("%s key %d left on %s (replicas %s)", tableName, e.getKey(), n.id(), s.replicas()).isNull();
+          }
+        }
+      }
+    });
+  }
+
+  /** Every key is stored only on its owner (once old copies are dropped) and holds {@code expected}. */
   private static void assertOnlyOwnersHold(TestCluster cluster, String tableName, Map<Integer, Long> expected) {
     await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
       ShardMap map = cluster.nodes.get(0).map();
@@ -312,23 +338,47 @@ class RebalanceTest {
         table.shards().forEach(s -> assertThat(s.replicas()).hasSize(3).doesNotHaveDuplicates());
 
         // Every replica holds every key's last value; a node that gave its replica away keeps nothing (after the drop grace).
-        await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
-          Table now = cluster.nodes.get(0).map().table("replicated").orElseThrow();
-          for (Map.Entry<Integer, Long> e : finalValues.entrySet()) {
-            Key k = key(e.getKey());
-            ShardAssignment s = now.shardFor(k.partitionKey());
-            ShardRef ref = ShardRef.of(now, s.id().number());
-            for (ShardwiseNode n : cluster.nodes) {
-              var stored = n.store().get(ref, k.encode());
-              if (s.isReplica(n.id())) {
-                assertThat(stored).as("key %d on its replica %s", e.getKey(), n.id()).isNotNull();
-                assertThat(Long.parseLong(new String(stored.value(), StandardCharsets.UTF_8).substring(1))).as("key %d on %s", e.getKey(), n.id()).isEqualTo(e.getValue());
-              } else {
-                assertThat(stored).as("key %d left on %s (replicas %s)", e.getKey(), n.id(), s.replicas()).isNull();
-              }
-            }
+        assertReplicasHold(cluster, "replicated", finalValues);
+      }
+    }
+  }
+
+  /**
+   * Replicated ring and tokens tables when a fourth node joins: its points cut the ranges they fall
+   * in (replicated splits, each quiesced by its leader), it joins the rings, and it takes the leads
+   * of exactly its arcs — every key then led by the node simulate's ring of four puts it on — while
+   * a writer and a reader run under the history check. Every replica holds every key's last value.
+   */
+  @Test
+  void aNodeJoiningReplicatedRingsLeadsExactlyItsArcsWhileEveryAcknowledgedWriteSurvives() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, io.shardwise.server.rpc.Limits.DEFAULT);
+        Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
+      setMode(c, BalancerSettings.Mode.AUTO);
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("arcs", TableSpec.builder("ring").vnodes(8).replicas(2).build());
+      client.createTable("tokens", TableSpec.builder("tokens").tokens(4).seed(11).replicas(3).build());
+      Map<Integer, Long> tokenValues = new java.util.TreeMap<>();
+      for (int i = 0; i < 300; i++) {
+        client.put("tokens", key(i), value(i));
+        tokenValues.put(i, (long) i);
+      }
+      List<String> four = List.of("n1", "n2", "n3", "n4");
+      try (History h = new History(client, "arcs", 300, 13)) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > 200 && h.reads.get() > 200);
+        cluster.nodes.add(cluster.startNode(4));
+        await().atMost(PLAN_TIMEOUT).pollInterval(Duration.ofMillis(200)).untilAsserted(() -> {
+          ShardMap map = c.readMap().map();
+          for (String ring : List.of("arcs", "tokens")) {
+            assertKeysWhereTheSimulatorPutsThem(map, ring, h.acked.keySet(), four);
           }
         });
+        long writesAfter = h.writes.get();
+        await().atMost(Duration.ofSeconds(10)).until(() -> h.writes.get() > writesAfter + 200);
+        Map<Integer, Long> finalValues = h.stopAndCheck();
+        assertThat(h.violations).isEmpty();
+        assertThat(h.writes.get()).isPositive();
+        assertReplicasHold(cluster, "arcs", finalValues);
+        assertReplicasHold(cluster, "tokens", tokenValues);
       }
     }
   }
