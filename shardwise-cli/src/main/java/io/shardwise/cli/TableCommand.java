@@ -80,7 +80,8 @@ final class TableCommand {
     Path sampleKeys;
 
     @Option(names = "--replicas", paramLabel = "R", description = {"Replicas of each shard, 1 to " + io.shardwise.core.map.Replication.MAX_FACTOR
-        + ", each on its own node (and zone, with zone= labels). Default: 1.",
+        + ", each on its own node (and zone, with zone= labels). Default: 3, or the live nodes if fewer;"
+        + " --replicas 1 keeps one copy (lost with its node).",
         "A write is acknowledged once the shard's in-sync replicas have it; a live in-sync follower takes over when the leader's node goes."})
     Integer replicas;
 

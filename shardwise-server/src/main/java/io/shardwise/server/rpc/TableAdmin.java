@@ -95,13 +95,13 @@ public final class TableAdmin {
   }
 
   /**
-   * Replicas per shard when a table is created without {@code --replicas}. One for now: replicated
-   * shards move, split, merge and purge, and a table turns replication on and off online, but ring
-   * and token tables do not take new nodes' points while replicated, and a write at three replicas
-   * costs about five times one on a small machine (docs/benchmarks.md): a default every table gets
-   * must not lose those.
+   * Replicas per shard when a table is created without {@code --replicas}, on a cluster of at least
+   * as many live nodes (on fewer, one per live node): three, as CockroachDB and TiKV keep, so that
+   * a table survives the loss of a node unless its creator asks for less. Min in-sync is then a
+   * majority (2 of 3). A write at three replicas costs several times one on a small machine
+   * (docs/benchmarks.md): {@code --replicas 1} is the choice for data that may be lost.
    */
-  static final int DEFAULT_REPLICAS = 1;
+  static final int DEFAULT_REPLICAS = 3;
 
   /** The table's replication as asked, checked against the live nodes (each replica of a shard on its own node). */
   private static Replication replication(CreateTableRequest request, int liveNodes) {
