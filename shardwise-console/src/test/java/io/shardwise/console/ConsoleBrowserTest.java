@@ -118,7 +118,7 @@ class ConsoleBrowserTest {
   @org.junit.jupiter.api.Order(2)
   void clusterPageShowsTheSuggestedPlanAndApprovingItInTheBrowserMovesShardsToTheNewNode() throws Exception {
     ShardwiseClient client = cluster.client();
-    client.createTable("users", TableSpec.builder("slots").slots(12).build());
+    client.createTable("users", TableSpec.builder("slots").slots(12).replicas(1).build());
     for (int i = 0; i < 400; i++) {
       client.put("users", Key.of("user-" + i), ("{\"n\": " + i + "}").getBytes(StandardCharsets.UTF_8));
     }
@@ -188,8 +188,8 @@ class ConsoleBrowserTest {
     try (io.shardwise.server.coordination.Coordinator admin = io.shardwise.server.coordination.Coordinator.connect(cluster.cluster.zk(),
         Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitBytes("events", 64 << 10).build());
-      client.createTable("events", TableSpec.builder("range").shards(1).build());
-      client.createTable("circle", TableSpec.builder("ring").vnodes(4).build());
+      client.createTable("events", TableSpec.builder("range").shards(1).replicas(1).build());
+      client.createTable("circle", TableSpec.builder("ring").vnodes(4).replicas(1).build());
       byte[] filler = new byte[200];
       for (int i = 0; i < 1_000; i++) {
         client.put("events", Key.of(String.format("event-%05d", i)), filler);
@@ -245,7 +245,7 @@ class ConsoleBrowserTest {
         Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       // The balancer's own load policy stays out of it: the page's button makes the plan.
       new io.shardwise.server.balance.RebalanceRecords(admin).updateSettings(s -> s.toBuilder().putTableSplitRps("celebs", -1).build());
-      client.createTable("celebs", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("celebs", TableSpec.builder("hashrange").shards(4).replicas(1).build());
       for (int i = 0; i < 200; i++) {
         client.put("celebs", Key.of("c-" + i), new byte[20]);
       }

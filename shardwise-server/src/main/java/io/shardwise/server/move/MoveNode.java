@@ -48,6 +48,11 @@ record MoveNode(
         .orElseThrow(() -> Errors.invalid("no shard " + number + " of table id " + tableId + " in the map"));
   }
 
+  /** The replicas per shard of table {@code tableId} in this node's map (1 if it has no such table). */
+  int replicationFactor(long tableId) {
+    return map.current().tableById(tableId).map(t -> t.replication().factor()).orElse(1);
+  }
+
   static MoveNode of(ClusterContext ctx, Consumer<ShardMap> applyMap, Path workDir) {
     return new MoveNode(ctx.self(), ctx.map(), ctx.shards(), ctx.store(), ctx.coordinator(), applyMap, ctx.writable(), ctx.hooks(),
         MoveNode::sleepQuietly, workDir);

@@ -113,6 +113,13 @@ public final class MoveServiceImpl extends MoveServiceGrpc.MoveServiceImplBase {
     if (shard == null) {
       return;
     }
+    int factor = node.replicationFactor(request.getTableId());
+    if (factor > 1) {
+      out.onError(Status.FAILED_PRECONDITION.withDescription("table " + request.getTable() + " keeps " + factor + " replicas of each"
+          + " shard: a whole-shard move is for tables of one replica; a replica moves one at a time (a follower built, in sync, the"
+          + " lead passed, the old replica removed), as the balancer's plans do").asRuntimeException());
+      return;
+    }
     if (outgoing.putIfAbsent(shard, request.getMoveId()) != null) {
       out.onError(Status.ALREADY_EXISTS.withDescription("shard " + request.getTable() + "/" + request.getNumber()
           + " is already being moved (move " + outgoing.get(shard) + ")").asRuntimeException());

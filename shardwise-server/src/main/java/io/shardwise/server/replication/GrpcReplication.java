@@ -153,8 +153,10 @@ public final class GrpcReplication {
           ShardRef ref = shards.resolve(request.getTableId(), number);
           if (ref == null) {
             waits.forEach(w -> w.cancel(false));
-            out.onError(io.grpc.Status.NOT_FOUND.withDescription("no shard " + number + " of table " + request.getTableId()
-                + " in this node's map").asRuntimeException());
+            // UNAVAILABLE, not NOT_FOUND: the caller may know a newer map (a split it just stored) than this
+            // node has applied; it asks again, and finds the shard gone in the stored map if it is.
+            out.onError(io.grpc.Status.UNAVAILABLE.withDescription("no shard " + number + " of table " + request.getTableId()
+                + " in this node's map (yet)").asRuntimeException());
             return;
           }
           waits.add(replicator.quiesce(ref, holdNanos));

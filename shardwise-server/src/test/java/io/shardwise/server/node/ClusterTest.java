@@ -80,7 +80,7 @@ class ClusterTest {
   }
 
   private static TableSpec rangeSpec(String... splits) {
-    return TableSpec.builder("range").splitPoints(splits).build();
+    return TableSpec.builder("range").splitPoints(splits).replicas(1).build();
   }
 
   private static List<String> names(int n) {
@@ -96,7 +96,7 @@ class ClusterTest {
   void everyRoutingModeGivesTheSameAnswers() {
     ShardwiseClient direct = cluster.client(Routing.CLIENT);
     direct.createTable("modes_range", rangeSpec("g", "n", "t"));
-    direct.createTable("modes_hash", TableSpec.builder("ring").vnodes(16).build());
+    direct.createTable("modes_hash", TableSpec.builder("ring").vnodes(16).replicas(1).build());
     Map<Routing, ShardwiseClient> clients = Map.of(Routing.CLIENT, direct, Routing.ROUTER, cluster.client(Routing.ROUTER), Routing.NODE, cluster.client(Routing.NODE));
 
     for (String table : List.of("modes_range", "modes_hash")) {
@@ -119,7 +119,7 @@ class ClusterTest {
   @Test
   void aKeyIsStoredOnlyOnItsOwner() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("owners", TableSpec.builder("slots").slots(64).build());
+    client.createTable("owners", TableSpec.builder("slots").slots(64).replicas(1).build());
     List<String> keys = names(200);
     for (String k : keys) {
       client.put("owners", Key.of(k), b(k));
@@ -171,7 +171,7 @@ class ClusterTest {
   @Test
   void aSortKeyScanStaysInOnePartitionInOrder() {
     ShardwiseClient client = cluster.client(Routing.ROUTER);
-    client.createTable("timeline", TableSpec.builder("hashrange").shards(6).build());
+    client.createTable("timeline", TableSpec.builder("hashrange").shards(6).replicas(1).build());
     for (long t = 0; t < 50; t++) {
       client.put("timeline", Key.of("user-1", t * 10), b("event-" + t));
       client.put("timeline", Key.of("user-2", t), b("other"));
@@ -185,7 +185,7 @@ class ClusterTest {
   @Test
   void conditionalPutsCompareVersions() {
     ShardwiseClient client = cluster.client(Routing.NODE);
-    client.createTable("cas", TableSpec.builder("mod").build());
+    client.createTable("cas", TableSpec.builder("mod").replicas(1).build());
     long v1 = client.putIfVersion("cas", Key.of("k"), b("one"), 0);
     assertThat(v1).isEqualTo(1);
     assertThatThrownBy(() -> client.putIfVersion("cas", Key.of("k"), b("again"), 0))
@@ -199,7 +199,7 @@ class ClusterTest {
   void aStaleEpochGetsWrongShardAndTheClientRecoversByItself() throws Exception {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
     // Two shards per node, so a batch grouped for the old owner spans two owners after the move.
-    client.createTable("stale", TableSpec.builder("mod").shards(6).build());
+    client.createTable("stale", TableSpec.builder("mod").shards(6).replicas(1).build());
     ShardwiseClient staleBatcher = cluster.client(Routing.CLIENT); // also keeps the pre-move map
     byte[] pk = b("moving-key");
     ShardAssignment before = cluster.nodes.get(0).map().table("stale").orElseThrow().shardFor(pk);
@@ -249,8 +249,8 @@ class ClusterTest {
   @Test
   void aClientThatHasAMapFetchesOnlyTheTablesChangedSince() throws Exception {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("inc_still", TableSpec.builder("hashrange").shards(4).build());
-    client.createTable("inc_moved", TableSpec.builder("hashrange").shards(4).build());
+    client.createTable("inc_still", TableSpec.builder("hashrange").shards(4).replicas(1).build());
+    client.createTable("inc_moved", TableSpec.builder("hashrange").shards(4).replicas(1).build());
     ShardwiseNode n1 = cluster.node("n1");
     ManagedChannel channel = NettyChannelBuilder.forTarget(n1.address()).usePlaintext().build();
     try {
@@ -311,7 +311,7 @@ class ClusterTest {
   @Test
   void aNearCacheAnswersReadHotKeysInTheClientAndAlwaysSeesItsOwnWrites() {
     ShardwiseClient writer = cluster.client(Routing.CLIENT);
-    writer.createTable("near", TableSpec.builder("hashrange").shards(4).build());
+    writer.createTable("near", TableSpec.builder("hashrange").shards(4).replicas(1).build());
     Key hot = Key.of("celebrity");
     writer.put("near", hot, b("v1"));
     List<String> seeds = new ArrayList<>();
@@ -354,7 +354,7 @@ class ClusterTest {
   @Test
   void aRestartedNodeServesItsDataAgain() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("durable", TableSpec.builder("jump").build());
+    client.createTable("durable", TableSpec.builder("jump").replicas(1).build());
     List<String> keys = names(60);
     keys.forEach(k -> client.put("durable", Key.of(k), b(k)));
 
@@ -372,7 +372,7 @@ class ClusterTest {
   @Test
   void limitsAcceptJustUnderAndRejectJustOverWritingNothing() {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
-    client.createTable("limits", TableSpec.builder("mod").build());
+    client.createTable("limits", TableSpec.builder("mod").replicas(1).build());
 
     byte[] pk = new byte[8 * 1024];
     java.util.Arrays.fill(pk, (byte) 'k');
@@ -415,7 +415,7 @@ class ClusterTest {
     assertThatThrownBy(() -> client.createTable("r", rangeSpec("m", "f"))).hasMessageContaining("split points are not sorted");
     assertThatThrownBy(() -> client.createTable("r2", TableSpec.builder("range").shards(3).build()))
         .hasMessageContaining("needs split points or sample keys to pre-split from (--split-points or --sample-keys-file)");
-    client.createTable("dup", TableSpec.builder("mod").build());
+    client.createTable("dup", TableSpec.builder("mod").replicas(1).build());
     assertThatThrownBy(() -> client.createTable("dup", TableSpec.builder("mod").build()))
         .hasMessageContaining("ALREADY_EXISTS: table dup already exists");
     assertThatThrownBy(() -> client.put("dup", Key.of(new byte[0]), b("v"))).hasMessageContaining("the partition key is empty");

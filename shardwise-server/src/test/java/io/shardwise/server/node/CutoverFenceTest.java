@@ -62,7 +62,7 @@ class CutoverFenceTest {
       cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(hook)));
       cluster.nodes.add(cluster.startNode(2));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("race", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("race", TableSpec.builder("hashrange").shards(4).replicas(1).build());
 
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("race").orElseThrow();

@@ -51,7 +51,7 @@ class CutoverOutcomeTest {
       cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(lostReply)));
       cluster.nodes.add(cluster.startNode(2));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("lost", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("lost", TableSpec.builder("hashrange").shards(4).replicas(1).build());
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("lost").orElseThrow();
       ShardAssignment shard = table.shards().stream().filter(s -> s.owner().equals(n1.id())).findFirst().orElseThrow();

@@ -137,7 +137,7 @@ class HotKeyIsolationTest {
       RebalanceRecords records = new RebalanceRecords(admin);
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("hot", TableSpec.builder(strategy).shards(1).build());
+      client.createTable("hot", TableSpec.builder(strategy).shards(1).replicas(1).build());
       NodeId owner = admin.syncedMap().table("hot").orElseThrow().shards().get(0).owner();
       Load load = new Load(client, "hot", 7);
       try {
@@ -180,7 +180,7 @@ class HotKeyIsolationTest {
       RebalanceRecords records = new RebalanceRecords(admin);
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("t", TableSpec.builder("range").shards(1).build());
+      client.createTable("t", TableSpec.builder("range").shards(1).replicas(1).build());
       Map<String, String> written = new HashMap<>();
       for (int i = 0; i < 300; i++) {
         String key = String.format("user%04d", i);

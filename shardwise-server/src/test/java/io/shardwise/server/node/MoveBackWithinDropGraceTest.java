@@ -138,7 +138,7 @@ class MoveBackWithinDropGraceTest {
   private static OneShard oneShard(TestCluster cluster, String name) {
     ShardwiseClient client = cluster.client(Routing.CLIENT);
     manual(cluster);
-    client.createTable(name, TableSpec.builder("hashrange").shards(1).build());
+    client.createTable(name, TableSpec.builder("hashrange").shards(1).replicas(1).build());
     Table table = cluster.node("n1").map().table(name).orElseThrow();
     ShardAssignment shard = table.shards().get(0);
     ShardwiseNode source = cluster.node(shard.owner().value());

@@ -48,7 +48,7 @@ class NoDeleteOnAMapAloneTest {
     Path n1Dir;
     try (TestCluster cluster = new TestCluster(dir.resolve("a"), 1, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("kept", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("kept", TableSpec.builder("hashrange").shards(4).replicas(1).build());
       keys(20).forEach(k -> client.put("kept", k, k.partitionKey()));
       n1Dir = cluster.dir.resolve("n1");
       String clusterA = cluster.node("n1").clusterId();
@@ -109,7 +109,7 @@ class NoDeleteOnAMapAloneTest {
       cluster.nodes.add(cluster.startNode(1, c -> c.withTrashGrace(Duration.ofSeconds(3))));
       cluster.nodes.add(cluster.startNode(2));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("moving", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("moving", TableSpec.builder("hashrange").shards(4).replicas(1).build());
       keys(200).forEach(k -> client.put("moving", k, k.partitionKey()));
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("moving").orElseThrow();
@@ -140,7 +140,7 @@ class NoDeleteOnAMapAloneTest {
   void aDroppedTableComesBackWithEveryKeyAndVersionUntilItsNameIsTakenAgain() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("cart", TableSpec.builder("hashrange").shards(6).build());
+      client.createTable("cart", TableSpec.builder("hashrange").shards(6).replicas(1).build());
       List<Key> keys = keys(60);
       keys.forEach(k -> client.put("cart", k, k.partitionKey()));
       keys.subList(0, 10).forEach(k -> client.put("cart", k, b("second")));
@@ -172,7 +172,7 @@ class NoDeleteOnAMapAloneTest {
 
       // Dropped again and the name reused: the old one cannot come back over the new one.
       client.dropTable("cart");
-      client.createTable("cart", TableSpec.builder("mod").shards(2).build());
+      client.createTable("cart", TableSpec.builder("mod").shards(2).replicas(1).build());
       assertThatThrownBy(() -> client.undropTable("cart")).hasMessageContaining("a table cart exists");
     }
   }
@@ -186,7 +186,7 @@ class NoDeleteOnAMapAloneTest {
       records.updateSettings(s -> s.toBuilder().setMode(io.shardwise.proto.v1.BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
           .setAbsentGraceSeconds(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("gone", TableSpec.builder("slots").slots(4).build());
+      client.createTable("gone", TableSpec.builder("slots").slots(4).replicas(1).build());
       keys(100).forEach(k -> client.put("gone", k, k.partitionKey()));
       long onN2 = cluster.node("n1").map().shardsOf(io.shardwise.core.map.NodeId.of("n2")).size();
       assertThat(onN2).isPositive();

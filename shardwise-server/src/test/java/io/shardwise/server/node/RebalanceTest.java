@@ -244,9 +244,9 @@ class RebalanceTest {
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
       setMode(c, BalancerSettings.Mode.AUTO);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("history", TableSpec.builder("slots").slots(12).build());
-      client.createTable("arcs", TableSpec.builder("ring").vnodes(8).build());
-      client.createTable("tokens", TableSpec.builder("tokens").tokens(4).seed(11).build());
+      client.createTable("history", TableSpec.builder("slots").slots(12).replicas(1).build());
+      client.createTable("arcs", TableSpec.builder("ring").vnodes(8).replicas(1).build());
+      client.createTable("tokens", TableSpec.builder("tokens").tokens(4).seed(11).replicas(1).build());
       Map<Integer, Long> arcValues = new java.util.TreeMap<>();
       for (int i = 0; i < 300; i++) {
         client.put("arcs", key(i), value(i));
@@ -254,7 +254,7 @@ class RebalanceTest {
         arcValues.put(i, (long) i);
       }
       RebalanceRecords records = new RebalanceRecords(c);
-      client.createTable("pinned", TableSpec.builder("slots").slots(12).build());
+      client.createTable("pinned", TableSpec.builder("slots").slots(12).replicas(1).build());
       records.updateSettings(s -> s.toBuilder().putTableModes("pinned", BalancerSettings.Mode.MANUAL).build());
       List<ShardAssignment> pinnedBefore = c.readMap().map().table("pinned").orElseThrow().shards();
       try (History h = new History(client, "history", 500, 42)) {
@@ -390,7 +390,7 @@ class RebalanceTest {
       RebalanceRecords records = new RebalanceRecords(c);
       assertThat(records.settings().getMode()).isEqualTo(BalancerSettings.Mode.SUGGEST); // the default
       ShardwiseClient stale = cluster.client(Routing.CLIENT);
-      stale.createTable("suggest", TableSpec.builder("slots").slots(6).build());
+      stale.createTable("suggest", TableSpec.builder("slots").slots(6).replicas(1).build());
       for (int i = 0; i < 300; i++) {
         stale.put("suggest", key(i), value(i));
       }
@@ -406,7 +406,7 @@ class RebalanceTest {
       assertThat(c.readMap().map().epoch()).isEqualTo(before.epoch());
 
       // The map changes (a table is created): the pending plan can no longer be applied.
-      stale.createTable("other", TableSpec.builder("slots").slots(4).build());
+      stale.createTable("other", TableSpec.builder("slots").slots(4).replicas(1).build());
       Rebalancing ops = new Rebalancing(c);
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> ops.approve(first.getId()))
           .isInstanceOf(IllegalStateException.class).hasMessageContaining("stale");
@@ -471,7 +471,7 @@ class RebalanceTest {
       RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       records.updateSettings(s -> s.toBuilder().setMaxMoveAttempts(2).build()); // fail fast: the test waits for the failure
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("crash", TableSpec.builder("slots").slots(8).build());
+      client.createTable("crash", TableSpec.builder("slots").slots(8).replicas(1).build());
       loadIncompressible(client, "crash", 3000, 3); // ~3 MB: a shard takes seconds to copy at 200 kB/s
       try (History h = new History(client, "crash", 300, 7)) {
         ShardwiseNode n4 = cluster.startNode(4);
@@ -539,7 +539,7 @@ class RebalanceTest {
       setMode(c, BalancerSettings.Mode.AUTO);
       records.updateSettings(s -> s.toBuilder().setMaxMovesPerNode(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("source", TableSpec.builder("slots").slots(8).build());
+      client.createTable("source", TableSpec.builder("slots").slots(8).replicas(1).build());
       try (History h = new History(client, "source", 300, 11)) {
         cluster.nodes.add(cluster.startNode(4));
         PlanRecord plan = awaitPlan(records, p -> p.getMovesCount() > 0);
@@ -586,12 +586,12 @@ class RebalanceTest {
       setMode(c, BalancerSettings.Mode.AUTO);
       new RebalanceRecords(c).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(1).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("slow", TableSpec.builder("slots").slots(6).build());
+      client.createTable("slow", TableSpec.builder("slots").slots(6).replicas(1).build());
       ShardMap before = c.readMap().map();
       ShardwiseNode leader = cluster.nodes.stream().filter(n -> n.balancer().isLeader()).findFirst().orElseThrow();
       long ticks = leader.balancer().ticks();
       // A new table changes the map, so the balancer plans again, with n2 slow to answer.
-      client.createTable("slow2", TableSpec.builder("slots").slots(6).build());
+      client.createTable("slow2", TableSpec.builder("slots").slots(6).replicas(1).build());
       await().atMost(Duration.ofSeconds(30)).until(() -> leader.balancer().ticks() >= ticks + 10);
       assertThat(new RebalanceRecords(c).plans()).isEmpty();
       assertThat(c.readMap().map().table("slow").orElseThrow().shards()).isEqualTo(before.table("slow").orElseThrow().shards());
@@ -606,7 +606,7 @@ class RebalanceTest {
         Coordinator c = Coordinator.connect(cluster.zk.connectString(), Duration.ofSeconds(10), Duration.ofSeconds(5))) {
       RebalanceRecords records = startThrottledAutoCluster(cluster, c, copying);
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("leader", TableSpec.builder("slots").slots(8).build());
+      client.createTable("leader", TableSpec.builder("slots").slots(8).replicas(1).build());
       loadIncompressible(client, "leader", 2000, 5);
       try (History h = new History(client, "leader", 300, 13)) {
         cluster.nodes.add(cluster.startNode(4));

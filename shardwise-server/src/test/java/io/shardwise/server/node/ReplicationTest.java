@@ -42,7 +42,8 @@ class ReplicationTest {
   void everyAcknowledgedWriteIsOnEveryReplicaAndReadsSeeIt() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      TableDescription created = client.createTable("r", TableSpec.builder("hashrange").shards(3).replicas(3).build());
+      // No --replicas: the default, three replicas on a cluster of three nodes, min in-sync two.
+      TableDescription created = client.createTable("r", TableSpec.builder("hashrange").shards(3).build());
       assertThat(created.replicas()).isEqualTo(3);
       assertThat(created.minInSync()).isEqualTo(2);
       for (ShardDescription s : created.shards()) {
@@ -80,10 +81,14 @@ class ReplicationTest {
           }
         }
       });
+
+      // A whole-shard move is for tables of one replica: a replicated shard's leader refuses it up front.
+      ShardAssignment first = t.shards().get(0);
+      assertThatThrownBy(() -> TestCluster.moveShard(cluster.node(first.owner().value()), t, first, first.followers().get(0).value(), "whole"))
+          .hasMessageContaining("FAILED_PRECONDITION").hasMessageContaining("a whole-shard move is for tables of one replica");
     }
   }
 
-  /** Three nodes whose followers drop out of the in-sync set after a second of silence (the default is 5 s). */
   /** Every replica of each key's shard holds the value a history checker last saw written to it ({@code last}: key number to value number). */
   private static void everyReplicaHoldsTheLastValues(TestCluster cluster, Table t, java.util.Map<Integer, Long> last) {
     for (var e : last.entrySet()) {
@@ -97,6 +102,7 @@ class ReplicationTest {
     }
   }
 
+  /** Three nodes whose followers drop out of the in-sync set after a second of silence (the default is 5 s). */
   private TestCluster quickCluster() {
     TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT);
     for (int i = 1; i <= 3; i++) {

@@ -62,7 +62,7 @@ class RetriedWriteTest {
     try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
       cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(hook)));
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("retry", TableSpec.builder("hashrange").shards(2).build());
+      client.createTable("retry", TableSpec.builder("hashrange").shards(2).replicas(1).build());
 
       hook.left.set(1);
       assertThat(client.put("retry", Key.of("a"), b("one"))).as("a plain put applied once").isEqualTo(1);
@@ -93,7 +93,7 @@ class RetriedWriteTest {
   void theSameWriteIdAfterAMoveIsAnsweredByTheNewOwnerWithTheFirstResult() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("moved", TableSpec.builder("hashrange").shards(4).build());
+      client.createTable("moved", TableSpec.builder("hashrange").shards(4).replicas(1).build());
       ShardwiseNode n1 = cluster.node("n1");
       Table table = n1.map().table("moved").orElseThrow();
       Key key = null;

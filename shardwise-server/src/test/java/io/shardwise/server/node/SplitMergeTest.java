@@ -26,6 +26,7 @@ import io.shardwise.server.storage.ShardTrash;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,7 +56,7 @@ class SplitMergeTest {
   void splitsMergesAndAMovedHalfLoseNoAcknowledgedWrite(String strategy) throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("t", TableSpec.builder(strategy).shards(1).build());
+      client.createTable("t", TableSpec.builder(strategy).shards(1).replicas(1).build());
       Map<String, String> acknowledged = new ConcurrentHashMap<>();
       AtomicBoolean stop = new AtomicBoolean();
       AtomicReference<Throwable> failed = new AtomicReference<>();
@@ -269,7 +270,7 @@ class SplitMergeTest {
       RebalanceRecords records = new RebalanceRecords(admin);
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
       ShardwiseClient client = cluster.client(Routing.CLIENT);
-      client.createTable("t", TableSpec.builder("hashrange").shards(1).build());
+      client.createTable("t", TableSpec.builder("hashrange").shards(1).replicas(1).build());
       Map<String, String> acknowledged = new ConcurrentHashMap<>();
       for (int i = 0; i < 300; i++) {
         client.put("t", Key.of("user" + i), b("v" + i));
@@ -413,10 +414,14 @@ class SplitMergeTest {
       assertThatThrownBy(() -> client.presplitTable("r", 8)).isInstanceOf(ShardwiseException.class)
           .hasMessageContaining("no keys to split at");
       byte[] filler = new byte[100];
-      for (int i = 0; i < 2_000; i++) {
-        client.put("r", Key.of(String.format("user%05d", i)), filler);
+      for (int from = 0; from < 2_000; from += 100) {
+        List<Map.Entry<Key, byte[]>> rows = new ArrayList<>();
+        for (int i = from; i < from + 100; i++) {
+          rows.add(Map.entry(Key.of(String.format("user%05d", i)), filler));
+        }
+        client.batchPut("r", rows);
       }
-      TableDescription r = client.presplitTable("r", 8);
+      TableDescription r = client.presplitTable("r", 8); // replicated (two nodes: two replicas), so each split is quiesced first
       assertThat(r.shards()).hasSize(8);
       TableDescription measured = client.describeTable("r", true);
       assertThat(measured.shards().stream().mapToLong(s -> s.keys()).sum()).isEqualTo(2_000);
