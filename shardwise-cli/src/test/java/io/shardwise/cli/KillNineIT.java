@@ -102,7 +102,7 @@ class KillNineIT {
     return startThreeNodesWithTables(HASH_RANGES, tables);
   }
 
-  private static final io.shardwise.client.TableSpec HASH_RANGES = io.shardwise.client.TableSpec.builder("hashrange").shards(6).build();
+  private static final io.shardwise.client.TableSpec HASH_RANGES = io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(1).build();
 
   /** Nodes n1..n3, and each table created with {@code spec}; returns the node ids. */
   private List<String> startThreeNodesWithTables(io.shardwise.client.TableSpec spec, String... tables) throws Exception {
@@ -721,7 +721,7 @@ class KillNineIT {
   @MethodSource("seeds")
   @Tag(CAMPAIGN)
   void theSourceOfARingArcKilledWhileANodeJoinsLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
-    faultInAMove(seed, "ring-join-kill-source", io.shardwise.client.TableSpec.builder("tokens").tokens(8).seed(seed).build(),
+    faultInAMove(seed, "ring-join-kill-source", io.shardwise.client.TableSpec.builder("tokens").tokens(8).seed(seed).replicas(1).build(),
         (moving, records, random) -> killAndRestart(moving.getFrom()));
     try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       RebalanceRecords records = new RebalanceRecords(admin);

@@ -78,7 +78,7 @@ class MultiProcessIT {
     processes.startAll(nodes); // at once: a JVM start each, not three in a row
     startServer("router", "router", "--zk", zk.connectString());
 
-    ServerProcesses.Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
+    ServerProcesses.Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6", "--replicas", "1");
     assertThat(created.exit()).as(created.err()).isZero();
     // Each node's first start grants its replicas to its store (map epochs 1-3); the table comes next.
     assertThat(created.out()).contains("table orders (id 4): hashrange");
@@ -132,7 +132,7 @@ class MultiProcessIT {
     assertThat(noTable.exit()).as(noTable.err()).isEqualTo(Main.EXIT_NOT_FOUND);
     ServerProcesses.Result mismatch = cli("kv", "put", "orders", "order-1", "x", "--if-version", "99");
     assertThat(mismatch.exit()).as(mismatch.err()).isEqualTo(Main.EXIT_CONFLICT);
-    ServerProcesses.Result exists = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6");
+    ServerProcesses.Result exists = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6", "--replicas", "1");
     assertThat(exists.exit()).as(exists.err()).isEqualTo(Main.EXIT_CONFLICT);
 
     ServerProcesses.Result status = cli("cluster", "status", "--output", "json");
@@ -256,7 +256,7 @@ class MultiProcessIT {
     }
 
     // A range table that starts with one shard is split and merged by the map alone.
-    assertThat(cli("table", "create", "log", "--strategy", "range", "--shards", "1").exit()).isZero();
+    assertThat(cli("table", "create", "log", "--strategy", "range", "--shards", "1", "--replicas", "1").exit()).isZero();
     for (String k : List.of("apple", "mango", "zebra")) {
       assertThat(cli("kv", "put", "log", k, "fruit-" + k).exit()).isZero();
     }
@@ -310,7 +310,7 @@ class MultiProcessIT {
     zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
     startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1", "--session-timeout", "4s");
     startServer("n2", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n2").toString(), "--id", "n2");
-    ServerProcesses.Result created = cli("table", "create", "crash", "--strategy", "hashrange", "--shards", "4");
+    ServerProcesses.Result created = cli("table", "create", "crash", "--strategy", "hashrange", "--shards", "4", "--replicas", "1");
     assertThat(created.exit()).as(created.err()).isZero();
     java.util.Map<String, String> acknowledged = new java.util.TreeMap<>();
     List<String> seeds = List.of(servingAddress("n1"), servingAddress("n2"));
