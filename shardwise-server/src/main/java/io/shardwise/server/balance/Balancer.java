@@ -114,7 +114,8 @@ public final class Balancer implements AutoCloseable {
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
     this.repair = new ReplicaRepair(coordinator);
-    this.replicaMoves = new ReplicaMoves(coordinator);
+    io.shardwise.server.rpc.ShardSplits splits = new io.shardwise.server.rpc.ShardSplits(coordinator, peers);
+    this.replicaMoves = new ReplicaMoves(coordinator, splits::handOver);
     this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "shardwise-balancer-" + self);

@@ -27,7 +27,10 @@ import org.slf4j.LoggerFactory;
  *       write, from the store the map grants it);
  *   <li>if {@code from} leads, the lead passes to {@code to} ({@link ShardMapDelta.ChangeLeader}: an
  *       in-sync follower only, so nothing acknowledged is lost; writes pause while the new leader
- *       commits what it inherited);
+ *       commits what it inherited). It is a handover at one log position when it can be: the
+ *       leader quiesces the shard first, and {@code from} stays in sync ({@link Handovers}); else
+ *       (the leader cannot quiesce it in time) {@code from} leaves the in-sync set and rejoins once
+ *       it has caught up;
  *   <li>{@code from} stops being a replica ({@link ShardMapDelta.RemoveFollower}); its copy goes to
  *       its trash after the drop grace, with its log.
  * </ol>
@@ -43,10 +46,17 @@ final class ReplicaMoves {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaMoves.class);
   private static final Duration POLL = Duration.ofMillis(100);
 
-  private final Coordinator coordinator;
+  /** A planned handover of a shard's lead at one log position ({@link io.shardwise.server.rpc.ShardSplits#handOver}). */
+  interface Handovers {
+    void handOver(long tableId, long number, NodeId from, NodeId to);
+  }
 
-  ReplicaMoves(Coordinator coordinator) {
+  private final Coordinator coordinator;
+  private final Handovers handovers;
+
+  ReplicaMoves(Coordinator coordinator, Handovers handovers) {
     this.coordinator = coordinator;
+    this.handovers = handovers;
   }
 
   /** Whether the map shows the move done: {@code to} holds a replica and {@code from} none (or, for a lead, {@code to} leads). */
@@ -99,6 +109,15 @@ final class ReplicaMoves {
       }
       if (!inSync) {
         throw new IllegalStateException("shard " + what + ": " + to + " did not catch up within " + inSyncWithin.toSeconds() + " s");
+      }
+    }
+    ShardAssignment before = shard(coordinator.readMap().map(), m, what);
+    if (before.owner().equals(from) && before.inSync().contains(to)) {
+      try {
+        handovers.handOver(m.getTableId(), m.getNumber(), from, to); // from stays in sync: no window with one fewer in-sync replica
+      } catch (RuntimeException e) {
+        LOG.info("balancer: the lead of shard {} did not pass to {} at one log position ({}); it passes as a failover does, {} catching"
+            + " up afterwards", what, to, e.getMessage(), from);
       }
     }
     change(m, s -> {

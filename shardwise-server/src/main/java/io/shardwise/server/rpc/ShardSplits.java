@@ -102,6 +102,43 @@ public final class ShardSplits {
     return delta.splitShard(split).build();
   }
 
+  /**
+   * Passes the lead of a replicated shard from its leader {@code from} to its in-sync follower
+   * {@code to} at one log position, as a planned handover: the leader quiesces the shard (writes
+   * held until everything accepted is committed and applied on every in-sync replica), then one
+   * compare-and-set makes {@code to} the leader and keeps {@code from} in the in-sync set — both hold
+   * the same log, so neither has to catch up. Without the quiesce the old leader leaves the in-sync
+   * set until it has caught up with the new one, and a shard with no other in-sync follower (two
+   * replicas, min in-sync two) refuses writes meanwhile. Refused (ABORTED, tried again within the
+   * budget) if the shard changed while its leader quiesced it.
+   *
+   * @return the stored map
+   * @throws io.grpc.StatusRuntimeException FAILED_PRECONDITION if {@code from} does not lead the
+   *     shard or {@code to} is not an in-sync follower that holds everything, NOT_FOUND for no such
+   *     table or shard, UNAVAILABLE if the leader could not quiesce it within the budget
+   */
+  public ShardMap handOver(long tableId, long number, NodeId from, NodeId to) {
+    ShardMap current = coordinator.readMapSynced().map();
+    Table t = current.tableById(tableId).orElseThrow(() -> Errors.noSuchTable("id " + tableId, current.epoch()));
+    return cutReplicated(t, from, List.of(number), (map, quiesced) -> {
+      Table now = map.tableById(tableId).orElseThrow(() -> Errors.noSuchTable(t.name(), map.epoch()));
+      ShardAssignment s = shardOf(now, number, map.epoch());
+      if (!s.owner().equals(from)) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + " is led by " + s.owner() + ", not " + from).asRuntimeException();
+      }
+      QuiescedShard q = quiesced.get(number);
+      if (q == null || q.getShardEpoch() != s.epoch()) {
+        throw Status.ABORTED.withDescription("shard " + s.id() + " changed while its leader quiesced it (epoch " + s.epoch()
+            + (q == null ? "" : ", quiesced at " + q.getShardEpoch()) + ")").asRuntimeException();
+      }
+      if (!s.inSync().contains(to) || !q.getInSyncList().contains(to.value())) {
+        throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + ": " + to + " is not an in-sync follower holding its whole log")
+            .asRuntimeException();
+      }
+      return ShardMapDelta.on(map).add(new ShardMapDelta.ChangeLeader(s.id(), from, to, true)).build();
+    });
+  }
+
   /** How long a leader refuses writes to shards it quiesced for a split or merge, at most: the cut is one compare-and-set after it. */
   private static final Duration HOLD = Duration.ofSeconds(10);
 

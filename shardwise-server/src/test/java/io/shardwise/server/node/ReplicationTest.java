@@ -11,6 +11,7 @@ import io.shardwise.client.ShardwiseException;
 import io.shardwise.client.TableDescription;
 import io.shardwise.client.TableSpec;
 import io.shardwise.core.key.Key;
+import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardAssignment;
 import io.shardwise.core.map.Table;
 import io.shardwise.server.rpc.Limits;
@@ -890,6 +891,60 @@ class ReplicationTest {
 
   private static double staleAtFollower(ShardwiseNode n) {
     return n.metrics().find("shardwise.follower.reads").tag("outcome", "too_stale").counter().count();
+  }
+
+  /**
+   * A planned lead handover at one log position: the leader quiesces the shard, the lead passes, and
+   * the old leader stays in the in-sync set. So a table of two replicas with min in-sync two (the
+   * default on two nodes) takes writes through it; a pass as a failover makes would leave the old
+   * leader out until it caught up, and writes would be refused with NOT_ENOUGH_REPLICAS meanwhile.
+   */
+  @Test
+  void aPlannedHandoverKeepsTheOldLeaderInSyncSoWritesGoOn() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT);
+        io.shardwise.server.coordination.Coordinator c = io.shardwise.server.coordination.Coordinator.connect(cluster.zk.connectString(),
+            Duration.ofSeconds(10), Duration.ofSeconds(10));
+        io.shardwise.server.rpc.Peers peers = new io.shardwise.server.rpc.Peers(16 << 20)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      TableDescription created = client.createTable("pair", TableSpec.builder("hashrange").shards(1).build());
+      assertThat(created.replicas()).isEqualTo(2);
+      assertThat(created.minInSync()).isEqualTo(2);
+      java.util.List<String> refused = new java.util.concurrent.CopyOnWriteArrayList<>();
+      java.util.concurrent.atomic.AtomicInteger written = new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      Thread writer = new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          try {
+            client.put("pair", Key.of("k" + (i % 200)), b("v" + i));
+            written.incrementAndGet();
+          } catch (RuntimeException e) {
+            refused.add(e.getMessage());
+          }
+        }
+      }, "pair-writer");
+      writer.start();
+      try {
+        await().atMost(Duration.ofSeconds(10)).until(() -> written.get() > 100);
+        for (int round = 0; round < 4; round++) { // the lead goes back and forth
+          Table t = c.readMapSynced().map().table("pair").orElseThrow();
+          ShardAssignment s = t.shards().get(0);
+          NodeId from = s.owner();
+          NodeId to = s.followers().get(0);
+          await().atMost(Duration.ofSeconds(10)).until(() -> c.readMapSynced().map().table("pair").orElseThrow().shards().get(0)
+              .inSync().contains(to));
+          int before = written.get();
+          io.shardwise.core.map.ShardMap after = new io.shardwise.server.rpc.ShardSplits(c, peers).handOver(t.id(), s.id().number(), from, to);
+          ShardAssignment now = after.table("pair").orElseThrow().shards().get(0);
+          assertThat(now.owner()).as("round %d", round).isEqualTo(to);
+          assertThat(now.inSync()).as("round %d: the old leader stays in sync", round).containsExactly(from);
+          await().atMost(Duration.ofSeconds(10)).until(() -> written.get() > before + 50);
+        }
+      } finally {
+        stop.set(true);
+        writer.join();
+      }
+      assertThat(refused).as("writes refused during the handovers").isEmpty();
+    }
   }
 
   @Test
