@@ -378,6 +378,21 @@ public final class ShardwiseClient implements AutoCloseable {
     }
   }
 
+  /**
+   * For a table this client's map lacks: refreshes, after the rest of the minimum interval if the
+   * map was refreshed just now. A table created a moment ago through another client reaches every
+   * node's map within milliseconds; a client made (and so refreshed) in between must not answer
+   * NOT_FOUND for it. Requests for a table that does not exist wait up to the interval, and refresh
+   * at most once per interval between them.
+   */
+  private void refreshForMissingTable() {
+    long wait = minRefreshInterval.toNanos() - (System.nanoTime() - lastRefreshNanos);
+    if (wait > 0) {
+      java.util.concurrent.locks.LockSupport.parkNanos(wait);
+    }
+    refreshRateLimited();
+  }
+
   /** Refreshes unless the map was refreshed within the minimum interval. */
   private void refreshRateLimited() {
     if (System.nanoTime() - lastRefreshNanos >= minRefreshInterval.toNanos()) {
@@ -1059,7 +1074,7 @@ public final class ShardwiseClient implements AutoCloseable {
     ShardMap current = map;
     Table t = current.table(table).orElse(null);
     if (t == null) {
-      refreshRateLimited();
+      refreshForMissingTable();
       t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
     }
     NodeId owner = t.shardFor(key.partitionKey()).owner();
