@@ -63,7 +63,7 @@ public final class ShardSplits {
     }
     ShardAssignment s = shardOf(before, request.getShard(), current.epoch());
     splitDelta(current, request, null); // a request that cannot be made is refused before any write is held
-    return cutReplicated(before, s.owner(), List.of(s.id().number()), (map, quiesced) -> splitDelta(map, request, quiesced));
+    return cutReplicated(before, List.of(s.id().number()), (map, quiesced) -> splitDelta(map, request, quiesced));
   }
 
   /**
@@ -120,17 +120,13 @@ public final class ShardSplits {
   public ShardMap handOver(long tableId, long number, NodeId from, NodeId to) {
     ShardMap current = coordinator.readMapSynced().map();
     Table t = current.tableById(tableId).orElseThrow(() -> Errors.noSuchTable("id " + tableId, current.epoch()));
-    return cutReplicated(t, from, List.of(number), (map, quiesced) -> {
+    return cutReplicated(t, List.of(number), (map, quiesced) -> {
       Table now = map.tableById(tableId).orElseThrow(() -> Errors.noSuchTable(t.name(), map.epoch()));
       ShardAssignment s = shardOf(now, number, map.epoch());
       if (!s.owner().equals(from)) {
         throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + " is led by " + s.owner() + ", not " + from).asRuntimeException();
       }
-      QuiescedShard q = quiesced.get(number);
-      if (q == null || q.getShardEpoch() != s.epoch()) {
-        throw Status.ABORTED.withDescription("shard " + s.id() + " changed while its leader quiesced it (epoch " + s.epoch()
-            + (q == null ? "" : ", quiesced at " + q.getShardEpoch()) + ")").asRuntimeException();
-      }
+      QuiescedShard q = unchangedSinceQuiesced(s, quiesced);
       if (!s.inSync().contains(to) || !q.getInSyncList().contains(to.value())) {
         throw Status.FAILED_PRECONDITION.withDescription("shard " + s.id() + ": " + to + " is not an in-sync follower holding its whole log")
             .asRuntimeException();
@@ -155,7 +151,7 @@ public final class ShardSplits {
    * empty: they could never catch up by the log), and replica repair rebuilds them. The halves or
    * the merged shard start logs of their own on every replica, over the same data.
    */
-  private ShardMap cutReplicated(Table t, NodeId leader, List<Long> numbers,
+  private ShardMap cutReplicated(Table t, List<Long> numbers,
       java.util.function.BiFunction<ShardMap, Map<Long, QuiescedShard>, ShardMapDelta> cut) {
     return Retries.withBackoff(CUT_BUDGET, e -> e instanceof io.grpc.StatusRuntimeException sre
         && (sre.getStatus().getCode() == Status.Code.ABORTED || sre.getStatus().getCode() == Status.Code.UNAVAILABLE), attempt -> {
@@ -185,6 +181,16 @@ public final class ShardSplits {
     });
   }
 
+  /** What the leader reported quiescing {@code s} at; ABORTED if it did not, or the shard changed since (its epoch rose). */
+  private static QuiescedShard unchangedSinceQuiesced(ShardAssignment s, Map<Long, QuiescedShard> quiesced) {
+    QuiescedShard q = quiesced.get(s.id().number());
+    if (q == null || q.getShardEpoch() != s.epoch()) {
+      throw Status.ABORTED.withDescription("shard " + s.id() + " changed while its leader quiesced it (epoch " + s.epoch()
+          + (q == null ? "" : ", quiesced at " + q.getShardEpoch()) + ")").asRuntimeException();
+    }
+    return q;
+  }
+
   /**
    * For shards their leader quiesced: refuses (ABORTED) if any changed since ({@code quiesced}
    * names the epoch it saw), and adds to {@code delta} the removal of every follower that is not
@@ -193,11 +199,7 @@ public final class ShardSplits {
   private static void dropUnconfirmed(ShardMapDelta.Builder delta, List<ShardAssignment> shards, Map<Long, QuiescedShard> quiesced) {
     java.util.Set<String> confirmed = null;
     for (ShardAssignment s : shards) {
-      QuiescedShard q = quiesced.get(s.id().number());
-      if (q == null || q.getShardEpoch() != s.epoch()) {
-        throw Status.ABORTED.withDescription("shard " + s.id() + " changed while its leader quiesced it (epoch " + s.epoch()
-            + (q == null ? "" : ", quiesced at " + q.getShardEpoch()) + ")").asRuntimeException();
-      }
+      QuiescedShard q = unchangedSinceQuiesced(s, quiesced);
       java.util.Set<String> inSync = new java.util.HashSet<>(q.getInSyncList());
       if (confirmed == null) {
         confirmed = inSync;
@@ -237,7 +239,7 @@ public final class ShardSplits {
     }
     long right = before.shards().get(position + 1).id().number();
     mergeDelta(current, table, number, right, null); // a merge that cannot be made is refused before any write is held
-    return cutReplicated(before, left.owner(), List.of(number, right), (map, quiesced) -> mergeDelta(map, table, number, right, quiesced));
+    return cutReplicated(before, List.of(number, right), (map, quiesced) -> mergeDelta(map, table, number, right, quiesced));
   }
 
   /** The merge of shard {@code number} with the next, as a delta on {@code map}; for a replicated table, checked against what its leader quiesced. */
