@@ -271,11 +271,8 @@ public final class LocalShards {
       long[] versions = store.apply(batch);
       for (Mutation m : batch) {
         LocalShard s = entered.get(m.shard());
-        if (s.tracked()) { // a move is copying the shard: its change log gets the key, and the write id's record
-          s.written(m.key());
-          if (m.requestId() != null) {
-            s.writtenStored(m.shard().recordKey(m.key(), m.requestId()));
-          }
+        if (s.tracked()) { // a move is copying the shard: its change log gets the key, its write id's record, a transaction's intent or record
+          m.storeKeys().forEach(s::writtenStored);
         }
       }
       return versions;

@@ -10,9 +10,39 @@ package io.shardwise.server.storage;
  * write is applied, under the same locks as its version; {@code value} is then ignored.
  */
 public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId,
-    java.util.function.UnaryOperator<byte[]> transform) {
+    java.util.function.UnaryOperator<byte[]> transform, TxnStep txn) {
 
+  /** No condition. */
   public static final long ANY = -1;
+  /** Only if the key is live, whatever its version. */
+  public static final long EXISTS = -2;
+
+  public Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId,
+      java.util.function.UnaryOperator<byte[]> transform) {
+    this(shard, key, value, expectedVersion, requestId, transform, null);
+  }
+
+  /**
+   * A transaction's step on {@code key} ({@link TxnStep}); {@code expectedVersion} is a prepare's
+   * condition. For a {@link TxnStep.Kind#RECORD} step, {@code key} is the anchor's.
+   */
+  public static Mutation txn(ShardRef shard, byte[] key, long expectedVersion, TxnStep step) {
+    return new Mutation(shard, key, null, expectedVersion, null, null, java.util.Objects.requireNonNull(step, "step"));
+  }
+
+  /** True if {@code version} (0: absent) meets {@code expectedVersion}. */
+  public static boolean meets(long expectedVersion, long version) {
+    return expectedVersion == ANY || (expectedVersion == EXISTS ? version > 0 : expectedVersion == version);
+  }
+
+  /** Every store key this mutation may write: a move's change log records them all. */
+  public java.util.List<byte[]> storeKeys() {
+    if (txn != null && shard.intentKey(key) != null) {
+      return java.util.List.of(txn.kind() == TxnStep.Kind.RECORD ? shard.txnRecordKey(key, txn.txnId()) : shard.intentKey(key),
+          shard.storeKey(key));
+    }
+    return requestId == null ? java.util.List.of(shard.storeKey(key)) : java.util.List.of(shard.storeKey(key), shard.recordKey(key, requestId));
+  }
 
   public static Mutation put(ShardRef shard, byte[] key, byte[] value) {
     return new Mutation(shard, key, value, ANY, null);
@@ -48,13 +78,13 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
   }
 
   public Mutation {
-    if (expectedVersion < ANY) {
+    if (expectedVersion < EXISTS) {
       throw new IllegalArgumentException("expected version must not be negative, not " + expectedVersion);
     }
   }
 
   /** The same write with the client's write id ({@code null} or empty: none). */
   public Mutation withRequestId(byte[] id) {
-    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id, transform);
+    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id, transform, txn);
   }
 }

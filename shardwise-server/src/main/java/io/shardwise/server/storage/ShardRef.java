@@ -35,7 +35,9 @@ import java.util.Objects;
  *
  * <p><b>Keys the store keeps for itself</b> lie inside the span and are told from user keys by the
  * byte after the escaped partition key ({@link Key#encode}: a user key has 0x00 0x01 there): a
- * write id's record ({@link #recordKey}) and the version floor ({@link #floorKey}).
+ * write id's record ({@link #recordKey}, 0x02), a transaction's intent on a key ({@link #intentKey},
+ * 0x03), the version floor ({@link #floorKey}, 0x04) and a transaction's record ({@link
+ * #txnRecordKey}, 0x05).
  *
  * <p>Two refs are equal when their table id, number and layout are: a shard's span never changes,
  * since a split or a merge makes new shards with new numbers. Immutable.
@@ -60,7 +62,9 @@ public final class ShardRef {
   private static final byte ESCAPED_ZERO = (byte) 0xff;
   private static final byte TERMINATOR = 0x01;
   private static final byte RECORD = 0x02;
+  private static final byte INTENT = 0x03;
   private static final byte FLOOR = 0x04;
+  private static final byte TXN_RECORD = 0x05;
 
   private final long tableId;
   private final long shardNumber;
@@ -264,6 +268,61 @@ public final class ShardRef {
       System.arraycopy(requestId, 0, local, end + 2, requestId.length);
     }
     return layout == Layout.BUCKET ? concat(start, local) : storeKey(local);
+  }
+
+  /**
+   * Where the shard keeps a transaction's intent on {@code key} (an encoded key): the key with the
+   * tag 0x03 in place of its partition key's terminator, so the intent lies beside the key's
+   * partition (above its keys, below the next partition's) and goes with it through every move,
+   * split and merge, as a write id's record does. {@code null} if {@code key} is not an encoded user key.
+   */
+  public byte[] intentKey(byte[] key) {
+    return retagged(key, INTENT);
+  }
+
+  /**
+   * Where the shard keeps the record of transaction {@code txnId} anchored at {@code anchorKey} (an
+   * encoded key): beside the anchor's partition, tag 0x05, then the id.
+   */
+  public byte[] txnRecordKey(byte[] anchorKey, byte[] txnId) {
+    int end = terminatorAt(anchorKey, 0);
+    if (end < 0) {
+      throw new IllegalArgumentException("a transaction's anchor needs an encoded key; this one has no partition-key terminator");
+    }
+    byte[] local = new byte[end + 2 + txnId.length];
+    System.arraycopy(anchorKey, 0, local, 0, end);
+    local[end] = ESCAPE;
+    local[end + 1] = TXN_RECORD;
+    System.arraycopy(txnId, 0, local, end + 2, txnId.length);
+    return storeKey(local);
+  }
+
+  /**
+   * {@code key} with its terminator's second byte replaced by {@code tag}, as this shard stores it;
+   * {@code null} for a key that is not an encoded key (none reaches a table: tests of the engine use
+   * plain bytes), which no transaction can lock.
+   */
+  private byte[] retagged(byte[] key, byte tag) {
+    int end = terminatorAt(key, 0);
+    if (end < 0 || key[end + 1] != TERMINATOR) {
+      return null;
+    }
+    byte[] local = key.clone();
+    local[end + 1] = tag;
+    return storeKey(local);
+  }
+
+  /** True if {@code storeKey} (of this shard) is a transaction's intent. */
+  public boolean isIntent(byte[] storeKey) {
+    return tagOf(storeKey, prefixLength()) == INTENT;
+  }
+
+  /** The encoded key an intent's store key ({@link #intentKey}) stands for. */
+  public byte[] keyOfIntent(byte[] storeKey) {
+    byte[] local = userKey(storeKey);
+    int end = terminatorAt(local, 0);
+    local[end + 1] = TERMINATOR;
+    return local;
   }
 
   /** Where the shard keeps its version floor: {@code 0x00 0x04} right at its start. */

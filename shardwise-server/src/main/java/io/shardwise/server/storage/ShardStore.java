@@ -253,6 +253,11 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     enter();
     try {
       byte[] raw = read(shard.storeKey(key));
+      byte[] intentKey = shard.intentKey(key);
+      byte[] lock = intentKey == null ? null : read(intentKey);
+      if (lock != null) {
+        throw new KeyLockedException(shard, key, Intent.decode(lock, HEADER));
+      }
       traffic.read(shard);
       return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
     } finally {
@@ -320,7 +325,11 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         if (!e.effects().isEmpty()) {
           try (WriteBatch writes = new WriteBatch()) {
             for (StoredValue v : e.effects()) {
-              writes.put(v.storeKey(), v.stored());
+              if (v.stored() == null) {
+                writes.delete(v.storeKey());
+              } else {
+                writes.put(v.storeKey(), v.stored());
+              }
             }
             db.write(writeOptions, writes);
           }
@@ -374,7 +383,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     TreeSet<byte[]> seen = new TreeSet<>(Arrays::compareUnsigned);
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
-      storeKeys[i] = m.shard().storeKey(m.key());
+      storeKeys[i] = m.txn() != null && m.txn().kind() == TxnStep.Kind.RECORD
+          ? m.shard().txnRecordKey(m.key(), m.txn().txnId()) : m.shard().storeKey(m.key());
       if (!seen.add(storeKeys[i])) {
         throw new IllegalArgumentException("key " + i + " of the batch repeats an earlier key");
       }
@@ -399,6 +409,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     List<StoredValue> effects = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
+      if (m.txn() != null && m.txn().kind() == TxnStep.Kind.RECORD) {
+        byte[] raw = readThrough(keys.storeKeys[i], pending);
+        byte[] before = raw == null ? null : Arrays.copyOfRange(raw, HEADER, raw.length);
+        byte[] after = m.txn().record().apply(before);
+        if (after != before) {
+          effects.add(new StoredValue(keys.storeKeys[i], after == null ? null : encode(after, 1)));
+        }
+        continue;
+      }
       if (keys.recordKeys[i] != null) {
         byte[] record = readThrough(keys.recordKeys[i], pending);
         if (record != null) {
@@ -406,12 +425,35 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           continue;
         }
       }
+      byte[] intentKey = m.shard().intentKey(m.key());
+      if (intentKey == null && m.txn() != null) {
+        throw new IllegalArgumentException("a transaction's key is an encoded key");
+      }
+      byte[] lockRaw = intentKey == null ? null : readThrough(intentKey, pending);
+      Intent lock = lockRaw == null ? null : Intent.decode(lockRaw, HEADER);
+      if (m.txn() != null && m.txn().kind() == TxnStep.Kind.RESOLVE) {
+        versions[i] = resolve(m, keys.storeKeys[i], intentKey, lock, now, effects);
+        continue;
+      }
+      if (lock != null && !(m.txn() != null && lock.sameTransaction(m.txn().txnId()))) {
+        throw new KeyLockedException(m.shard(), m.key(), lock);
+      }
+      if (lock != null) { // this transaction's prepare again: it holds the key already
+        versions[i] = lock.version();
+        continue;
+      }
       byte[] raw = readThrough(keys.storeKeys[i], pending);
       long stored = raw == null ? Math.max(versionFloor(m.shard()), tableVersionFloor) : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
-      if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
-        throw new VersionMismatchException(m.expectedVersion(), current);
+      if (!Mutation.meets(m.expectedVersion(), current)) {
+        throw new VersionMismatchException(m.expectedVersion(), current, i);
+      }
+      if (m.txn() != null) { // a prepare: the intent, holding the version its commit will write
+        Intent intent = m.txn().intent();
+        versions[i] = intent.op() == Intent.Op.CHECK || (intent.op() == Intent.Op.DELETE && !live) ? 0 : stored + 1;
+        effects.add(new StoredValue(intentKey, encode(intent.withVersion(versions[i]).encode(), 1)));
+        continue;
       }
       byte[] value = m.valueGiven(raw, live, HEADER);
       if (value == null && !live) {
@@ -428,6 +470,23 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       traffic.write(m.shard());
     }
     return new Evaluation(versions, effects);
+  }
+
+  /**
+   * A {@link TxnStep.Kind#RESOLVE}: the key's intent of the step's transaction becomes its outcome
+   * (the value or tombstone it holds, at the version it holds, if committed) and goes. Returns the
+   * version written, 0 if none, -1 if the key holds no intent of that transaction (resolved before).
+   */
+  private static long resolve(Mutation m, byte[] storeKey, byte[] intentKey, Intent lock, long now, List<StoredValue> effects) {
+    if (lock == null || !lock.sameTransaction(m.txn().txnId())) {
+      return -1;
+    }
+    effects.add(new StoredValue(intentKey, null));
+    if (!m.txn().commit() || lock.version() == 0) {
+      return 0;
+    }
+    effects.add(new StoredValue(storeKey, lock.op() == Intent.Op.PUT ? encode(lock.value(), lock.version()) : tombstone(lock.version(), now)));
+    return lock.version();
   }
 
   private byte[] readThrough(byte[] storeKey, java.util.function.Function<byte[], byte[]> pending) {

@@ -93,6 +93,9 @@ public final class MemoryEngine implements ShardEngine {
     List<StoredValue> effects = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
+      if (m.txn() != null) {
+        throw new UnsupportedOperationException("the move simulation's engine keeps no transactions");
+      }
       byte[] record = records[i] == null ? null : pending.apply(records[i]) != null ? pending.apply(records[i]) : data.get(records[i]);
       if (record != null) {
         versions[i] = ByteBuffer.wrap(record, HEADER, 8).getLong(); // a repeat: answered, not applied
@@ -102,8 +105,8 @@ public final class MemoryEngine implements ShardEngine {
       long stored = raw == null ? versionFloor : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
-      if (m.expectedVersion() != Mutation.ANY && m.expectedVersion() != current) {
-        throw new VersionMismatchException(m.expectedVersion(), current);
+      if (!Mutation.meets(m.expectedVersion(), current)) {
+        throw new VersionMismatchException(m.expectedVersion(), current, i);
       }
       byte[] value = m.valueGiven(raw, live, HEADER);
       if (value == null && !live) {
