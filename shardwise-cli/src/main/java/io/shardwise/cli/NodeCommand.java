@@ -65,6 +65,11 @@ final class NodeCommand implements Callable<Integer> {
           + "ZooKeeper. Default: ${DEFAULT-VALUE}.")
   String sessionTimeout;
 
+  @Option(names = "--txn-timeout", paramLabel = "DURATION", defaultValue = "5s",
+      description = "How long a transaction this node coordinates may stay undecided; past it, a read or write that meets one of its "
+          + "locks aborts it (so a coordinator that dies holds its keys about this long). Default: ${DEFAULT-VALUE}.")
+  String txnTimeout;
+
   @Option(names = "--adopt-cluster",
       description = "Let a data directory that holds data but no cluster id join the cluster this ZooKeeper holds; "
           + "shards it does not own go to its trash.")
@@ -100,6 +105,7 @@ final class NodeCommand implements Callable<Integer> {
         .withTrashGrace(Durations.parse("--trash-grace", trashGrace))
         .withTombstoneGrace(Durations.parse("--tombstone-grace", tombstoneGrace)).withAdoptCluster(adoptCluster)
         .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout))
+        .withTxnTimeout(Durations.parse("--txn-timeout", txnTimeout))
         .withMetricsPort(metricsPort == null ? -1 : metricsPort);
     ShardwiseNode node = ShardwiseNode.start(config);
     Ports.rememberPort(dataDir, Integer.parseInt(node.address().substring(node.address().lastIndexOf(':') + 1)));

@@ -8,6 +8,9 @@ import io.shardwise.core.key.Key;
 import io.shardwise.core.map.NodeId;
 import io.shardwise.core.map.ShardMap;
 import io.shardwise.core.map.Table;
+import io.shardwise.core.txn.TableKey;
+import io.shardwise.core.txn.TxnItem;
+import io.shardwise.core.txn.TxnOutcome;
 import io.shardwise.proto.Channels;
 import io.shardwise.proto.Errors;
 import io.shardwise.proto.MapCodec;
@@ -36,6 +39,12 @@ import io.shardwise.proto.v1.PutRequest;
 import io.shardwise.proto.v1.RequestHeader;
 import io.shardwise.proto.v1.ScanRequest;
 import io.shardwise.proto.v1.TableInfo;
+import io.shardwise.proto.v1.TableKeyRef;
+import io.shardwise.proto.v1.TransactGetRequest;
+import io.shardwise.proto.v1.TransactGetResponse;
+import io.shardwise.proto.v1.TransactRequest;
+import io.shardwise.proto.v1.TransactResponse;
+import io.shardwise.proto.v1.TxnStatusRequest;
 import io.shardwise.proto.v1.UndropTableRequest;
 import io.shardwise.proto.v1.UndropTableResponse;
 import java.time.Duration;
@@ -720,6 +729,87 @@ public final class ShardwiseClient implements AutoCloseable {
       }
     }
     return versions;
+  }
+
+  // ------------------------------------------------------------------ transactions
+
+  /** How many times {@link #transact(List)} runs a transaction that was ABORTED by a conflict or its deadline. */
+  private static final int TXN_ATTEMPTS = 8;
+
+  /**
+   * Applies {@code items} (up to 100, on any shards and tables) all together or not at all: puts,
+   * deletes and condition checks, each with an optional condition on its key ({@link TxnItem}),
+   * serializable with every other write of those keys. A node coordinates it (in client mode, the
+   * owner of the first item's key, where its record is kept).
+   *
+   * <p>A transaction ABORTED by a conflict with an older one, or by its deadline, is run again
+   * under a new token, keeping its first attempt's age (so it waits rather than aborts once it is
+   * the oldest), up to 8 times; the last outcome is returned.
+   *
+   * @return COMMITTED with each item's version, CANCELLED with the item whose condition failed,
+   *     ABORTED after the last attempt, or UNKNOWN (look it up with {@link #txnStatus})
+   * @throws OutcomeUnknownException if no node answered whether it committed; its id is in the message of
+   *     no answer, so retry with {@link #transact(List, String)} under the same token to learn it
+   */
+  public TxnOutcome transact(List<TxnItem> items) {
+    long first = System.currentTimeMillis();
+    TxnOutcome last = null;
+    for (int attempt = 0; attempt < TXN_ATTEMPTS; attempt++) {
+      last = transact(items, newRequestId(), first);
+      if (last.status() != TxnOutcome.Status.ABORTED) {
+        return last;
+      }
+      sleep(Math.min(100, 2L << attempt) + java.util.concurrent.ThreadLocalRandom.current().nextInt(5));
+    }
+    return last;
+  }
+
+  /**
+   * Runs the transaction once under {@code token} (at most 64 bytes): sent again with the same
+   * token and items, it answers the first outcome and applies nothing twice.
+   */
+  public TxnOutcome transact(List<TxnItem> items, String token) {
+    return transact(items, ByteString.copyFromUtf8(token), 0);
+  }
+
+  private TxnOutcome transact(List<TxnItem> items, ByteString token, long firstAttemptMillis) {
+    if (items.isEmpty()) {
+      throw new IllegalArgumentException("a transaction holds at least one item");
+    }
+    TransactRequest.Builder b = TransactRequest.newBuilder().setToken(token).setFirstAttemptMillis(firstAttemptMillis);
+    items.forEach(i -> b.addItems(io.shardwise.proto.TxnCodec.item(i)));
+    items.forEach(i -> markWritten(i.table(), i.key()));
+    try {
+      TxnItem anchor = items.get(0);
+      TransactResponse r = withRetries(anchor.table(), anchor.key(), null, true,
+          (target, stub, header) -> stub.transact(b.setHeader(header).build()));
+      return io.shardwise.proto.TxnCodec.outcome(r);
+    } finally {
+      items.forEach(i -> markWritten(i.table(), i.key()));
+    }
+  }
+
+  /**
+   * Reads up to 100 keys of any tables and shards as of one moment (a committed transaction is seen
+   * whole or not at all): empty for an absent key, in order. A node coordinates it (in client mode,
+   * the owner of the first key).
+   */
+  public List<Optional<Versioned>> transactGet(List<TableKey> keys) {
+    if (keys.isEmpty()) {
+      throw new IllegalArgumentException("a read transaction names at least one key");
+    }
+    TransactGetRequest.Builder b = TransactGetRequest.newBuilder();
+    keys.forEach(k -> b.addItems(TableKeyRef.newBuilder().setTable(k.table()).setKey(Protos.key(k.key()))));
+    TableKey first = keys.get(0);
+    TransactGetResponse r = withRetries(first.table(), first.key(), null, false, (target, stub, header) -> stub.transactGet(b.setHeader(header).build()));
+    List<Optional<Versioned>> out = new ArrayList<>(r.getResultsCount());
+    r.getResultsList().forEach(g -> out.add(g.getFound() ? Optional.of(new Versioned(g.getValue().toByteArray(), g.getVersion())) : Optional.empty()));
+    return out;
+  }
+
+  /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */
+  public TxnOutcome txnStatus(String txnId) {
+    return io.shardwise.proto.TxnCodec.outcome(onAnySeed(stub -> stub.txnStatus(TxnStatusRequest.newBuilder().setTxnId(txnId).build())));
   }
 
   /** Reads several keys; an empty result for each absent key, in order. */

@@ -53,6 +53,7 @@ public final class NodeConfig {
   private Duration trashGrace = Duration.ofHours(24);
   private Duration tombstoneGrace = Duration.ofHours(24);
   private Duration balancerTick = Duration.ofSeconds(1);
+  private Duration txnTimeout = Duration.ofSeconds(5);
   private boolean adoptCluster;
   private int metricsPort = -1;
   private boolean hotKeySampling = true;
@@ -86,6 +87,7 @@ public final class NodeConfig {
     c.trashGrace = trashGrace;
     c.tombstoneGrace = tombstoneGrace;
     c.balancerTick = balancerTick;
+    c.txnTimeout = txnTimeout;
     c.adoptCluster = adoptCluster;
     c.metricsPort = metricsPort;
     c.hotKeySampling = hotKeySampling;
@@ -286,12 +288,24 @@ public final class NodeConfig {
     return replication;
   }
 
+  /**
+   * How long a transaction coordinated here may stay undecided: past it, whoever meets one of its
+   * intents may abort it (so a dead coordinator holds its keys about this long at most).
+   */
+  public NodeConfig withTxnTimeout(Duration timeout) {
+    return copy(c -> c.txnTimeout = positive("transaction timeout", timeout));
+  }
+
+  public Duration txnTimeout() {
+    return txnTimeout;
+  }
+
   /** The effective settings, one line, for the node's start log. */
   @Override
   public String toString() {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
         + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
-        + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " adopt-cluster=" + adoptCluster
+        + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " txn-timeout=" + txnTimeout + " adopt-cluster=" + adoptCluster
         + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " hot-key-sampling=" + (hotKeySampling ? "on" : "off")
         + " replication.lag-max=" + replication.lagMax()
         + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout()

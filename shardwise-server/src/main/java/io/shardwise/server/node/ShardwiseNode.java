@@ -187,7 +187,7 @@ public final class ShardwiseNode implements AutoCloseable {
     writable.set(true);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
-        new DataServiceImpl(ctx, tables), new AdminServiceImpl(ctx, tables, trash), moves,
+        new DataServiceImpl(ctx, tables, config.txnTimeout()), new AdminServiceImpl(ctx, tables, trash), moves,
         io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
             config.dataDir().resolve("replica-snapshots")));
     address = config.host() + ":" + server.getPort();

@@ -80,9 +80,28 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.micrometer.core.instrument.Counter followerReads;
   private final io.micrometer.core.instrument.Counter followerReadsStale;
 
+  private final io.shardwise.server.txn.Transactions txns;
+
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
+    this(ctx, tables, Duration.ofSeconds(5));
+  }
+
+  /** @param txnTimeout how long a transaction coordinated here may stay undecided ({@link io.shardwise.server.txn.Transactions}) */
+  public DataServiceImpl(ClusterContext ctx, TableAdmin tables, Duration txnTimeout) {
     this.ctx = ctx;
     this.tables = tables;
+    this.txns = new io.shardwise.server.txn.Transactions(new RoutedParticipants(this), txnTimeout, System::currentTimeMillis,
+        new io.shardwise.server.txn.Transactions.Phases() {
+          @Override
+          public void prepared(String txnId) {
+            ctx.hooks().txnPrepared(txnId);
+          }
+
+          @Override
+          public void committed(String txnId) {
+            ctx.hooks().txnCommitted(txnId);
+          }
+        });
     this.requests = new RequestMetrics(ctx.metrics());
     this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
         .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "answered").register(ctx.metrics());
@@ -182,7 +201,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         h = h.toBuilder().setForward(true).build(); // not fresh enough here: the leader answers, through this node
       }
       return keyed(h, request.getTable(), key, false,
-          (map, shard) -> found(map, ctx.shards().get(shard, key.encode())),
+          (map, shard) -> found(map, readUnlocked(request.getTable(), () -> ctx.shards().get(shard, key.encode()))),
           (stub, header) -> stub.get(request.toBuilder().setHeader(header).setMaxStalenessMillis(0).build()));
     });
   }
@@ -212,7 +231,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       return Optional.empty();
     }
     ShardRef shard = ref(table, a);
-    Optional<Optional<Versioned>> read = ctx.shards().getAsFollower(shard, key.encode(), Duration.ofMillis(maxStalenessMillis));
+    Optional<Optional<Versioned>> read;
+    try {
+      read = ctx.shards().getAsFollower(shard, key.encode(), Duration.ofMillis(maxStalenessMillis));
+    } catch (io.shardwise.server.storage.KeyLockedException locked) {
+      return Optional.empty(); // a transaction holds the key: its leader resolves it and answers
+    }
     if (read.isEmpty()) {
       followerReadsStale.increment();
       return Optional.empty();
@@ -373,6 +397,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     });
   }
 
+  /** {@link #batchGetAtLeaders}, for a read transaction's rounds. */
+  int readAtLeaders(BatchGetRequest request, List<Key> keys, GetResponse[] results) {
+    return batchGetAtLeaders(request, keys, results);
+  }
+
   /** Reads {@code keys} (those of {@code request}) at their shards' leaders, here or forwarded, into {@code results}; returns the shards touched. */
   private int batchGetAtLeaders(BatchGetRequest request, List<Key> keys, GetResponse[] results) {
     byte[][] partitionKeys = partitionKeys(keys);
@@ -385,7 +414,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           ctx.shards().readBarrier(shards); // a replicated table's shards: one barrier each, all at once
           for (int j = 0; j < indexes.size(); j++) {
             int i = indexes.get(j);
-            results[i] = result(ctx.shards().getAfterBarrier(shards.get(j), keys.get(i).encode()));
+            ShardRef shard = shards.get(j);
+            results[i] = result(readUnlocked(request.getTable(), () -> ctx.shards().getAfterBarrier(shard, keys.get(i).encode())));
             heat(shards.get(j), partitionKeys[i], false);
           }
         },
@@ -601,6 +631,223 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         .build();
   }
 
+  // ------------------------------------------------------------------ transactions
+
+  @Override
+  public void transact(io.shardwise.proto.v1.TransactRequest request, StreamObserver<io.shardwise.proto.v1.TransactResponse> out) {
+    respond(requests.timed("transact", out), () -> {
+      Inline.mayBlock();
+      List<io.shardwise.core.txn.TxnItem> items = new ArrayList<>(request.getItemsCount());
+      long bytes = 0;
+      for (io.shardwise.proto.v1.TxnItem item : request.getItemsList()) {
+        items.add(txnItem(item));
+        bytes += item.getKey().getPartitionKey().size() + item.getKey().getSortKey().size() + item.getValue().size();
+      }
+      ctx.limits().checkBatch(items.size(), bytes);
+      io.shardwise.core.txn.TxnOutcome o = txns.transact(items, request.getToken().toByteArray(), request.getFirstAttemptMillis());
+      return io.shardwise.proto.TxnCodec.response(o).setHeader(header(ctx.map().current(), items.size())).build();
+    });
+  }
+
+  @Override
+  public void txnStatus(io.shardwise.proto.v1.TxnStatusRequest request, StreamObserver<io.shardwise.proto.v1.TransactResponse> out) {
+    respond(requests.timed("txn_status", out), () -> {
+      Inline.mayBlock();
+      return io.shardwise.proto.TxnCodec.response(txns.status(request.getTxnId())).setHeader(header(ctx.map().current(), 1)).build();
+    });
+  }
+
+  @Override
+  public void transactGet(io.shardwise.proto.v1.TransactGetRequest request, StreamObserver<io.shardwise.proto.v1.TransactGetResponse> out) {
+    respond(requests.timed("transact_get", out), () -> {
+      Inline.mayBlock();
+      List<io.shardwise.core.txn.TableKey> keys = new ArrayList<>(request.getItemsCount());
+      long bytes = 0;
+      for (io.shardwise.proto.v1.TableKeyRef k : request.getItemsList()) {
+        if (k.getTable().isEmpty()) {
+          throw Errors.invalid("a read transaction's key names its table");
+        }
+        keys.add(new io.shardwise.core.txn.TableKey(k.getTable(), key(k.getKey())));
+        bytes += k.getKey().getPartitionKey().size() + k.getKey().getSortKey().size();
+      }
+      ctx.limits().checkBatch(keys.size(), bytes);
+      io.shardwise.server.txn.Transactions.Snapshot snapshot = txns.read(keys);
+      io.shardwise.proto.v1.TransactGetResponse.Builder b = io.shardwise.proto.v1.TransactGetResponse.newBuilder()
+          .setHeader(header(ctx.map().current(), keys.size())).setRounds(snapshot.rounds());
+      for (io.shardwise.server.txn.Participants.Read r : snapshot.reads()) {
+        b.addResults(r.value() == null ? GetResponse.getDefaultInstance()
+            : GetResponse.newBuilder().setFound(true).setValue(ByteString.copyFrom(r.value())).setVersion(r.version()).build());
+      }
+      return b.build();
+    });
+  }
+
+  /** An item as the client sent it, its key and value within the limits. */
+  private io.shardwise.core.txn.TxnItem txnItem(io.shardwise.proto.v1.TxnItem item) {
+    Key key = item.getOp() == io.shardwise.proto.v1.TxnItem.Op.CHECK ? key(item.getKey()) : userKey(item.getKey());
+    ctx.limits().checkValue(item.getValue().size());
+    return io.shardwise.proto.TxnCodec.item(item, key);
+  }
+
+  @Override
+  public void txnPrepare(io.shardwise.proto.v1.TxnPrepareRequest request, StreamObserver<io.shardwise.proto.v1.TxnPrepareResponse> out) {
+    respond(requests.timed("txn_prepare", out), () -> prepare(request));
+  }
+
+  /**
+   * Writes the intents of {@code request}'s items at their shards, here or at their owners; stops at
+   * the first refusal (a failed condition, another transaction's intent), which it answers.
+   */
+  io.shardwise.proto.v1.TxnPrepareResponse prepare(io.shardwise.proto.v1.TxnPrepareRequest request) {
+    List<io.shardwise.core.txn.TxnItem> items = new ArrayList<>(request.getItemsCount());
+    List<Key> keys = new ArrayList<>(request.getItemsCount());
+    for (io.shardwise.proto.v1.TxnItem item : request.getItemsList()) {
+      io.shardwise.core.txn.TxnItem i = txnItem(item);
+      items.add(i);
+      keys.add(i.key());
+    }
+    byte[] txnId = request.getTxnId().toByteArray();
+    byte[] meta = request.getMeta().toByteArray();
+    byte[][] partitionKeys = partitionKeys(keys);
+    long[] versions = new long[items.size()];
+    io.shardwise.proto.v1.TxnPrepareResponse[] refusal = new io.shardwise.proto.v1.TxnPrepareResponse[1];
+    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+        (map, table, indexes) -> {
+          Map<ShardRef, List<Integer>> byShard = new LinkedHashMap<>();
+          for (int i : indexes) {
+            byShard.computeIfAbsent(ref(table, table.shardFor(partitionKeys[i])), r -> new ArrayList<>()).add(i);
+          }
+          for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) { // each shard's intents atomically
+            if (refusal[0] != null) {
+              return;
+            }
+            List<Mutation> mutations = new ArrayList<>(e.getValue().size());
+            for (int i : e.getValue()) {
+              io.shardwise.core.txn.TxnItem item = items.get(i);
+              mutations.add(Mutation.txn(e.getKey(), keys.get(i).encode(), io.shardwise.server.txn.Transactions.expectedVersion(item),
+                  io.shardwise.server.storage.TxnStep.prepare(io.shardwise.server.txn.Transactions.intent(item, txnId, meta))));
+            }
+            try {
+              long[] written = ctx.shards().apply(mutations);
+              for (int j = 0; j < written.length; j++) {
+                versions[e.getValue().get(j)] = written[j];
+              }
+            } catch (VersionMismatchException mismatch) {
+              int at = e.getValue().get(Math.max(0, mismatch.index()));
+              refusal[0] = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at).setConditionFailed(true)
+                  .setCurrentVersion(mismatch.actual()).build();
+            } catch (io.shardwise.server.storage.KeyLockedException locked) {
+              int at = e.getValue().get(0);
+              for (int i : e.getValue()) {
+                if (java.util.Arrays.equals(keys.get(i).encode(), locked.key())) {
+                  at = i;
+                }
+              }
+              refusal[0] = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at)
+                  .setHolderTxnId(ByteString.copyFrom(locked.intent().txnId())).setHolderMeta(ByteString.copyFrom(locked.intent().meta()))
+                  .build();
+            }
+          }
+        },
+        (stub, header, indexes) -> {
+          if (refusal[0] != null) {
+            return;
+          }
+          io.shardwise.proto.v1.TxnPrepareRequest.Builder sub = request.toBuilder().setHeader(header).clearItems();
+          indexes.forEach(i -> sub.addItems(request.getItems(i)));
+          io.shardwise.proto.v1.TxnPrepareResponse r = stub.txnPrepare(sub.build());
+          if (r.getFailedItem() >= 0) {
+            refusal[0] = r.toBuilder().setFailedItem(indexes.get(r.getFailedItem())).build();
+            return;
+          }
+          for (int j = 0; j < indexes.size(); j++) {
+            versions[indexes.get(j)] = r.getVersions(j);
+          }
+        });
+    if (refusal[0] != null) {
+      return refusal[0].toBuilder().setHeader(header(ctx.map().current(), touched)).build();
+    }
+    io.shardwise.proto.v1.TxnPrepareResponse.Builder b = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder()
+        .setHeader(header(ctx.map().current(), touched)).setFailedItem(-1);
+    for (long v : versions) {
+      b.addVersions(v);
+    }
+    return b.build();
+  }
+
+  @Override
+  public void txnResolve(io.shardwise.proto.v1.TxnResolveRequest request, StreamObserver<io.shardwise.proto.v1.TxnResolveResponse> out) {
+    respond(requests.timed("txn_resolve", out), () -> resolve(request));
+  }
+
+  /** Resolves the intents of a transaction on {@code request}'s keys at their shards, here or at their owners. */
+  io.shardwise.proto.v1.TxnResolveResponse resolve(io.shardwise.proto.v1.TxnResolveRequest request) {
+    List<Key> keys = new ArrayList<>(request.getKeysCount());
+    request.getKeysList().forEach(k -> keys.add(key(k)));
+    byte[] txnId = request.getTxnId().toByteArray();
+    byte[][] partitionKeys = partitionKeys(keys);
+    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+        (map, table, indexes) -> {
+          Map<ShardRef, List<Mutation>> byShard = new LinkedHashMap<>();
+          for (int i : indexes) {
+            ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
+            byShard.computeIfAbsent(shard, r -> new ArrayList<>()).add(Mutation.txn(shard, keys.get(i).encode(), Mutation.ANY,
+                io.shardwise.server.storage.TxnStep.resolve(txnId, request.getCommit())));
+          }
+          for (List<Mutation> part : byShard.values()) {
+            try {
+              ctx.shards().apply(part);
+            } catch (VersionMismatchException e) {
+              throw new AssertionError("a resolve has no condition", e);
+            }
+          }
+        },
+        (stub, header, indexes) -> {
+          io.shardwise.proto.v1.TxnResolveRequest.Builder sub = request.toBuilder().setHeader(header).clearKeys();
+          indexes.forEach(i -> sub.addKeys(request.getKeys(i)));
+          stub.txnResolve(sub.build());
+        });
+    return io.shardwise.proto.v1.TxnResolveResponse.newBuilder().setHeader(header(ctx.map().current(), touched)).build();
+  }
+
+  @Override
+  public void txnRecord(io.shardwise.proto.v1.TxnRecordRequest request, StreamObserver<io.shardwise.proto.v1.TxnRecordResponse> out) {
+    respond(requests.timed("txn_record", out), () -> record(request));
+  }
+
+  /** A step on a transaction's record at its anchor's shard, here or at its owner; answers the record after it. */
+  io.shardwise.proto.v1.TxnRecordResponse record(io.shardwise.proto.v1.TxnRecordRequest request) {
+    Key anchor = key(request.getAnchor());
+    byte[] txnId = request.getTxnId().toByteArray();
+    if (txnId.length == 0 || txnId.length > Limits.MAX_REQUEST_ID_BYTES) {
+      throw Errors.invalid("a transaction id has 1 to " + Limits.MAX_REQUEST_ID_BYTES + " bytes, not " + txnId.length);
+    }
+    io.shardwise.server.txn.Participants.RecordStep step = io.shardwise.server.txn.Participants.RecordStep.valueOf(request.getStep().name());
+    byte[] proposed = request.getRecord().isEmpty() ? null : request.getRecord().toByteArray();
+    if (proposed == null && step != io.shardwise.server.txn.Participants.RecordStep.READ) {
+      throw Errors.invalid("a record step other than READ proposes a record");
+    }
+    return keyed(request.getHeader(), request.getTable(), anchor, step != io.shardwise.server.txn.Participants.RecordStep.READ,
+        (map, shard) -> {
+          byte[][] after = new byte[1][];
+          Mutation m = Mutation.txn(shard, anchor.encode(), Mutation.ANY, io.shardwise.server.storage.TxnStep.record(txnId, current -> {
+            after[0] = io.shardwise.server.txn.Transactions.recordStep(step, current, proposed, System.currentTimeMillis());
+            return after[0];
+          }));
+          try {
+            ctx.shards().apply(List.of(m));
+          } catch (VersionMismatchException e) {
+            throw new AssertionError("a record step has no condition", e);
+          }
+          io.shardwise.proto.v1.TxnRecordResponse.Builder b = io.shardwise.proto.v1.TxnRecordResponse.newBuilder().setHeader(header(map, 1));
+          if (after[0] != null) {
+            b.setRecord(ByteString.copyFrom(after[0]));
+          }
+          return b.build();
+        },
+        (stub, header) -> stub.txnRecord(request.toBuilder().setHeader(header).build()));
+  }
+
   // ------------------------------------------------------------------ routing
 
   /** Serves a request for one key here, or forwards it to the owner. */
@@ -633,7 +880,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         ShardRef shard = ref(table, ((Route.Serve) route).shard());
         ctx.hooks().routedHere(shard, write);
         try {
-          R served = local.serve(map, shard);
+          ShardMap served0 = map;
+          R served = unlocked(tableName, () -> local.serve(served0, shard));
           if (write) {
             ctx.hooks().written(shard);
           }
@@ -668,6 +916,72 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
     }
     throw last;
+  }
+
+  /**
+   * {@code serve}'s answer; while it meets a transaction's intent ({@link
+   * io.shardwise.server.storage.KeyLockedException}: nothing was read or written), the intent is
+   * resolved as its transaction's record says, or awaited while that is undecided, and {@code serve}
+   * runs again — for at most the transaction timeout and two seconds (past its deadline anyone may
+   * abort a transaction, so only an anchor that cannot be reached keeps a key locked longer).
+   */
+  private <R> R unlocked(String tableName, Supplier<R> serve) {
+    long deadline = System.nanoTime() + txns.timeout().plusSeconds(2).toNanos();
+    long pauseMillis = 1;
+    while (true) {
+      try {
+        return serve.get();
+      } catch (io.shardwise.server.storage.KeyLockedException locked) {
+        Inline.mayBlock();
+        if (System.nanoTime() > deadline) {
+          throw Status.UNAVAILABLE.withDescription("a key of table " + tableName + " stayed locked by a transaction that could not be"
+              + " resolved within " + txns.timeout().plusSeconds(2) + "; nothing was done: retry").asRuntimeException();
+        }
+        boolean free;
+        try {
+          free = txns.resolveLock(tableName, locked);
+        } catch (StatusRuntimeException e) {
+          free = false; // its anchor is moving or down: wait and look again
+        }
+        if (!free) {
+          sleep(pauseMillis);
+          pauseMillis = Math.min(20, pauseMillis * 2);
+        }
+      }
+    }
+  }
+
+  /**
+   * A linearizable read of one key. A key locked by an undecided transaction reads as it was before
+   * the transaction ({@link io.shardwise.server.storage.KeyLockedException#committed}): when its
+   * record is found undecided the transaction has not committed, and no one else can write the key
+   * meanwhile, so that is the key's value at that moment. A decided transaction's intents are
+   * resolved first, and the key read again.
+   */
+  private Versioned readUnlocked(String tableName, Supplier<Versioned> read) {
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return read.get();
+      } catch (io.shardwise.server.storage.KeyLockedException locked) {
+        Inline.mayBlock();
+        if (!txns.resolveLock(tableName, locked)) {
+          return locked.committed();
+        }
+        if (attempt > 100) {
+          throw Status.UNAVAILABLE.withDescription("a key of table " + tableName + " was locked by one transaction after another"
+              + " 100 times in a row; nothing was done: retry").asRuntimeException();
+        }
+      }
+    }
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.CANCELLED.withDescription("interrupted while a key was locked").asRuntimeException();
+    }
   }
 
   interface LocalBatch {
@@ -717,7 +1031,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
         }
         try {
-          local.serve(current, table, mine);
+          unlocked(tableName, () -> {
+            local.serve(current, table, mine);
+            return null;
+          });
           if (write && ctx.hooks() != RequestHooks.NONE) {
             mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(ctx.hooks()::written);
           }

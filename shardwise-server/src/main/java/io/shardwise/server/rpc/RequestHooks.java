@@ -29,4 +29,16 @@ public interface RequestHooks {
    * hook that throws here is a reply lost after the compare-and-set was applied.
    */
   default void cutOverStored(ShardRef shard) {}
+
+  /**
+   * A transaction this node coordinates has every item prepared, and its commit is about to be
+   * written. A hook that throws here is a coordinator that dies holding its intents, undecided.
+   */
+  default void txnPrepared(String txnId) {}
+
+  /**
+   * A transaction this node coordinates is committed (its record says so), and its intents are
+   * about to be resolved. A hook that throws here is a coordinator that dies after the decision.
+   */
+  default void txnCommitted(String txnId) {}
 }

@@ -255,11 +255,12 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       byte[] raw = read(shard.storeKey(key));
       byte[] intentKey = shard.intentKey(key);
       byte[] lock = intentKey == null ? null : read(intentKey);
+      Versioned v = raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
       if (lock != null) {
-        throw new KeyLockedException(shard, key, Intent.decode(lock, HEADER));
+        throw new KeyLockedException(shard, key, Intent.decode(lock, HEADER), v);
       }
       traffic.read(shard);
-      return raw == null || raw[0] == TOMBSTONE ? null : new Versioned(Arrays.copyOfRange(raw, HEADER, raw.length), version(raw));
+      return v;
     } finally {
       exit();
     }

@@ -1,0 +1,299 @@
+package io.shardwise.server.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.ShardwiseException;
+import io.shardwise.client.TableSpec;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.txn.TxnItem;
+import io.shardwise.core.txn.TxnOutcome;
+import io.shardwise.server.rpc.Limits;
+import io.shardwise.server.rpc.RequestHooks;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Cross-shard transactions on a real cluster (RocksDB nodes, ZooKeeper, gRPC): all or nothing,
+ * conditions, idempotent retries, a bank's total kept under concurrent transfers (checked by
+ * transactions that commit only on a consistent snapshot), and coordinators that die before and
+ * after their decision.
+ */
+@Tag("integration")
+class TransactionTest {
+
+  @TempDir Path dir;
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static String s(byte[] b) {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  private static Optional<String> value(ShardwiseClient client, String table, String key) {
+    return client.get(table, Key.of(key)).map(v -> s(v.value()));
+  }
+
+  @Test
+  void itemsOnManyShardsApplyAllTogetherOrNotAtAll() {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", TableSpec.builder("hashrange").shards(6).replicas(1).build());
+      client.createTable("u", TableSpec.builder("range").shards(1).replicas(1).build());
+      client.put("t", Key.of("old"), b("was"));
+
+      List<TxnItem> items = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        items.add(TxnItem.put("t", Key.of("k" + i), b("v" + i)).onlyIf(TxnItem.ABSENT));
+      }
+      items.add(TxnItem.put("u", Key.of("other-table"), b("x")));
+      items.add(TxnItem.delete("t", Key.of("old")).onlyIf(1));
+      TxnOutcome done = client.transact(items);
+      assertThat(done.status()).as("%s", done).isEqualTo(TxnOutcome.Status.COMMITTED);
+      assertThat(done.versions()).hasSize(22);
+      assertThat(done.versions()[0]).isEqualTo(1);
+      assertThat(done.versions()[21]).as("the delete's tombstone").isEqualTo(2);
+      for (int i = 0; i < 20; i++) {
+        assertThat(value(client, "t", "k" + i)).contains("v" + i);
+      }
+      assertThat(value(client, "u", "other-table")).contains("x");
+      assertThat(value(client, "t", "old")).isEmpty();
+      assertThat(client.txnStatus(done.txnId()).status()).isEqualTo(TxnOutcome.Status.COMMITTED);
+
+      // One failed condition, on the last item: nothing of the transaction is applied.
+      List<TxnItem> refused = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        refused.add(TxnItem.put("t", Key.of("k" + i), b("overwritten")));
+      }
+      refused.add(TxnItem.check("u", Key.of("other-table"), 7));
+      TxnOutcome cancelled = client.transact(refused);
+      assertThat(cancelled.status()).isEqualTo(TxnOutcome.Status.CANCELLED);
+      assertThat(cancelled.cancellations()).singleElement().satisfies(c -> {
+        assertThat(c.item()).isEqualTo(20);
+        assertThat(c.currentVersion()).isEqualTo(1);
+      });
+      for (int i = 0; i < 20; i++) {
+        assertThat(client.get("t", Key.of("k" + i)).orElseThrow().version()).as("k%d untouched", i).isEqualTo(1);
+      }
+
+      // The same token again answers the first outcome and writes nothing twice.
+      List<TxnItem> once = List.of(TxnItem.put("t", Key.of("k0"), b("second")), TxnItem.put("u", Key.of("n"), b("1")));
+      TxnOutcome first = client.transact(once, "token-1");
+      TxnOutcome again = client.transact(once, "token-1");
+      assertThat(first.status()).isEqualTo(TxnOutcome.Status.COMMITTED);
+      assertThat(again.versions()).containsExactly(first.versions());
+      assertThat(client.get("t", Key.of("k0")).orElseThrow().version()).isEqualTo(2);
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("t", Key.of("k0"), b("third"))), "token-1"))
+          .isInstanceOf(ShardwiseException.class).hasMessageContaining("other items");
+
+      // Bad transactions are one clear error each, and write nothing.
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("t", Key.of("dup"), b("1")), TxnItem.delete("t", Key.of("dup")))))
+          .isInstanceOf(ShardwiseException.class).hasMessageContaining("same key");
+      List<TxnItem> tooMany = new ArrayList<>();
+      for (int i = 0; i < 101; i++) {
+        tooMany.add(TxnItem.put("t", Key.of("many" + i), b("1")));
+      }
+      assertThatThrownBy(() -> client.transact(tooMany)).isInstanceOf(ShardwiseException.class).hasMessageContaining("1 to 100 items");
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("nope", Key.of("a"), b("1")))))
+          .isInstanceOf(ShardwiseException.class).hasMessageContaining("nope");
+      assertThat(value(client, "t", "dup")).isEmpty();
+      assertThat(value(client, "t", "many0")).isEmpty();
+    }
+  }
+
+  /**
+   * Transfers between accounts on many shards, while auditors read every account in one read
+   * transaction — the total must be the same in every read — and others read them one by one and
+   * then commit a transaction of condition checks on the versions they read, which commits only if
+   * those versions were all current at once: every committed audit must see the same total too.
+   */
+  @ParameterizedTest(name = "replicas={0}, seed 7")
+  @ValueSource(ints = {1, 3})
+  void concurrentTransfersKeepTheBanksTotal(int replicas) throws Exception {
+    int accounts = 12;
+    long initial = 100;
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("bank", TableSpec.builder("hashrange").shards(6).replicas(replicas).build());
+      for (int i = 0; i < accounts; i++) {
+        client.put("bank", Key.of("acct" + i), ByteBuffer.allocate(8).putLong(initial).array());
+      }
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicInteger transfers = new AtomicInteger();
+      AtomicInteger audits = new AtomicInteger();
+      AtomicReference<String> broken = new AtomicReference<>();
+      ExecutorService pool = Executors.newFixedThreadPool(6);
+      List<Future<?>> work = new ArrayList<>();
+      for (int w = 0; w < 4; w++) {
+        Random random = new Random(7 + w);
+        ShardwiseClient c = cluster.client(w % 2 == 0 ? Routing.CLIENT : Routing.NODE);
+        work.add(pool.submit(() -> {
+          while (!stop.get()) {
+            int from = random.nextInt(accounts);
+            int to = (from + 1 + random.nextInt(accounts - 1)) % accounts;
+            var a = c.get("bank", Key.of("acct" + from)).orElseThrow();
+            var bb = c.get("bank", Key.of("acct" + to)).orElseThrow();
+            long amount = 1 + random.nextInt(10);
+            long fromBalance = ByteBuffer.wrap(a.value()).getLong();
+            long toBalance = ByteBuffer.wrap(bb.value()).getLong();
+            TxnOutcome o = c.transact(List.of(
+                TxnItem.put("bank", Key.of("acct" + from), ByteBuffer.allocate(8).putLong(fromBalance - amount).array()).onlyIf(a.version()),
+                TxnItem.put("bank", Key.of("acct" + to), ByteBuffer.allocate(8).putLong(toBalance + amount).array()).onlyIf(bb.version())));
+            if (o.committed()) {
+              transfers.incrementAndGet();
+            }
+            Thread.sleep(2); // a teller's pause, so that audits (12 keys read, then checked) get their turn
+          }
+          return null;
+        }));
+      }
+      AtomicInteger snapshots = new AtomicInteger();
+      ShardwiseClient reader = cluster.client(Routing.NODE);
+      work.add(pool.submit(() -> {
+        List<io.shardwise.core.txn.TableKey> keys = new ArrayList<>();
+        for (int i = 0; i < accounts; i++) {
+          keys.add(new io.shardwise.core.txn.TableKey("bank", Key.of("acct" + i)));
+        }
+        while (!stop.get()) {
+          long total = 0;
+          for (var v : reader.transactGet(keys)) {
+            total += ByteBuffer.wrap(v.orElseThrow().value()).getLong();
+          }
+          snapshots.incrementAndGet();
+          if (total != accounts * initial) {
+            broken.compareAndSet(null, "a read transaction saw a total of " + total);
+          }
+        }
+        return null;
+      }));
+      for (int r = 0; r < 1; r++) {
+        ShardwiseClient c = cluster.client(Routing.CLIENT);
+        work.add(pool.submit(() -> {
+          while (!stop.get()) {
+            List<Key> keys = new ArrayList<>();
+            for (int i = 0; i < accounts; i++) {
+              keys.add(Key.of("acct" + i));
+            }
+            var read = c.batchGet("bank", keys);
+            long total = 0;
+            List<TxnItem> checks = new ArrayList<>();
+            for (int i = 0; i < accounts; i++) {
+              total += ByteBuffer.wrap(read.get(i).orElseThrow().value()).getLong();
+              checks.add(TxnItem.check("bank", keys.get(i), read.get(i).orElseThrow().version()));
+            }
+            TxnOutcome o = c.transact(checks);
+            if (o.committed()) {
+              audits.incrementAndGet();
+              if (total != accounts * initial) {
+                broken.compareAndSet(null, "an audit that committed saw a total of " + total);
+              }
+            }
+          }
+          return null;
+        }));
+      }
+      // Until enough of everything has happened (or 40 s, which the assertions below then fail).
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+      while (System.nanoTime() < until && broken.get() == null
+          && (transfers.get() < 150 || snapshots.get() < 15 || audits.get() < 1)) {
+        Thread.sleep(50);
+      }
+      stop.set(true);
+      for (Future<?> f : work) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+      pool.shutdownNow();
+      System.out.printf("replicas=%d: %d transfers, %d read transactions, %d audits committed%n", replicas, transfers.get(),
+          snapshots.get(), audits.get());
+      assertThat(broken.get()).isNull();
+      long total = 0;
+      for (int i = 0; i < accounts; i++) {
+        total += ByteBuffer.wrap(client.get("bank", Key.of("acct" + i)).orElseThrow().value()).getLong();
+      }
+      assertThat(total).isEqualTo(accounts * initial);
+      assertThat(transfers.get()).as("transfers committed").isGreaterThanOrEqualTo(150);
+      assertThat(snapshots.get()).as("read transactions").isGreaterThanOrEqualTo(15);
+      assertThat(audits.get()).as("audits committed").isGreaterThanOrEqualTo(1);
+
+    }
+  }
+
+  /** A hook that kills the coordinator (its request) at one phase of the transactions it coordinates. */
+  private static final class DyingCoordinator implements RequestHooks {
+    volatile boolean afterPrepare;
+    volatile boolean afterCommit;
+
+    @Override
+    public void txnPrepared(String txnId) {
+      if (afterPrepare) {
+        throw new IllegalStateException("the coordinator dies holding its intents");
+      }
+    }
+
+    @Override
+    public void txnCommitted(String txnId) {
+      if (afterCommit) {
+        throw new IllegalStateException("the coordinator dies after its commit");
+      }
+    }
+  }
+
+  @Test
+  void aCoordinatorThatDiesLeavesIntentsThatTheirReadersResolveAsTheRecordSays() {
+    DyingCoordinator hooks = new DyingCoordinator();
+    Duration timeout = Duration.ofSeconds(1);
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
+      }
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("t", TableSpec.builder("hashrange").shards(6).build()); // the default: replicated
+      client.put("t", Key.of("a"), b("a0"));
+      client.put("t", Key.of("b"), b("b0"));
+
+      // Dies after the decision: a reader resolves the intents at once, as committed.
+      hooks.afterCommit = true;
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("t", Key.of("a"), b("a1")), TxnItem.put("t", Key.of("b"), b("b1")))))
+          .isInstanceOf(ShardwiseException.class);
+      hooks.afterCommit = false;
+      long started = System.nanoTime();
+      assertThat(value(client, "t", "b")).contains("b1");
+      assertThat(value(client, "t", "a")).contains("a1");
+      assertThat(Duration.ofNanos(System.nanoTime() - started)).as("no wait for a decided transaction").isLessThan(timeout);
+
+      // Dies undecided: a writer waits for its deadline, aborts it and goes on; nothing of it is applied.
+      hooks.afterPrepare = true;
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("t", Key.of("a"), b("a2")), TxnItem.put("t", Key.of("b"), b("b2")))))
+          .isInstanceOf(ShardwiseException.class);
+      hooks.afterPrepare = false;
+      started = System.nanoTime();
+      assertThat(client.put("t", Key.of("b"), b("b3"))).isEqualTo(3);
+      Duration waited = Duration.ofNanos(System.nanoTime() - started);
+      assertThat(waited).as("the lock outlives its transaction's deadline by little").isLessThan(timeout.plusSeconds(2));
+      assertThat(value(client, "t", "a")).contains("a1");
+      assertThat(value(client, "t", "b")).contains("b3");
+    }
+  }
+}
