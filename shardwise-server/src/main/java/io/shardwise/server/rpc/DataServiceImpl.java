@@ -682,6 +682,22 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     });
   }
 
+  /** True if, by this process's map, every item lies in one shard of its table. */
+  boolean oneShard(List<io.shardwise.core.txn.TxnItem> items) {
+    ShardMap map = ctx.map().current();
+    Table table = map.table(items.get(0).table()).orElse(null);
+    if (table == null) {
+      return false;
+    }
+    long shard = table.shardFor(items.get(0).key().partitionKey()).id().number();
+    for (io.shardwise.core.txn.TxnItem i : items) {
+      if (!i.table().equals(table.name()) || table.shardFor(i.key().partitionKey()).id().number() != shard) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** An item as the client sent it, its key and value within the limits. */
   private io.shardwise.core.txn.TxnItem txnItem(io.shardwise.proto.v1.TxnItem item) {
     Key key = item.getOp() == io.shardwise.proto.v1.TxnItem.Op.CHECK ? key(item.getKey()) : userKey(item.getKey());
@@ -705,6 +721,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       io.shardwise.core.txn.TxnItem i = txnItem(item);
       items.add(i);
       keys.add(i.key());
+    }
+    if (request.getOnePhase()) {
+      return onePhase(request, items, keys);
     }
     byte[] txnId = request.getTxnId().toByteArray();
     byte[] meta = request.getMeta().toByteArray();
@@ -773,6 +792,72 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       b.addVersions(v);
     }
     return b.build();
+  }
+
+  /**
+   * A one-phase commit ({@link io.shardwise.server.txn.Participants#onePhase}): served where the
+   * items' one shard is, in one atomic write; forwarded whole to its owner; refused (nothing
+   * written) if the items lie in more than one shard.
+   */
+  private io.shardwise.proto.v1.TxnPrepareResponse onePhase(io.shardwise.proto.v1.TxnPrepareRequest request,
+      List<io.shardwise.core.txn.TxnItem> items, List<Key> keys) {
+    byte[] txnId = request.getTxnId().toByteArray();
+    Key anchor = key(request.getAnchor());
+    byte[] pending = request.getRecord().toByteArray();
+    byte[][] partitionKeys = partitionKeys(keys);
+    io.shardwise.proto.v1.TxnPrepareResponse[] answer = new io.shardwise.proto.v1.TxnPrepareResponse[1];
+    io.shardwise.proto.v1.TxnPrepareResponse notOneShard = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1)
+        .setNotOneShard(true).build();
+    batch(request.getHeader(), request.getTable(), partitionKeys, true,
+        (map, table, indexes) -> {
+          ShardRef shard = ref(table, table.shardFor(partitionKeys[0]));
+          if (indexes.size() != items.size() || !shard.equals(ref(table, table.shardFor(anchor.partitionKey())))) {
+            answer[0] = notOneShard;
+            return;
+          }
+          List<Mutation> mutations = new ArrayList<>(items.size() + 1);
+          for (int i = 0; i < items.size(); i++) {
+            if (!ref(table, table.shardFor(partitionKeys[i])).equals(shard)) {
+              answer[0] = notOneShard;
+              return;
+            }
+            io.shardwise.core.txn.TxnItem item = items.get(i);
+            long expected = io.shardwise.server.txn.Transactions.expectedVersion(item);
+            byte[] k = keys.get(i).encode();
+            mutations.add(switch (item.op()) {
+              case PUT -> new Mutation(shard, k, item.value(), expected);
+              case DELETE -> new Mutation(shard, k, null, expected);
+              case CHECK -> Mutation.txn(shard, k, expected, io.shardwise.server.storage.TxnStep.check(txnId));
+            });
+          }
+          mutations.add(Mutation.txn(shard, anchor.encode(), Mutation.ANY,
+              io.shardwise.server.storage.TxnStep.record(txnId, io.shardwise.server.txn.Transactions.onePhaseRecord(pending))));
+          io.shardwise.proto.v1.TxnPrepareResponse.Builder b = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1);
+          try {
+            long[] written = ctx.shards().apply(mutations);
+            for (int i = 0; i < items.size(); i++) {
+              b.addVersions(written[i]);
+            }
+          } catch (VersionMismatchException mismatch) {
+            b.setFailedItem(Math.max(0, mismatch.index())).setConditionFailed(true).setCurrentVersion(mismatch.actual());
+          } catch (io.shardwise.server.storage.KeyLockedException locked) {
+            int at = 0;
+            for (int i = 0; i < items.size(); i++) {
+              if (java.util.Arrays.equals(keys.get(i).encode(), locked.key())) {
+                at = i;
+              }
+            }
+            b.setFailedItem(at).setHolderTxnId(ByteString.copyFrom(locked.intent().txnId()))
+                .setHolderMeta(ByteString.copyFrom(locked.intent().meta()));
+          } catch (io.shardwise.server.txn.Transactions.RecordExists exists) {
+            b.setRecord(ByteString.copyFrom(exists.record()));
+          }
+          answer[0] = b.build();
+        },
+        (stub, header, indexes) -> {
+          answer[0] = indexes.size() != items.size() ? notOneShard : stub.txnPrepare(request.toBuilder().setHeader(header).build());
+        });
+    return answer[0].toBuilder().setHeader(header(ctx.map().current(), 1)).build();
   }
 
   @Override

@@ -35,7 +35,10 @@ final class RoutedParticipants implements Participants {
     TxnPrepareRequest.Builder b = TxnPrepareRequest.newBuilder().setHeader(FORWARD).setTable(table).setTxnId(ByteString.copyFrom(txnId))
         .setMeta(ByteString.copyFrom(meta));
     items.forEach(i -> b.addItems(TxnCodec.item(i)));
-    TxnPrepareResponse r = data.prepare(b.build());
+    return prepared(data.prepare(b.build()));
+  }
+
+  private static Prepared prepared(TxnPrepareResponse r) {
     if (r.getFailedItem() < 0) {
       long[] versions = new long[r.getVersionsCount()];
       for (int i = 0; i < versions.length; i++) {
@@ -60,6 +63,26 @@ final class RoutedParticipants implements Participants {
       out.add(r.getFound() ? new Read(r.getValue().toByteArray(), r.getVersion()) : new Read(null, 0));
     }
     return out;
+  }
+
+  @Override
+  public boolean oneShard(List<TxnItem> items) {
+    return data.oneShard(items);
+  }
+
+  @Override
+  public OnePhase onePhase(String table, List<TxnItem> items, byte[] txnId, Key anchor, byte[] pending) {
+    TxnPrepareRequest.Builder b = TxnPrepareRequest.newBuilder().setHeader(FORWARD).setTable(table).setTxnId(ByteString.copyFrom(txnId))
+        .setOnePhase(true).setAnchor(TxnCodec.key(anchor)).setRecord(ByteString.copyFrom(pending));
+    items.forEach(i -> b.addItems(TxnCodec.item(i)));
+    TxnPrepareResponse r = data.prepare(b.build());
+    if (r.getNotOneShard()) {
+      return new OnePhase(null, true, null);
+    }
+    if (!r.getRecord().isEmpty()) {
+      return new OnePhase(null, false, r.getRecord().toByteArray());
+    }
+    return new OnePhase(prepared(r), false, null);
   }
 
   @Override

@@ -411,13 +411,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     for (int i = 0; i < n; i++) {
       Mutation m = batch.get(i);
       if (m.txn() != null && m.txn().kind() == TxnStep.Kind.RECORD) {
-        byte[] raw = readThrough(keys.storeKeys[i], pending);
-        byte[] before = raw == null ? null : Arrays.copyOfRange(raw, HEADER, raw.length);
-        byte[] after = m.txn().record().apply(before);
-        if (after != before) {
-          effects.add(new StoredValue(keys.storeKeys[i], after == null ? null : encode(after, 1)));
-        }
-        continue;
+        continue; // after the others, which it may record
       }
       if (keys.recordKeys[i] != null) {
         byte[] record = readThrough(keys.recordKeys[i], pending);
@@ -450,6 +444,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       if (!Mutation.meets(m.expectedVersion(), current)) {
         throw new VersionMismatchException(m.expectedVersion(), current, i);
       }
+      if (m.txn() != null && m.txn().kind() == TxnStep.Kind.CHECK) {
+        versions[i] = 0;
+        continue;
+      }
       if (m.txn() != null) { // a prepare: the intent, holding the version its commit will write
         Intent intent = m.txn().intent();
         versions[i] = intent.op() == Intent.Op.CHECK || (intent.op() == Intent.Op.DELETE && !live) ? 0 : stored + 1;
@@ -465,6 +463,17 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
       if (keys.recordKeys[i] != null) {
         effects.add(new StoredValue(keys.recordKeys[i], encode(requestRecord(versions[i], now), 1)));
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      Mutation m = batch.get(i);
+      if (m.txn() != null && m.txn().kind() == TxnStep.Kind.RECORD) {
+        byte[] raw = readThrough(keys.storeKeys[i], pending);
+        byte[] before = raw == null ? null : Arrays.copyOfRange(raw, HEADER, raw.length);
+        byte[] after = m.txn().record().apply(before, versions.clone());
+        if (after != before) {
+          effects.add(new StoredValue(keys.storeKeys[i], after == null ? null : encode(after, 1)));
+        }
       }
     }
     for (Mutation m : batch) {

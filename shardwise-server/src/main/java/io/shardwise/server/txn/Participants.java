@@ -21,6 +21,23 @@ public interface Participants {
    */
   Prepared prepare(String table, List<TxnItem> items, byte[] txnId, byte[] meta);
 
+  /** True if, by this process's map, every item lies in one shard: a hint ({@link #onePhase} checks it where it applies). */
+  boolean oneShard(List<TxnItem> items);
+
+  /**
+   * Applies the items (all of table {@code table}) in one atomic write, if they all lie in one
+   * shard: their writes and conditions (refused by another transaction's intent like any write)
+   * and, beside {@code anchor}, the record — {@code pending}, COMMITTED with the items' versions —
+   * unless a record of {@code txnId} is there already (then nothing is written).
+   */
+  OnePhase onePhase(String table, List<TxnItem> items, byte[] txnId, Key anchor, byte[] pending);
+
+  /**
+   * A one-phase answer: applied ({@code prepared} ok, its versions), refused as a prepare is, not
+   * one shard, or the record already there ({@code existing}).
+   */
+  record OnePhase(Prepared prepared, boolean notOneShard, byte[] existing) {}
+
   /** Replaces the intents of {@code txnId} on {@code keys} by the outcome (nothing where there is none). */
   void resolve(String table, List<Key> keys, byte[] txnId, boolean commit);
 

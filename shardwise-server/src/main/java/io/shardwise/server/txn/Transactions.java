@@ -112,7 +112,57 @@ public final class Transactions {
     List<TableKey> keys = new ArrayList<>();
     items.forEach(i -> keys.add(new TableKey(i.table(), i.key())));
     TxnRecord begun = TxnRecord.pending(deadline, priority, digest(items), keys);
+    boolean oneTable = items.stream().allMatch(i -> i.table().equals(anchor.table()));
+    if (oneTable && shards.oneShard(items)) {
+      TxnOutcome o = onePhase(id, items, begun);
+      if (o != null) {
+        return o;
+      }
+    }
+    return twoPhase(id, items, begun);
+  }
 
+  /**
+   * The one-phase commit of items that lie in one shard: their writes, their conditions and the
+   * record in one atomic write of that shard. Null if they do not lie in one shard after all.
+   */
+  private TxnOutcome onePhase(TxnId id, List<TxnItem> items, TxnRecord begun) {
+    Backoff backoff = new Backoff();
+    while (true) {
+      Participants.OnePhase r = shards.onePhase(id.table(), items, id.token(), id.anchor(), begun.encode());
+      if (r.notOneShard()) {
+        return null;
+      }
+      if (r.existing() != null) { // a retry: the first attempt's outcome
+        TxnRecord found = TxnRecord.decode(r.existing());
+        if (found.digest() != begun.digest()) {
+          throw new IllegalArgumentException("token " + printable(id.token()) + " was used by another transaction with other items");
+        }
+        return awaitDecision(id, found);
+      }
+      Participants.Prepared p = r.prepared();
+      if (p.ok()) {
+        return new TxnOutcome(TxnOutcome.Status.COMMITTED, p.versions(), List.of(), id.toString(), "");
+      }
+      if (p.conditionFailed()) {
+        return abort(id, begun.cancelled(p.failedItem(), p.currentVersion()));
+      }
+      TxnItem locked = items.get(p.failedItem());
+      if (!resolveLock(p.holderTxnId(), TxnMeta.decode(p.holderMeta()), locked.table(), locked.key())) {
+        if (clockMillis.getAsLong() > begun.deadlineMillis()) { // it holds no locks: waiting is safe, but not for ever
+          return abort(id, begun.aborted("item " + p.failedItem() + " stayed locked by another transaction"));
+        }
+        backoff.pause();
+      }
+    }
+  }
+
+  /** Two-phase commit: the record, the intents, the decision, the resolution. */
+  private TxnOutcome twoPhase(TxnId id, List<TxnItem> items, TxnRecord begun) {
+    TxnItem anchor = items.get(0);
+    byte[] token = id.token();
+    long priority = begun.priority();
+    long deadline = begun.deadlineMillis();
     byte[] stored = shards.record(anchor.table(), anchor.key(), token, RecordStep.BEGIN, begun.encode());
     TxnRecord found = TxnRecord.decode(stored);
     if (found.digest() != begun.digest()) {
@@ -381,6 +431,26 @@ public final class Transactions {
   public static long expectedVersion(TxnItem item) {
     return item.expectedVersion() == TxnItem.ANY ? Mutation.ANY : item.expectedVersion() == TxnItem.EXISTS ? Mutation.EXISTS
         : item.expectedVersion();
+  }
+
+  /** A one-phase commit's record step ({@link io.shardwise.server.storage.TxnStep#record}): {@code pending}, COMMITTED with the items' versions. */
+  public static java.util.function.BiFunction<byte[], long[], byte[]> onePhaseRecord(byte[] pending) {
+    return (current, results) -> TxnRecord.onePhase(current, pending, results);
+  }
+
+  /** A one-phase commit found a record of its transaction there (a retry): nothing of its batch was written. */
+  public static final class RecordExists extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    private final transient byte[] record;
+
+    RecordExists(byte[] record) {
+      super("a record of this transaction exists", null, false, false);
+      this.record = record;
+    }
+
+    public byte[] record() {
+      return record;
+    }
   }
 
   /** The record after a step at its anchor's shard ({@link TxnRecord#step}), at {@code nowMillis} there. */

@@ -123,6 +123,34 @@ class TransactionTest {
     }
   }
 
+  @Test
+  void itemsOfOneShardCommitInOnePhaseWithTheSameAnswersAsTwo() {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.NODE);
+      client.createTable("o", TableSpec.builder("hashrange").shards(6).build());
+      // One partition key, several sort keys: one shard.
+      List<TxnItem> items = List.of(TxnItem.put("o", Key.of("order-1", "head"), b("h")), TxnItem.put("o", Key.of("order-1", "line-1"), b("l1")),
+          TxnItem.check("o", Key.of("order-1", "closed"), TxnItem.ABSENT));
+      TxnOutcome done = client.transact(items, "one-phase-1");
+      assertThat(done.status()).isEqualTo(TxnOutcome.Status.COMMITTED);
+      assertThat(done.versions()).containsExactly(1, 1, 0);
+      assertThat(client.transact(items, "one-phase-1").versions()).as("a retry").containsExactly(1, 1, 0);
+      assertThat(client.get("o", Key.of("order-1", "head")).orElseThrow().version()).isEqualTo(1);
+      assertThat(client.txnStatus(done.txnId()).status()).isEqualTo(TxnOutcome.Status.COMMITTED);
+
+      client.put("o", Key.of("order-1", "closed"), b("yes"));
+      TxnOutcome refused = client.transact(List.of(TxnItem.put("o", Key.of("order-1", "line-2"), b("l2")),
+          TxnItem.check("o", Key.of("order-1", "closed"), TxnItem.ABSENT)), "one-phase-2");
+      assertThat(refused.status()).isEqualTo(TxnOutcome.Status.CANCELLED);
+      assertThat(refused.cancellations()).singleElement().satisfies(c -> assertThat(c.item()).isEqualTo(1));
+      assertThat(client.get("o", Key.of("order-1", "line-2"))).isEmpty();
+      assertThat(client.txnStatus(refused.txnId()).status()).isEqualTo(TxnOutcome.Status.CANCELLED);
+      assertThat(client.transact(List.of(TxnItem.put("o", Key.of("order-1", "line-2"), b("l2")),
+          TxnItem.check("o", Key.of("order-1", "closed"), TxnItem.ABSENT)), "one-phase-2").status())
+          .as("the same token answers the first outcome").isEqualTo(TxnOutcome.Status.CANCELLED);
+    }
+  }
+
   /**
    * Transfers between accounts on many shards, while auditors read every account in one read
    * transaction — the total must be the same in every read — and others read them one by one and
