@@ -23,6 +23,7 @@ import picocli.CommandLine.Command;
       RouterCommand.class,
       TableCommand.class,
       KvCommand.class,
+      TxnCommand.class,
       ClusterCommand.class,
       RebalanceCommand.class,
       HotspotsCommand.class,

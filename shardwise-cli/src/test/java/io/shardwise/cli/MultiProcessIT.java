@@ -122,6 +122,27 @@ class MultiProcessIT {
     assertThat(cli("kv", "del", "orders", "views").exit()).isZero();
     assertThat(cli("kv", "del", "orders", "log").exit()).isZero();
 
+    // A transaction across shards from a file, read back as of one moment, looked up by its id.
+    Path txn = dir.resolve("transfer.json");
+    java.nio.file.Files.writeString(txn, "{\"items\": [{\"op\": \"put\", \"table\": \"orders\", \"key\": \"acct-a\", \"value\": \"90\"},"
+        + " {\"op\": \"put\", \"table\": \"orders\", \"key\": \"acct-b\", \"value\": \"110\", \"if\": \"absent\"}]}");
+    ServerProcesses.Result ran = cli("txn", "run", txn.toString(), "-o", "json");
+    assertThat(ran.exit()).as(ran.err()).isZero();
+    JsonNode outcome = new ObjectMapper().readTree(ran.out());
+    assertThat(outcome.get("outcome").asText()).isEqualTo("COMMITTED");
+    ServerProcesses.Result both = cli("txn", "get", "orders/acct-a", "orders/acct-b");
+    assertThat(both.exit()).as(both.err()).isZero();
+    assertThat(both.out()).contains("90").contains("110");
+    assertThat(cli("txn", "status", outcome.get("txn_id").asText()).out()).startsWith("COMMITTED");
+    ServerProcesses.Result again = cli("txn", "run", txn.toString());
+    assertThat(again.exit()).as("acct-b is no longer absent: cancelled").isEqualTo(Main.EXIT_CONFLICT);
+    assertThat(again.out()).contains("CANCELLED").contains("item 1: CONDITION_FAILED");
+    Path undo = dir.resolve("undo.json");
+    java.nio.file.Files.writeString(undo, "{\"items\": [{\"op\": \"delete\", \"table\": \"orders\", \"key\": \"acct-a\", \"if\": \"exists\"},"
+        + " {\"op\": \"delete\", \"table\": \"orders\", \"key\": \"acct-b\", \"if\": 1}]}");
+    ServerProcesses.Result undone = cli("txn", "run", undo.toString());
+    assertThat(undone.exit()).as(undone.out() + undone.err()).isZero();
+
     // Exit codes a script can tell apart (see Main): 3 not found, 4 conflict.
     ServerProcesses.Result missing = cli("kv", "get", "orders", "order-99");
     assertThat(missing.exit()).isEqualTo(Main.EXIT_NOT_FOUND);
@@ -144,7 +165,7 @@ class MultiProcessIT {
     for (JsonNode n : json.get("nodes")) {
       keys += n.get("keys").asLong();
     }
-    assertThat(keys).isEqualTo(9);
+    assertThat(keys).as("the nine orders (a transaction's record is not a key)").isEqualTo(9);
     assertThat(json.get("shards")).hasSize(6);
     // As text: a summary, one line per node and per table, not every shard.
     ServerProcesses.Result summary = cli("cluster", "status");
