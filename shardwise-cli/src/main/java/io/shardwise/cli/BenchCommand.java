@@ -10,6 +10,7 @@ import io.shardwise.bench.RedisClusterTarget;
 import io.shardwise.bench.RocksDbTarget;
 import io.shardwise.bench.ShardwiseTarget;
 import io.shardwise.bench.Target;
+import io.shardwise.bench.TxnBench;
 import io.shardwise.bench.Workload;
 import io.shardwise.client.Routing;
 import io.shardwise.client.NearCacheStats;
@@ -54,8 +55,15 @@ final class BenchCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--workload", paramLabel = "W", defaultValue = "a", description = "a, b, c, d, e or f (YCSB's core workloads). Default: ${DEFAULT-VALUE}.")
+  @Option(names = "--workload", paramLabel = "W", defaultValue = "a",
+      description = "a, b, c, d, e or f (YCSB's core workloads), k (counters) or txn (what transactions cost: single-key puts, then"
+          + " transactions of 1, 2, 4 and 8 shards, uniform and zipfian; --records accounts). Default: ${DEFAULT-VALUE}.")
   String workload;
+
+  @Option(names = "--txn-spans", paramLabel = "N,N...", split = ",", defaultValue = "0,1,2,4,8",
+      description = "--workload txn: what to run, in order; 0 is a single-key put, 1 a one-shard transaction, N a transaction of N shards."
+          + " Default: ${DEFAULT-VALUE}.")
+  List<Integer> txnSpans;
 
   @Option(names = "--records", paramLabel = "N", defaultValue = "100000", description = "Records loaded before the run. Default: ${DEFAULT-VALUE}.")
   long records;
@@ -166,8 +174,75 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
+  /** {@code --workload txn}: {@link TxnBench} on a --dev cluster (or the one --zk names), one table of --shards shards. */
+  private Integer callTxn() throws Exception {
+    int tableShards = shards != null ? shards : 4 * nodes;
+    for (int span : txnSpans) {
+      if (span < 0 || span > Math.min(tableShards, io.shardwise.server.txn.Transactions.MAX_ITEMS)) {
+        throw new IllegalArgumentException("--txn-spans are 0 (a put) to the table's " + tableShards + " shards, not " + span);
+      }
+    }
+    if (records < 16 || records > 10_000_000) {
+      throw new IllegalArgumentException("--workload txn: --records (accounts) is 16 to 10,000,000, not " + records);
+    }
+    if (during != null || !baselines.isEmpty() || operations != null) {
+      throw new IllegalArgumentException("--workload txn runs by --duration, without --during or --baseline");
+    }
+    if (dev && (zk != null || router != null)) {
+      throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
+    }
+    List<Workload.Distribution> distributions = distribution == null ? List.of(Workload.Distribution.UNIFORM, Workload.Distribution.ZIPFIAN)
+        : List.of(Workload.Distribution.byName(distribution));
+    TxnBench.Options options = new TxnBench.Options((int) records, threads, Durations.parse("--duration", duration),
+        Durations.parse("--warmup", warmup), txnSpans, distributions);
+    PrintWriter out = spec.commandLine().getOut();
+    Path work = Files.createTempDirectory("shardwise-bench");
+    List<TxnBench.Result> results;
+    try (EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null) {
+      String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
+      List<String> seeds = new ArrayList<>();
+      try (Coordinator coordinator = ClusterOptions.connectCoordinator(zkConnect)) {
+        coordinator.liveNodesNow().values().forEach(n -> seeds.add(n.getAddress()));
+      }
+      if (seeds.isEmpty()) {
+        throw new IllegalStateException("no live node in ZooKeeper at " + zkConnect);
+      }
+      try (ShardwiseClient client = ShardwiseClient.builder().routing(ClusterOptions.routing(via)).seeds(seeds).build();
+          Target target = new ShardwiseTarget(client, table, tableShards,
+              TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR), strategy)) {
+        target.prepare();
+        TxnBench.load(client, table, (int) records);
+        results = TxnBench.run(client, table, options);
+      }
+    } finally {
+      io.shardwise.bench.Directories.delete(work);
+    }
+    if (output == OutputFormat.json) {
+      com.fasterxml.jackson.databind.node.ArrayNode a = Output.JSON.createArrayNode();
+      for (TxnBench.Result r : results) {
+        a.addObject().put("write", r.kind()).put("distribution", r.distribution().id()).put("committed", r.committed())
+            .put("ops_per_second", r.opsPerSecond()).put("p50_micros", r.p50()).put("p99_micros", r.p99()).put("attempts", r.attempts())
+            .put("aborted", r.aborted()).put("abort_rate", r.abortRate());
+      }
+      Output.json(out, a);
+    } else {
+      out.printf("%d accounts, table %s of %d shards, %d replica(s), %d threads, %s each%n", records, table, tableShards, replicas, threads,
+          duration);
+      List<List<String>> rows = new ArrayList<>();
+      for (TxnBench.Result r : results) {
+        rows.add(List.of(r.kind(), r.distribution().id(), String.format("%,.0f", r.opsPerSecond()), String.format("%.2f ms", r.p50() / 1000.0),
+            String.format("%.2f ms", r.p99() / 1000.0), String.format("%.1f%%", 100 * r.abortRate())));
+      }
+      Output.table(out, List.of("WRITE", "ACCOUNTS", "OPS/S", "P50", "P99", "ABORTED ATTEMPTS"), rows);
+    }
+    return Main.EXIT_OK;
+  }
+
   @Override
   public Integer call() throws Exception {
+    if (workload.equalsIgnoreCase("txn")) {
+      return callTxn();
+    }
     Workload w = Workload.byName(workload);
     if (!insertOrder.equals("hashed") && !insertOrder.equals("ordered")) {
       throw new IllegalArgumentException("--insert-order must be hashed or ordered, not '" + insertOrder + "'");

@@ -807,6 +807,19 @@ public final class ShardwiseClient implements AutoCloseable {
     return out;
   }
 
+  /**
+   * The number of the shard that holds {@code key} by this client's map (fetched once if the map
+   * lacks the table): which keys a transaction will find in one shard, and so commit in one phase.
+   */
+  public long shardOf(String table, Key key) {
+    Table t = map.table(table).orElse(null);
+    if (t == null) {
+      refreshForMissingTable();
+      t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
+    }
+    return t.shardFor(key.partitionKey()).id().number();
+  }
+
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */
   public TxnOutcome txnStatus(String txnId) {
     return io.shardwise.proto.TxnCodec.outcome(onAnySeed(stub -> stub.txnStatus(TxnStatusRequest.newBuilder().setTxnId(txnId).build())));
