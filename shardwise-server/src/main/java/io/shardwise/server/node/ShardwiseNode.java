@@ -77,6 +77,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private final ScheduledExecutorService replication;
   private final java.util.concurrent.ExecutorService replicaSnapshots;
   private Balancer balancer;
+  private DataServiceImpl data;
   private Server server;
   private String address;
 
@@ -185,9 +186,11 @@ public final class ShardwiseNode implements AutoCloseable {
     long tombstonesEvery = Math.max(100, Math.min(Duration.ofHours(1).toMillis(), tombstoneGrace.toMillis() / 10));
     cleaner.scheduleWithFixedDelay(() -> purgeTombstones(tombstoneGrace), tombstonesEvery, tombstonesEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
+    data = new DataServiceImpl(ctx, tables, config.txnTimeout());
+    cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
-        new DataServiceImpl(ctx, tables, config.txnTimeout()), new AdminServiceImpl(ctx, tables, trash), moves,
+        data, new AdminServiceImpl(ctx, tables, trash), moves,
         io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
             config.dataDir().resolve("replica-snapshots")));
     address = config.host() + ":" + server.getPort();
@@ -435,6 +438,23 @@ public final class ShardwiseNode implements AutoCloseable {
             () -> keepsNothingOf(shard));
       }
     }
+  }
+
+  /** Transaction records are kept as long as write ids: a retry under the same token within that horizon answers the first outcome. */
+  private void purgeTxnRecords() {
+    try {
+      int purged = purgeTxnRecords(System.currentTimeMillis() - REQUEST_RECORD_HORIZON.toMillis());
+      if (purged > 0) {
+        LOG.info("node {}: purged {} transaction records decided more than {} ago", id, purged, REQUEST_RECORD_HORIZON);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("node {}: purging transaction records failed: {}", id, e.getMessage());
+    }
+  }
+
+  /** Purges the records of transactions decided before {@code cutoff} in the shards led here; returns how many. Package-private for tests. */
+  int purgeTxnRecords(long cutoff) {
+    return data.purgeTxnRecords(cutoff);
   }
 
   private void purgeRequestRecords() {

@@ -682,6 +682,41 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     });
   }
 
+  /** How many transaction records a purge looks at per shard and round. */
+  private static final int TXN_RECORDS_PER_PURGE = 1_000;
+
+  /**
+   * Purges the records of transactions decided before {@code cutoffMillis} in the shards this node
+   * serves and leads ({@link io.shardwise.server.txn.Transactions#purge}); returns how many went.
+   */
+  public int purgeTxnRecords(long cutoffMillis) {
+    if (ctx.isRouter()) {
+      return 0;
+    }
+    int purged = 0;
+    ShardMap map = ctx.map().current();
+    for (var local : ctx.shards().all().values()) {
+      ShardRef ref = local.ref();
+      Table table = map.tableById(ref.tableId()).orElse(null);
+      if (table == null || local.state() != io.shardwise.server.shard.LocalShard.State.SERVING
+          || table.shards().stream().noneMatch(s -> s.id().number() == ref.shardNumber() && s.owner().equals(ctx.self()))) {
+        continue; // a replicated shard's records are purged by its leader, through its log
+      }
+      try {
+        List<io.shardwise.server.txn.Transactions.StoredRecord> records = new ArrayList<>();
+        for (var v : ctx.store().txnRecords(ref, TXN_RECORDS_PER_PURGE)) {
+          byte[][] at = ref.ofTxnRecord(v.storeKey());
+          records.add(new io.shardwise.server.txn.Transactions.StoredRecord(at[0], at[1], v.stored()));
+        }
+        purged += txns.purge(table.name(), records, cutoffMillis);
+      } catch (RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(DataServiceImpl.class).warn("purging the transaction records of shard {} failed: {}",
+            map.shardName(ref.tableId(), ref.shardNumber()), e.getMessage());
+      }
+    }
+    return purged;
+  }
+
   /** True if, by this process's map, every item lies in one shard of its table. */
   boolean oneShard(List<io.shardwise.core.txn.TxnItem> items) {
     ShardMap map = ctx.map().current();

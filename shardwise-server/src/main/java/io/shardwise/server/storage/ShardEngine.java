@@ -89,6 +89,13 @@ public interface ShardEngine {
    */
   List<byte[]> expiredRequestRecords(ShardRef shard, long cutoffMillis, int limit);
 
+  /**
+   * Up to {@code limit} of the transaction records kept in {@code shard} ({@link
+   * ShardRef#txnRecordKey}), as stored (their payloads without the engine's header), from the start
+   * of the shard: what a purge of records looks at.
+   */
+  List<StoredValue> txnRecords(ShardRef shard, int limit);
+
   /** A batch evaluated: the result of each mutation, and the stored values it leaves (none: nothing to write). */
   record Evaluation(long[] results, List<StoredValue> effects) {}
 

@@ -312,6 +312,24 @@ public final class ShardRef {
     return storeKey(local);
   }
 
+  /** True if {@code storeKey} (of this shard) is a transaction's record. */
+  public boolean isTxnRecord(byte[] storeKey) {
+    return tagOf(storeKey, prefixLength()) == TXN_RECORD;
+  }
+
+  /**
+   * The anchor a transaction record's store key ({@link #txnRecordKey}) lies beside, as an encoded
+   * key of its partition key alone (which places the record as the whole anchor key does), and the
+   * transaction's id: {@code [anchor, txnId]}.
+   */
+  public byte[][] ofTxnRecord(byte[] storeKey) {
+    byte[] local = userKey(storeKey);
+    int end = terminatorAt(local, 0);
+    byte[] anchor = java.util.Arrays.copyOf(local, end + 2);
+    anchor[end + 1] = TERMINATOR;
+    return new byte[][] {anchor, java.util.Arrays.copyOfRange(local, end + 2, local.length)};
+  }
+
   /** True if {@code storeKey} (of this shard) is a transaction's intent. */
   public boolean isIntent(byte[] storeKey) {
     return tagOf(storeKey, prefixLength()) == INTENT;

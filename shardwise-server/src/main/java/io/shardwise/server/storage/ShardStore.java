@@ -1136,6 +1136,28 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
   }
 
+  @Override
+  public List<StoredValue> txnRecords(ShardRef shard, int limit) {
+    enter();
+    try {
+      List<StoredValue> out = new ArrayList<>();
+      try (Slice bound = new Slice(shard.endKey());
+          ReadOptions read = spanRead(shard, bound);
+          RocksIterator it = db.newIterator(read)) {
+        for (it.seek(shard.startKey()); it.isValid() && out.size() < limit; it.next()) {
+          if (shard.isTxnRecord(it.key())) {
+            byte[] raw = it.value();
+            out.add(new StoredValue(it.key(), Arrays.copyOfRange(raw, HEADER, raw.length)));
+          }
+        }
+        checkIterator(it, shard);
+      }
+      return out;
+    } finally {
+      exit();
+    }
+  }
+
   /** Live keys and their bytes (keys plus values) in {@code shard}. Reads the whole shard. */
   public ShardStats stats(ShardRef shard) {
     enter();

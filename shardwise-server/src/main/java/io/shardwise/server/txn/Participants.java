@@ -58,7 +58,7 @@ public interface Participants {
   record Read(byte[] value, long version) {}
 
   /** How a record step may change the record (see {@link Transactions#recordStep}). */
-  enum RecordStep { READ, BEGIN, COMMIT, ABORT, PUSH }
+  enum RecordStep { READ, BEGIN, COMMIT, ABORT, PUSH, FORGET }
 
   /**
    * A prepare's answer: every item's version on commit, or the first refusal — a failed condition

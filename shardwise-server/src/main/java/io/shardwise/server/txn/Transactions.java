@@ -400,20 +400,68 @@ public final class Transactions {
     return true;
   }
 
-  /** Resolves every intent of a decided transaction as its record says (best effort: whoever meets one later resolves it). */
-  private void resolveAll(byte[] txnId, TxnRecord decided) {
+  /**
+   * Resolves every intent of a decided transaction as its record says; true if every shard
+   * answered (else whoever meets one later resolves it — while the record is kept).
+   */
+  private boolean resolveAll(byte[] txnId, TxnRecord decided) {
     boolean commit = decided.state() == TxnRecord.State.COMMITTED;
     Map<String, List<Key>> byTable = new LinkedHashMap<>();
     decided.keys().forEach(k -> byTable.computeIfAbsent(k.table(), t -> new ArrayList<>()).add(k.key()));
+    boolean all = true;
     for (Map.Entry<String, List<Key>> e : byTable.entrySet()) {
       try {
         shards.resolve(e.getKey(), e.getValue(), txnId, commit);
       } catch (RuntimeException failure) {
+        all = false;
         LOG.debug("resolving the intents of {} in {} failed ({}); they are resolved when met", printable(txnId), e.getKey(),
             failure.getMessage());
       }
     }
+    return all;
   }
+
+  // ------------------------------------------------------------------ purging records
+
+  /**
+   * Purges the records of transactions decided before {@code cutoffMillis} (their deadlines):
+   * resolves each one's intents as it says (whoever met them may have already), then removes it by
+   * a step that removes only a decided record. A record left PENDING past its deadline by a dead
+   * coordinator is aborted first. After the purge a retry under the same token runs the
+   * transaction again, as a write id is forgotten after its horizon. Returns how many went.
+   *
+   * @param records records of one shard of {@code table} ({@link
+   *     io.shardwise.server.storage.ShardEngine#txnRecords}): each one's anchor (encoded, its
+   *     partition key alone) and id, with its bytes
+   */
+  public int purge(String table, List<StoredRecord> records, long cutoffMillis) {
+    int purged = 0;
+    for (StoredRecord stored : records) {
+      TxnRecord r = TxnRecord.decode(stored.record());
+      if (r.deadlineMillis() >= cutoffMillis) {
+        continue;
+      }
+      Key anchor = Key.decode(stored.anchor());
+      if (r.state() == TxnRecord.State.PENDING) {
+        r = TxnRecord.decode(shards.record(table, anchor, stored.txnId(), RecordStep.PUSH, r.aborted("the deadline passed").encode()));
+        if (r.state() == TxnRecord.State.PENDING) {
+          continue;
+        }
+      }
+      // Only once every intent is resolved: an intent met with no record is aborted, which would be
+      // wrong for a committed transaction's.
+      if (!resolveAll(stored.txnId(), r)) {
+        continue;
+      }
+      if (shards.record(table, anchor, stored.txnId(), RecordStep.FORGET, r.encode()) == null) {
+        purged++;
+      }
+    }
+    return purged;
+  }
+
+  /** A transaction's record as a shard keeps it: its anchor (encoded), its id, its bytes. */
+  public record StoredRecord(byte[] anchor, byte[] txnId, byte[] record) {}
 
   // ------------------------------------------------------------------ the pieces
 

@@ -72,6 +72,8 @@ record TxnRecord(State state, long deadlineMillis, long priority, long digest, L
         return now == null || now.state == State.PENDING ? proposed : current;
       case PUSH:
         return now != null && now.state == State.PENDING && nowMillis > now.deadlineMillis ? proposed : current;
+      case FORGET:
+        return now != null && now.state != State.PENDING ? null : current;
       default:
         throw new IllegalArgumentException("no step " + step);
     }

@@ -311,4 +311,9 @@ public final class MemoryEngine implements ShardEngine {
     in.readFully(b);
     return b;
   }
+
+  @Override
+  public List<StoredValue> txnRecords(ShardRef shard, int limit) {
+    return List.of(); // the move simulation keeps no transactions
+  }
 }

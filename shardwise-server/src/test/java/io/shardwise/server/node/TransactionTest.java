@@ -322,6 +322,44 @@ class TransactionTest {
       assertThat(waited).as("the lock outlives its transaction's deadline by little").isLessThan(timeout.plusSeconds(2));
       assertThat(value(client, "t", "a")).contains("a1");
       assertThat(value(client, "t", "b")).contains("b3");
+
+      // Dies undecided again; then the records are purged (the cutoff after every deadline): the
+      // undecided one is aborted, its intents resolved, and every record goes; the data stays.
+      hooks.afterPrepare = true;
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("t", Key.of("a"), b("a4")), TxnItem.put("t", Key.of("b"), b("b4")))))
+          .isInstanceOf(ShardwiseException.class);
+      hooks.afterPrepare = false;
+      TxnOutcome kept = client.transact(List.of(TxnItem.put("t", Key.of("c"), b("c1")), TxnItem.put("t", Key.of("d"), b("d1"))));
+      assertThat(kept.status()).isEqualTo(TxnOutcome.Status.COMMITTED);
+      assertThat(records(cluster)).isGreaterThanOrEqualTo(3);
+      long after = System.currentTimeMillis() + 60_000;
+      java.util.concurrent.atomic.AtomicInteger purged = new java.util.concurrent.atomic.AtomicInteger();
+      // The undecided one goes once its deadline has passed on the anchor's clock (it is aborted then).
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200)).until(() -> {
+        for (ShardwiseNode n : cluster.nodes) {
+          purged.addAndGet(n.purgeTxnRecords(after));
+        }
+        return records(cluster) == 0;
+      });
+      assertThat(purged.get()).isGreaterThanOrEqualTo(3);
+      assertThat(value(client, "t", "a")).contains("a1");
+      assertThat(value(client, "t", "b")).contains("b3");
+      assertThat(value(client, "t", "c")).contains("c1");
+      assertThat(client.txnStatus(kept.txnId()).status()).as("forgotten").isEqualTo(TxnOutcome.Status.UNKNOWN);
     }
+  }
+
+  /** Transaction records kept in the shards the nodes lead. */
+  private static int records(TestCluster cluster) {
+    int n = 0;
+    for (ShardwiseNode node : cluster.nodes) {
+      io.shardwise.core.map.Table t = node.map().table("t").orElseThrow();
+      for (io.shardwise.core.map.ShardAssignment s : t.shards()) {
+        if (s.owner().equals(node.id())) {
+          n += node.store().txnRecords(io.shardwise.server.storage.ShardRef.of(t, s.id().number()), 1000).size();
+        }
+      }
+    }
+    return n;
   }
 }
