@@ -55,10 +55,11 @@ class ReadmeJavaSnippetsTest {
       // What the snippet did, seen by another client.
       Optional<Versioned> alice = client.get("users", Key.of("alice"));
       assertThat(alice).isPresent();
-      assertThat(new String(alice.get().value(), StandardCharsets.UTF_8)).isEqualTo("{\"name\": \"Alice B.\"}");
-      assertThat(alice.get().version()).isEqualTo(2);
+      assertThat(new String(alice.get().value(), StandardCharsets.UTF_8)).as("written last by the transaction").isEqualTo("{\"name\": \"Alice C.\"}");
+      assertThat(alice.get().version()).isEqualTo(3);
       assertThat(client.describeTable("events", false).spec().splitPoints()).hasSize(2);
       assertThat(client.get("events", Key.of("hana", 1_733_011_200L))).isPresent();
+      assertThat(client.get("events", Key.of("hana", 1_733_011_201L))).as("the transaction's other item").isPresent();
     }
   }
 

@@ -764,7 +764,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     byte[] meta = request.getMeta().toByteArray();
     byte[][] partitionKeys = partitionKeys(keys);
     long[] versions = new long[items.size()];
-    io.shardwise.proto.v1.TxnPrepareResponse[] refusal = new io.shardwise.proto.v1.TxnPrepareResponse[1];
+    java.util.concurrent.atomic.AtomicReference<io.shardwise.proto.v1.TxnPrepareResponse> refusal = new java.util.concurrent.atomic.AtomicReference<>();
     int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> {
           Map<ShardRef, List<Integer>> byShard = new LinkedHashMap<>();
@@ -772,7 +772,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             byShard.computeIfAbsent(ref(table, table.shardFor(partitionKeys[i])), r -> new ArrayList<>()).add(i);
           }
           for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) { // each shard's intents atomically
-            if (refusal[0] != null) {
+            if (refusal.get() != null) {
               return;
             }
             List<Mutation> mutations = new ArrayList<>(e.getValue().size());
@@ -788,8 +788,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
               }
             } catch (VersionMismatchException mismatch) {
               int at = e.getValue().get(Math.max(0, mismatch.index()));
-              refusal[0] = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at).setConditionFailed(true)
-                  .setCurrentVersion(mismatch.actual()).build();
+              refusal.compareAndSet(null, io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at).setConditionFailed(true)
+                  .setCurrentVersion(mismatch.actual()).build());
             } catch (io.shardwise.server.storage.KeyLockedException locked) {
               int at = e.getValue().get(0);
               for (int i : e.getValue()) {
@@ -797,29 +797,29 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
                   at = i;
                 }
               }
-              refusal[0] = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at)
+              refusal.compareAndSet(null, io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at)
                   .setHolderTxnId(ByteString.copyFrom(locked.intent().txnId())).setHolderMeta(ByteString.copyFrom(locked.intent().meta()))
-                  .build();
+                  .build());
             }
           }
         },
         (stub, header, indexes) -> {
-          if (refusal[0] != null) {
+          if (refusal.get() != null) {
             return;
           }
           io.shardwise.proto.v1.TxnPrepareRequest.Builder sub = request.toBuilder().setHeader(header).clearItems();
           indexes.forEach(i -> sub.addItems(request.getItems(i)));
           io.shardwise.proto.v1.TxnPrepareResponse r = stub.txnPrepare(sub.build());
           if (r.getFailedItem() >= 0) {
-            refusal[0] = r.toBuilder().setFailedItem(indexes.get(r.getFailedItem())).build();
+            refusal.compareAndSet(null, r.toBuilder().setFailedItem(indexes.get(r.getFailedItem())).build());
             return;
           }
           for (int j = 0; j < indexes.size(); j++) {
             versions[indexes.get(j)] = r.getVersions(j);
           }
         });
-    if (refusal[0] != null) {
-      return refusal[0].toBuilder().setHeader(header(ctx.map().current(), touched)).build();
+    if (refusal.get() != null) {
+      return refusal.get().toBuilder().setHeader(header(ctx.map().current(), touched)).build();
     }
     io.shardwise.proto.v1.TxnPrepareResponse.Builder b = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder()
         .setHeader(header(ctx.map().current(), touched)).setFailedItem(-1);
@@ -840,20 +840,20 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     Key anchor = key(request.getAnchor());
     byte[] pending = request.getRecord().toByteArray();
     byte[][] partitionKeys = partitionKeys(keys);
-    io.shardwise.proto.v1.TxnPrepareResponse[] answer = new io.shardwise.proto.v1.TxnPrepareResponse[1];
+    java.util.concurrent.atomic.AtomicReference<io.shardwise.proto.v1.TxnPrepareResponse> answer = new java.util.concurrent.atomic.AtomicReference<>();
     io.shardwise.proto.v1.TxnPrepareResponse notOneShard = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1)
         .setNotOneShard(true).build();
     batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> {
           ShardRef shard = ref(table, table.shardFor(partitionKeys[0]));
           if (indexes.size() != items.size() || !shard.equals(ref(table, table.shardFor(anchor.partitionKey())))) {
-            answer[0] = notOneShard;
+            answer.set(notOneShard);
             return;
           }
           List<Mutation> mutations = new ArrayList<>(items.size() + 1);
           for (int i = 0; i < items.size(); i++) {
             if (!ref(table, table.shardFor(partitionKeys[i])).equals(shard)) {
-              answer[0] = notOneShard;
+              answer.set(notOneShard);
               return;
             }
             io.shardwise.core.txn.TxnItem item = items.get(i);
@@ -887,12 +887,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           } catch (io.shardwise.server.txn.Transactions.RecordExists exists) {
             b.setRecord(ByteString.copyFrom(exists.record()));
           }
-          answer[0] = b.build();
+          answer.set(b.build());
         },
         (stub, header, indexes) -> {
-          answer[0] = indexes.size() != items.size() ? notOneShard : stub.txnPrepare(request.toBuilder().setHeader(header).build());
+          answer.set(indexes.size() != items.size() ? notOneShard : stub.txnPrepare(request.toBuilder().setHeader(header).build()));
         });
-    return answer[0].toBuilder().setHeader(header(ctx.map().current(), 1)).build();
+    return answer.get().toBuilder().setHeader(header(ctx.map().current(), 1)).build();
   }
 
   @Override
@@ -1143,35 +1143,62 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         Inline.mayBlock();
       }
       List<Integer> retry = new ArrayList<>();
-      if (mine != null) {
-        if (write && !ctx.writable().getAsBoolean()) {
-          throw Errors.notServing(ctx.self().value(), current.epoch());
-        }
-        if (ctx.hooks() != RequestHooks.NONE) {
-          mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
-        }
-        try {
-          unlocked(tableName, () -> {
-            local.serve(current, table, mine);
+      // Other owners' groups go out at once, each on a thread of its own, and are awaited after this
+      // node's group is served: a batch (or a transaction's round) over several owners takes about
+      // as long as its slowest owner, not the sum of them. The groups touch disjoint indexes.
+      Map<NodeId, java.util.concurrent.Future<?>> sent = new LinkedHashMap<>();
+      if (byOwner.size() > 1 || (mine != null && !byOwner.isEmpty())) {
+        for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
+          sent.put(group.getKey(), Inline.BLOCKING.submit(() -> {
+            remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
             return null;
-          });
-          if (write && ctx.hooks() != RequestHooks.NONE) {
-            mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(ctx.hooks()::written);
+          }));
+        }
+      }
+      if (mine != null) {
+        try {
+          if (write && !ctx.writable().getAsBoolean()) {
+            throw Errors.notServing(ctx.self().value(), current.epoch());
           }
-        } catch (ShardFencedException e) {
-          Inline.mayBlock(); // the batch is all or nothing: nothing was written
-          last = moving(e);
-          e.awaitOpen(PAUSE_WAIT);
-          map = ctx.map().current();
-          retry.addAll(mine);
+          if (ctx.hooks() != RequestHooks.NONE) {
+            mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
+          }
+          try {
+            unlocked(tableName, () -> {
+              local.serve(current, table, mine);
+              return null;
+            });
+            if (write && ctx.hooks() != RequestHooks.NONE) {
+              mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(ctx.hooks()::written);
+            }
+          } catch (ShardFencedException e) {
+            Inline.mayBlock(); // the batch is all or nothing: nothing was written
+            last = moving(e);
+            e.awaitOpen(PAUSE_WAIT);
+            map = ctx.map().current();
+            retry.addAll(mine);
+          }
+        } catch (RuntimeException failed) {
+          awaitQuietly(sent.values()); // nothing of this request still runs when it fails
+          throw failed;
         }
       }
       for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
         try {
-          remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
+          java.util.concurrent.Future<?> f = sent.get(group.getKey());
+          if (f == null) {
+            remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
+          } else {
+            awaitSent(f);
+          }
         } catch (StatusRuntimeException e) {
           last = e;
-          map = catchUpAfter(e, map);
+          try {
+            map = catchUpAfter(e, map);
+          } catch (StatusRuntimeException failed) {
+            awaitQuietly(sent.values()); // nothing of this request still runs when it fails
+            throw failed;
+          }
           retry.addAll(group.getValue());
         }
       }
@@ -1181,6 +1208,31 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       throw last;
     }
     return shards.size();
+  }
+
+  /** A forwarded group's call, awaited: its failure as it was thrown (a StatusRuntimeException, or another runtime exception). */
+  private static void awaitSent(java.util.concurrent.Future<?> f) {
+    try {
+      f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.CANCELLED.withDescription("interrupted while forwarding").asRuntimeException();
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  private static void awaitQuietly(java.util.Collection<java.util.concurrent.Future<?>> sent) {
+    for (java.util.concurrent.Future<?> f : sent) {
+      try {
+        awaitSent(f);
+      } catch (RuntimeException ignored) {
+        // the request fails for another reason
+      }
+    }
   }
 
   private Route route(ShardMap map, String table, byte[] partitionKey, long requestEpoch) {
