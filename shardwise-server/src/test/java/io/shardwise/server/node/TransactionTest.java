@@ -169,6 +169,10 @@ class TransactionTest {
         client.put("bank", Key.of("acct" + i), ByteBuffer.allocate(8).putLong(initial).array());
       }
       AtomicBoolean stop = new AtomicBoolean();
+      // An audit commits only if none of the 12 accounts changed between its reads and its checks;
+      // under this contention that can take long, so once everything else has happened the tellers
+      // pause until one audit commits (the audits before it ran among the transfers, and count too).
+      AtomicBoolean tellersPause = new AtomicBoolean();
       AtomicInteger transfers = new AtomicInteger();
       AtomicInteger audits = new AtomicInteger();
       AtomicReference<String> broken = new AtomicReference<>();
@@ -179,6 +183,10 @@ class TransactionTest {
         ShardwiseClient c = cluster.client(w % 2 == 0 ? Routing.CLIENT : Routing.NODE);
         work.add(pool.submit(() -> {
           while (!stop.get()) {
+            if (tellersPause.get()) {
+              Thread.sleep(5);
+              continue;
+            }
             int from = random.nextInt(accounts);
             int to = (from + 1 + random.nextInt(accounts - 1)) % accounts;
             var a = c.get("bank", Key.of("acct" + from)).orElseThrow();
@@ -246,6 +254,7 @@ class TransactionTest {
       long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
       while (System.nanoTime() < until && broken.get() == null
           && (transfers.get() < 150 || snapshots.get() < 15 || audits.get() < 1)) {
+        tellersPause.set(transfers.get() >= 150 && snapshots.get() >= 15);
         Thread.sleep(50);
       }
       stop.set(true);
@@ -347,6 +356,69 @@ class TransactionTest {
       assertThat(value(client, "t", "c")).contains("c1");
       assertThat(client.txnStatus(kept.txnId()).status()).as("forgotten").isEqualTo(TxnOutcome.Status.UNKNOWN);
     }
+  }
+
+  /**
+   * A transaction's intents and record are keys of their shards: split the shards that hold them,
+   * move one of the halves to another node, and the transaction still ends as its record says —
+   * committed (its coordinator died after the decision) or aborted (it died before).
+   */
+  @Test
+  void intentsAndRecordsGoWithTheirShardsThroughSplitsAndMoves() throws Exception {
+    DyingCoordinator hooks = new DyingCoordinator();
+    Duration timeout = Duration.ofSeconds(1);
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
+      }
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("s", TableSpec.builder("hashrange").shards(2).replicas(1).build()); // one replica: whole shards move
+      List<Key> keys = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        keys.add(Key.of("k" + i));
+        client.put("s", keys.get(i), b("0"));
+      }
+
+      // Committed, its intents left where they are: then every shard splits, and the half that holds k0 moves.
+      hooks.afterCommit = true;
+      assertThatThrownBy(() -> client.transact(keys.stream().map(k -> TxnItem.put("s", k, b("1"))).toList()))
+          .isInstanceOf(ShardwiseException.class);
+      hooks.afterCommit = false;
+      splitEveryShardAndMoveTheOneOf(cluster, client, keys.get(0));
+      for (Key k : keys) {
+        assertThat(value(client, "s", s(k.partitionKey()))).as("%s after the splits and the move", k).contains("1");
+      }
+
+      // Undecided, its intents left: the same again; a writer then waits out the deadline and aborts it.
+      hooks.afterPrepare = true;
+      assertThatThrownBy(() -> client.transact(keys.stream().map(k -> TxnItem.put("s", k, b("2"))).toList()))
+          .isInstanceOf(ShardwiseException.class);
+      hooks.afterPrepare = false;
+      splitEveryShardAndMoveTheOneOf(cluster, client, keys.get(1));
+      long started = System.nanoTime();
+      client.put("s", keys.get(1), b("3"));
+      assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(timeout.plusSeconds(2));
+      for (Key k : keys) {
+        assertThat(value(client, "s", s(k.partitionKey()))).as("%s: nothing of the aborted one", k).contains(k.equals(keys.get(1)) ? "3" : "1");
+      }
+    }
+  }
+
+  /** Splits every shard of table {@code s} by size, then moves the shard that holds {@code key} to another node. */
+  private static void splitEveryShardAndMoveTheOneOf(TestCluster cluster, ShardwiseClient client, Key key) throws Exception {
+    for (io.shardwise.client.ShardDescription d : client.describeTable("s", false).shards()) {
+      client.splitShard("s", d.number());
+    }
+    int shards = client.describeTable("s", false).shards().size();
+    // Every node has applied the splits (the move's source checks the shard against its own map).
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> cluster.nodes.stream()
+        .allMatch(n -> n.map().table("s").orElseThrow().shards().size() == shards));
+    io.shardwise.core.map.Table t = cluster.nodes.get(0).map().table("s").orElseThrow();
+    io.shardwise.core.map.ShardAssignment shard = t.shardFor(key.partitionKey());
+    ShardwiseNode source = cluster.node(shard.owner().value());
+    String to = cluster.nodes.stream().map(n -> n.id().value()).filter(id -> !id.equals(shard.owner().value())).findFirst().orElseThrow();
+    io.shardwise.proto.v1.MoveProgress last = TestCluster.moveShard(source, t, shard, to, "txn-move-" + System.nanoTime());
+    assertThat(last.getPhase()).as(last.toString()).isEqualTo(io.shardwise.proto.v1.MoveProgress.Phase.DONE);
   }
 
   /** Transaction records kept in the shards the nodes lead. */
