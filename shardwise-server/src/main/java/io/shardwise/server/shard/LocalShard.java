@@ -109,14 +109,6 @@ public final class LocalShard {
     }
   }
 
-  /** Records a key (not yet prefixed) written while inside the fence, for a move in progress (no-op otherwise). */
-  void written(byte[] key) {
-    ChangeLog l = log;
-    if (l != null) {
-      l.record(ref.storeKey(key));
-    }
-  }
-
   /** Records a stored key (prefix included) written while inside the fence, for a move in progress (no-op otherwise). */
   void writtenStored(byte[] storeKey) {
     ChangeLog l = log;
