@@ -481,7 +481,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         : Key.of(pk, request.getPartition().getSortTo().toByteArray()).encode();
     return keyed(request.getHeader(), request.getTable(), start, false,
         (map, shard) -> {
-          ScanPage page = ctx.shards().scan(shard, from, to, limit);
+          ScanPage page = scanUnlocked(request.getTable(), () -> ctx.shards().scan(shard, from, to, limit));
           ScanResponse.Builder b = ScanResponse.newBuilder().setHeader(header(map, 1));
           page.entries().forEach(e -> b.addRows(row(e)));
           if (page.hasMore()) {
@@ -612,8 +612,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private ShardScanResponse localShardScan(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
-    ScanPage page = ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
-        request.getHasTo() ? request.getTo().toByteArray() : null, limit);
+    ScanPage page = scanUnlocked(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
+        request.getHasTo() ? request.getTo().toByteArray() : null, limit));
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1));
     page.entries().forEach(e -> b.addRows(row(e)));
     if (page.hasMore()) {
@@ -1091,6 +1091,32 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           throw Status.UNAVAILABLE.withDescription("a key of table " + tableName + " was locked by one transaction after another"
               + " 100 times in a row; nothing was done: retry").asRuntimeException();
         }
+      }
+    }
+  }
+
+  /**
+   * A page of a scan, linearizable as a read of one key is ({@link #readUnlocked}): the page shows
+   * its keys as they are beside any transactions' intents on them, which holds while those
+   * transactions are undecided; a decided one's intents are resolved first, and the page read again.
+   */
+  private ScanPage scanUnlocked(String tableName, Supplier<ScanPage> scan) {
+    for (int attempt = 0; ; attempt++) {
+      ScanPage page = scan.get();
+      boolean resolved = false;
+      java.util.Set<java.nio.ByteBuffer> looked = new java.util.HashSet<>(); // one look per transaction
+      for (ScanPage.Locked locked : page.locked()) {
+        if (looked.add(java.nio.ByteBuffer.wrap(locked.intent().txnId()))) {
+          Inline.mayBlock();
+          resolved |= txns.resolveLock(tableName, locked.key(), locked.intent());
+        }
+      }
+      if (!resolved) {
+        return page;
+      }
+      if (attempt > 100) {
+        throw Status.UNAVAILABLE.withDescription("a scan of table " + tableName + " met decided transactions' intents 100 times in"
+            + " a row; nothing was done: retry").asRuntimeException();
       }
     }
   }

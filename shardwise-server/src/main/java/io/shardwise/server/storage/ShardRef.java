@@ -312,6 +312,30 @@ public final class ShardRef {
     return storeKey(local);
   }
 
+  /**
+   * Where the intents lie on the keys of {@code bound}'s partition below {@code bound}, as {@code
+   * [from, to)} store keys: {@code bound} is an encoded key, or a bound with a partition key and a tag
+   * (such as {@link Key#encodedPartitionEnd}, past all the partition's keys). {@code null} if {@code
+   * bound} has no partition key (it lies between partitions, so no partition's keys are cut by it).
+   */
+  public byte[][] intentsBelow(byte[] bound) {
+    int end = terminatorAt(bound, 0);
+    if (end < 0) {
+      return null;
+    }
+    byte[] first = Arrays.copyOf(bound, end + 2);
+    first[end + 1] = INTENT;
+    byte[] last;
+    if (bound[end + 1] == TERMINATOR) {
+      last = bound.clone();
+      last[end + 1] = INTENT;
+    } else {
+      last = first.clone();
+      last[end + 1] = bound[end + 1] > TERMINATOR ? INTENT + 1 : INTENT; // past every key, or below all of them
+    }
+    return new byte[][] {storeKey(first), storeKey(last)};
+  }
+
   /** True if {@code storeKey} (of this shard) is a transaction's record. */
   public boolean isTxnRecord(byte[] storeKey) {
     return tagOf(storeKey, prefixLength()) == TXN_RECORD;

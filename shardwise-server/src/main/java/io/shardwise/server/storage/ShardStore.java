@@ -1097,7 +1097,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
 
   /**
    * Live entries of {@code shard} with keys in {@code [from, to)} ({@code to == null}: to the end of
-   * the shard), in unsigned key order, at most {@code limit} of them.
+   * the shard), in unsigned key order, at most {@code limit} of them, and the transactions' intents
+   * on keys of the range the page covers ({@link ScanPage#locked}).
    */
   @Override
   public ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit) {
@@ -1108,31 +1109,86 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
       traffic.read(shard);
       List<StoredEntry> out = new ArrayList<>();
+      List<ScanPage.Locked> locked = new ArrayList<>();
       // The bounds, clamped to the span: an ordered shard's neighbours lie right beside it.
       byte[] lower = from.length == 0 ? shard.startKey() : max(shard.storeKey(from), shard.startKey());
       byte[] upper = to == null ? shard.endKey() : min(shard.storeKey(to), shard.endKey());
       if (Arrays.compareUnsigned(lower, upper) >= 0) {
         return new ScanPage(out, null);
       }
+      // One snapshot for the rows and every intent: what the page says held at one moment.
+      Snapshot snapshot = db.getSnapshot();
+      byte[] resumeFrom = null;
       try (Slice bound = new Slice(upper);
-          ReadOptions read = spanRead(shard, bound);
+          ReadOptions read = spanRead(shard, bound).setSnapshot(snapshot);
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(lower); it.isValid(); it.next()) {
-          byte[] raw = it.value();
-          if (raw[0] == TOMBSTONE || shard.isReserved(it.key())) {
+          byte[] storeKey = it.key();
+          if (shard.isIntent(storeKey)) {
+            lockedIn(shard, storeKey, it.value(), lower, upper, locked);
             continue;
           }
-          byte[] key = shard.userKey(it.key());
+          byte[] raw = it.value();
+          if (raw[0] == TOMBSTONE || shard.isReserved(storeKey)) {
+            continue;
+          }
+          byte[] key = shard.userKey(storeKey);
           if (out.size() == limit) {
-            return new ScanPage(out, key);
+            resumeFrom = key;
+            break;
           }
           out.add(new StoredEntry(key, Arrays.copyOfRange(raw, HEADER, raw.length), version(raw)));
         }
         checkIterator(it, shard);
+        lockedInLastPartition(shard, snapshot, lower, resumeFrom != null ? resumeFrom : to, locked);
+      } finally {
+        db.releaseSnapshot(snapshot);
+        snapshot.close();
       }
-      return new ScanPage(out, null);
+      return new ScanPage(out, resumeFrom, locked);
     } finally {
       exit();
+    }
+  }
+
+  /**
+   * Adds the intent stored at {@code storeKey} if its key lies in {@code [lower, upper)} (store keys:
+   * in the order of the shard's layout, which for hashes is not the keys' own order).
+   */
+  private static void lockedIn(ShardRef shard, byte[] storeKey, byte[] raw, byte[] lower, byte[] upper, List<ScanPage.Locked> locked) {
+    byte[] key = shard.keyOfIntent(storeKey);
+    byte[] at = shard.storeKey(key);
+    if (Arrays.compareUnsigned(at, lower) >= 0 && Arrays.compareUnsigned(at, upper) < 0) {
+      locked.add(new ScanPage.Locked(key, Intent.decode(raw, HEADER)));
+    }
+  }
+
+  /**
+   * A partition's intents lie after all its keys ({@link ShardRef#intentKey}), so a scan that ends
+   * inside a partition ({@code end} has a partition key and a tag: it is a key of that partition, or
+   * just past all of them) has not passed the intents on that partition's keys below {@code end}.
+   * Reads them with a seek of their own, keeping those of keys at or above {@code scanStart} (a store key).
+   */
+  private void lockedInLastPartition(ShardRef shard, Snapshot snapshot, byte[] scanStart, byte[] end, List<ScanPage.Locked> locked) {
+    byte[][] range = end == null ? null : shard.intentsBelow(end);
+    if (range == null) {
+      return;
+    }
+    byte[] endAt = min(shard.storeKey(end), shard.endKey());
+    byte[] lower = max(range[0], shard.startKey());
+    byte[] upper = min(range[1], shard.endKey());
+    if (Arrays.compareUnsigned(lower, upper) >= 0) {
+      return;
+    }
+    try (Slice bound = new Slice(upper);
+        ReadOptions read = spanRead(shard, bound).setSnapshot(snapshot);
+        RocksIterator it = db.newIterator(read)) {
+      for (it.seek(lower); it.isValid(); it.next()) {
+        if (shard.isIntent(it.key())) {
+          lockedIn(shard, it.key(), it.value(), scanStart, endAt, locked);
+        }
+      }
+      checkIterator(it, shard);
     }
   }
 

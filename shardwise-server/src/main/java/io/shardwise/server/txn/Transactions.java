@@ -372,8 +372,12 @@ public final class Transactions {
    * now (try again at once), false if the transaction is still under way (wait a little, try again).
    */
   public boolean resolveLock(String table, KeyLockedException locked) {
-    Intent intent = locked.intent();
-    return resolveLock(intent.txnId(), TxnMeta.decode(intent.meta()), table, Key.decode(locked.key()));
+    return resolveLock(table, locked.key(), locked.intent());
+  }
+
+  /** As {@link #resolveLock(String, KeyLockedException)}, for {@code intent} met on {@code key} (encoded). */
+  public boolean resolveLock(String table, byte[] key, Intent intent) {
+    return resolveLock(intent.txnId(), TxnMeta.decode(intent.meta()), table, Key.decode(key));
   }
 
   private boolean resolveLock(byte[] holderTxnId, TxnMeta holder, String table, Key key) {

@@ -359,6 +359,67 @@ class TransactionTest {
   }
 
   /**
+   * Scans are linearizable reads too: a page shows a key as a committed transaction left it even
+   * while its intents are unresolved (its coordinator died after the decision) — the intents of a
+   * partition lie after its rows, so a page that ends inside a partition must look there too — and
+   * as it was before an undecided transaction, without waiting for it.
+   */
+  @Test
+  void scansShowTransactionsAsTheirRecordsSay() {
+    DyingCoordinator hooks = new DyingCoordinator();
+    Duration timeout = Duration.ofSeconds(5);
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      for (int i = 1; i <= 3; i++) {
+        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
+      }
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("s", TableSpec.builder("hashrange").shards(4).build());
+      for (long sort = 1; sort <= 5; sort++) {
+        client.put("s", Key.of("p", sort), b("v0"));
+        client.put("s", Key.of("q", sort), b("v0"));
+      }
+      java.util.function.Function<List<io.shardwise.client.KeyValue>, List<String>> rows = page -> page.stream()
+          .map(r -> s(r.key().partitionKey()) + Key.decodeOrderedLong(r.key().sortKey()) + "=" + r.valueAsString()).toList();
+
+      // Decided, not resolved: a scan of the partition, a scan of part of it, pages of the whole table.
+      hooks.afterCommit = true;
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("s", Key.of("p", 2), b("v1")), TxnItem.put("s", Key.of("p", 6), b("v1")),
+          TxnItem.delete("s", Key.of("p", 4)), TxnItem.put("s", Key.of("q", 1), b("v1"))))).isInstanceOf(ShardwiseException.class);
+      assertThat(rows.apply(client.scan(io.shardwise.client.Scan.partition("s", "p").limit(100)).rows()))
+          .containsExactly("p1=v0", "p2=v1", "p3=v0", "p5=v0", "p6=v1");
+
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("s", Key.of("p", 3), b("v2")), TxnItem.put("s", Key.of("q", 2), b("v2")))))
+          .isInstanceOf(ShardwiseException.class);
+      assertThat(rows.apply(client.scan(io.shardwise.client.Scan.partition("s", "p").sortKeys(Key.orderedLong(2), Key.orderedLong(4))
+          .limit(100)).rows())).containsExactly("p2=v1", "p3=v2");
+
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("s", Key.of("p", 1), b("v3")), TxnItem.put("s", Key.of("q", 9), b("v3")),
+          TxnItem.delete("s", Key.of("q", 5))))).isInstanceOf(ShardwiseException.class);
+      hooks.afterCommit = false;
+      List<String> all = new ArrayList<>();
+      io.shardwise.client.Scan scan = io.shardwise.client.Scan.all("s").limit(2);
+      io.shardwise.client.ScanPage page;
+      do {
+        page = client.scan(scan);
+        all.addAll(rows.apply(page.rows()));
+        scan = page.hasMore() ? scan.after(page) : scan;
+      } while (page.hasMore());
+      assertThat(all).containsExactlyInAnyOrder("p1=v3", "p2=v1", "p3=v2", "p5=v0", "p6=v1", "q1=v1", "q2=v2", "q3=v0", "q4=v0", "q9=v3");
+
+      // Undecided: the scan answers the keys as they were, at once.
+      hooks.afterPrepare = true;
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.put("s", Key.of("p", 2), b("v4")), TxnItem.put("s", Key.of("p", 7), b("v4")),
+          TxnItem.put("s", Key.of("q", 3), b("v4"))))).isInstanceOf(ShardwiseException.class);
+      hooks.afterPrepare = false;
+      long started = System.nanoTime();
+      assertThat(rows.apply(client.scan(io.shardwise.client.Scan.partition("s", "p").limit(100)).rows()))
+          .containsExactly("p1=v3", "p2=v1", "p3=v2", "p5=v0", "p6=v1");
+      assertThat(rows.apply(client.scan(io.shardwise.client.Scan.partition("s", "q").limit(2)).rows())).containsExactly("q1=v1", "q2=v2");
+      assertThat(Duration.ofNanos(System.nanoTime() - started)).as("no wait for an undecided transaction").isLessThan(timeout);
+    }
+  }
+
+  /**
    * A transaction's intents and record are keys of their shards: split the shards that hold them,
    * move one of the halves to another node, and the transaction still ends as its record says —
    * committed (its coordinator died after the decision) or aborted (it died before).
