@@ -835,6 +835,68 @@ class KillNineIT {
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void aNodeKilledDuringTransfersLeavesEveryTransferWholeOrUndone(long seed) throws Exception {
+    transfersUnder(seed, "txn-kill", (nodes, random) -> {
+      Thread.sleep(2_000 + random.nextInt(3_000)); // the fault lands at a seeded moment
+      return "killed=" + killAndRestart(nodes.get(random.nextInt(nodes.size()))).node();
+    });
+  }
+
+  /**
+   * The same transfers while the bank's shards change under them: a random shard split twice and
+   * its halves merged again (every replica splits, the intents and records they hold go with their
+   * keys), a fourth node joining so the balancer moves replicas and leads of the bank to it, and
+   * {@code kill -9} of the source of the first such move (or, if it is over already, of a random
+   * node) at a seeded moment in it. The same checks: no transfer half applied or lost, every read
+   * transaction sees the opening total.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void transfersThroughSplitsMovesAndAKillStayWholeOrUndone(long seed) throws Exception {
+    try (Coordinator zkAdmin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      RebalanceRecords records = new RebalanceRecords(zkAdmin);
+      transfersUnder(seed, "txn-split-move-kill", (nodes, random) -> {
+        Thread.sleep(1_000 + random.nextInt(1_000));
+        try (ShardwiseClient admin = client(nodes)) {
+          io.shardwise.client.TableDescription t = admin.describeTable("bank", false);
+          int position = random.nextInt(t.shards().size());
+          io.shardwise.client.ShardDescription shard = t.shards().get(position);
+          t = admin.splitShardAtHash("bank", shard.number(), middle(shard));
+          io.shardwise.client.ShardDescription upper = t.shards().get(position + 1);
+          t = admin.splitShardAtHash("bank", upper.number(), middle(upper));
+          admin.mergeShards("bank", t.shards().get(position).number());
+        }
+        records.updateSettings(b -> b.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0).setMaxMovesPerNode(1).build());
+        startNode("n4");
+        String victim = nodes.get(random.nextInt(nodes.size()));
+        String struck = "none";
+        long deadline = System.nanoTime() + 15_000_000_000L;
+        search:
+        while (System.nanoTime() < deadline) {
+          for (PlanRecord p : records.plans()) {
+            for (MoveRecord m : p.getMovesList()) {
+              if (m.getState() == MoveRecord.State.MOVING && m.getTable().equals("bank")) {
+                victim = m.getFrom();
+                struck = "bank/" + m.getNumber() + (m.getLeadership() ? "-lead" : "-replica");
+                break search;
+              }
+            }
+          }
+          Thread.sleep(20);
+        }
+        Thread.sleep(random.nextInt(300));
+        return "killed=" + killAndRestart(victim).node() + " move=" + struck;
+      });
+    }
+  }
+
+  /** What strikes the cluster while the transfers run, on nodes n1..n3; says what it did, for the run's line. */
+  @FunctionalInterface
+  private interface TransferFault {
+    String inject(List<String> nodes, SplittableRandom random) throws Exception;
+  }
+
+  private void transfersUnder(long seed, String scenario, TransferFault fault) throws Exception {
     List<String> nodes = startThreeNodesWithTables(REPLICATED, "bank");
     List<String> seeds = new ArrayList<>();
     for (String n : nodes) {
@@ -850,6 +912,7 @@ class KillNineIT {
     java.util.concurrent.atomic.AtomicReference<String> broken = new java.util.concurrent.atomic.AtomicReference<>();
     java.util.concurrent.atomic.AtomicLong snapshots = new java.util.concurrent.atomic.AtomicLong();
     java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    String struck = "";
     List<ShardwiseClient> clients = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
     for (int w = 0; w < 3; w++) {
@@ -903,9 +966,7 @@ class KillNineIT {
     }, "auditor"));
     try {
       threads.forEach(Thread::start);
-      Thread.sleep(2_000 + random.nextInt(3_000)); // the fault lands at a seeded moment
-      String victim = nodes.get(random.nextInt(nodes.size()));
-      killAndRestart(victim);
+      struck = fault.inject(nodes, random);
       Thread.sleep(6_000);
       stop.set(true);
       for (Thread t : threads) {
@@ -944,10 +1005,10 @@ class KillNineIT {
       }
     }
     long checkMillis = (System.nanoTime() - started) / 1_000_000;
-    System.out.println("FAULT-RUN scenario=txn-kill seed=" + seed + " operations=" + transfers.size() + " acknowledged="
+    System.out.println("FAULT-RUN scenario=" + scenario + " seed=" + seed + " operations=" + transfers.size() + " acknowledged="
         + outcomes.getOrDefault("COMMITTED", 0L) + " unknown=" + (outcomes.getOrDefault("UNKNOWN", 0L) + outcomes.getOrDefault("EXCEPTION", 0L))
         + " violations=" + (wrong.isEmpty() && broken.get() == null ? 0 : 1) + " outcomes=" + outcomes.toString().replace(" ", "")
-        + " read_transactions=" + snapshots.get() + " check_ms=" + checkMillis);
+        + " read_transactions=" + snapshots.get() + " check_ms=" + checkMillis + " " + struck);
     assertThat(broken.get()).isNull();
     assertThat(wrong).isEmpty();
     assertThat(outcomes.getOrDefault("COMMITTED", 0L)).as("transfers committed").isPositive();

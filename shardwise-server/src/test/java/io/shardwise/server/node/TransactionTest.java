@@ -297,14 +297,20 @@ class TransactionTest {
     }
   }
 
+  /** Three nodes whose coordinators follow {@code hooks}, their transactions undecided for at most {@code timeout}. */
+  private TestCluster threeNodes(DyingCoordinator hooks, Duration timeout) {
+    TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT);
+    for (int i = 1; i <= 3; i++) {
+      cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
+    }
+    return cluster;
+  }
+
   @Test
   void aCoordinatorThatDiesLeavesIntentsThatTheirReadersResolveAsTheRecordSays() {
     DyingCoordinator hooks = new DyingCoordinator();
     Duration timeout = Duration.ofSeconds(1);
-    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
-      for (int i = 1; i <= 3; i++) {
-        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
-      }
+    try (TestCluster cluster = threeNodes(hooks, timeout)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("t", TableSpec.builder("hashrange").shards(6).build()); // the default: replicated
       client.put("t", Key.of("a"), b("a0"));
@@ -368,10 +374,7 @@ class TransactionTest {
   void scansShowTransactionsAsTheirRecordsSay() {
     DyingCoordinator hooks = new DyingCoordinator();
     Duration timeout = Duration.ofSeconds(5);
-    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
-      for (int i = 1; i <= 3; i++) {
-        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
-      }
+    try (TestCluster cluster = threeNodes(hooks, timeout)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("s", TableSpec.builder("hashrange").shards(4).build());
       for (long sort = 1; sort <= 5; sort++) {
@@ -428,10 +431,7 @@ class TransactionTest {
   void intentsAndRecordsGoWithTheirShardsThroughSplitsAndMoves() throws Exception {
     DyingCoordinator hooks = new DyingCoordinator();
     Duration timeout = Duration.ofSeconds(1);
-    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
-      for (int i = 1; i <= 3; i++) {
-        cluster.nodes.add(cluster.startNode(i, c -> c.withHooks(hooks).withTxnTimeout(timeout)));
-      }
+    try (TestCluster cluster = threeNodes(hooks, timeout)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("s", TableSpec.builder("hashrange").shards(2).replicas(1).build()); // one replica: whole shards move
       List<Key> keys = new ArrayList<>();
