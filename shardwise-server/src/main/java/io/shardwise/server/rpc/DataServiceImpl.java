@@ -81,6 +81,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.micrometer.core.instrument.Counter followerReadsStale;
 
   private final io.shardwise.server.txn.Transactions txns;
+  /** The transactions' steps on shards this node owns. */
+  private final io.shardwise.server.txn.ShardSteps txnSteps;
 
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this(ctx, tables, Duration.ofSeconds(5));
@@ -90,7 +92,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables, Duration txnTimeout) {
     this.ctx = ctx;
     this.tables = tables;
-    this.txns = new io.shardwise.server.txn.Transactions(new RoutedParticipants(this), txnTimeout, System::currentTimeMillis,
+    this.txnSteps = new io.shardwise.server.txn.ShardSteps(batch -> ctx.shards().apply(batch), System::currentTimeMillis);
+    this.txns = new io.shardwise.server.txn.Transactions(new RoutedParticipants(this), txnTimeout, io.shardwise.server.txn.TxnClock.SYSTEM,
         new io.shardwise.server.txn.Transactions.Phases() {
           @Override
           public void prepared(String txnId) {
@@ -775,31 +778,15 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             if (refusal.get() != null) {
               return;
             }
-            List<Mutation> mutations = new ArrayList<>(e.getValue().size());
-            for (int i : e.getValue()) {
-              io.shardwise.core.txn.TxnItem item = items.get(i);
-              mutations.add(Mutation.txn(e.getKey(), keys.get(i).encode(), io.shardwise.server.txn.Transactions.expectedVersion(item),
-                  io.shardwise.server.storage.TxnStep.prepare(io.shardwise.server.txn.Transactions.intent(item, txnId, meta))));
-            }
-            try {
-              long[] written = ctx.shards().apply(mutations);
-              for (int j = 0; j < written.length; j++) {
-                versions[e.getValue().get(j)] = written[j];
+            List<io.shardwise.core.txn.TxnItem> part = new ArrayList<>(e.getValue().size());
+            e.getValue().forEach(i -> part.add(items.get(i)));
+            io.shardwise.server.txn.Participants.Prepared p = txnSteps.prepare(e.getKey(), part, txnId, meta);
+            if (p.ok()) {
+              for (int j = 0; j < part.size(); j++) {
+                versions[e.getValue().get(j)] = p.versions()[j];
               }
-            } catch (VersionMismatchException mismatch) {
-              int at = e.getValue().get(Math.max(0, mismatch.index()));
-              refusal.compareAndSet(null, io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at).setConditionFailed(true)
-                  .setCurrentVersion(mismatch.actual()).build());
-            } catch (io.shardwise.server.storage.KeyLockedException locked) {
-              int at = e.getValue().get(0);
-              for (int i : e.getValue()) {
-                if (java.util.Arrays.equals(keys.get(i).encode(), locked.key())) {
-                  at = i;
-                }
-              }
-              refusal.compareAndSet(null, io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(at)
-                  .setHolderTxnId(ByteString.copyFrom(locked.intent().txnId())).setHolderMeta(ByteString.copyFrom(locked.intent().meta()))
-                  .build());
+            } else {
+              refusal.compareAndSet(null, RoutedParticipants.response(p).toBuilder().setFailedItem(e.getValue().get(p.failedItem())).build());
             }
           }
         },
@@ -850,43 +837,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             answer.set(notOneShard);
             return;
           }
-          List<Mutation> mutations = new ArrayList<>(items.size() + 1);
-          for (int i = 0; i < items.size(); i++) {
-            if (!ref(table, table.shardFor(partitionKeys[i])).equals(shard)) {
+          for (byte[] pk : partitionKeys) {
+            if (!ref(table, table.shardFor(pk)).equals(shard)) {
               answer.set(notOneShard);
               return;
             }
-            io.shardwise.core.txn.TxnItem item = items.get(i);
-            long expected = io.shardwise.server.txn.Transactions.expectedVersion(item);
-            byte[] k = keys.get(i).encode();
-            mutations.add(switch (item.op()) {
-              case PUT -> new Mutation(shard, k, item.value(), expected);
-              case DELETE -> new Mutation(shard, k, null, expected);
-              case CHECK -> Mutation.txn(shard, k, expected, io.shardwise.server.storage.TxnStep.check(txnId));
-            });
           }
-          mutations.add(Mutation.txn(shard, anchor.encode(), Mutation.ANY,
-              io.shardwise.server.storage.TxnStep.record(txnId, io.shardwise.server.txn.Transactions.onePhaseRecord(pending))));
-          io.shardwise.proto.v1.TxnPrepareResponse.Builder b = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1);
-          try {
-            long[] written = ctx.shards().apply(mutations);
-            for (int i = 0; i < items.size(); i++) {
-              b.addVersions(written[i]);
-            }
-          } catch (VersionMismatchException mismatch) {
-            b.setFailedItem(Math.max(0, mismatch.index())).setConditionFailed(true).setCurrentVersion(mismatch.actual());
-          } catch (io.shardwise.server.storage.KeyLockedException locked) {
-            int at = 0;
-            for (int i = 0; i < items.size(); i++) {
-              if (java.util.Arrays.equals(keys.get(i).encode(), locked.key())) {
-                at = i;
-              }
-            }
-            b.setFailedItem(at).setHolderTxnId(ByteString.copyFrom(locked.intent().txnId()))
-                .setHolderMeta(ByteString.copyFrom(locked.intent().meta()));
-          } catch (io.shardwise.server.txn.Transactions.RecordExists exists) {
-            b.setRecord(ByteString.copyFrom(exists.record()));
-          }
+          io.shardwise.server.txn.Participants.OnePhase r = txnSteps.onePhase(shard, items, txnId, anchor, pending);
+          io.shardwise.proto.v1.TxnPrepareResponse.Builder b = r.existing() != null
+              ? io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1).setRecord(ByteString.copyFrom(r.existing()))
+              : RoutedParticipants.response(r.prepared()).toBuilder();
           answer.set(b.build());
         },
         (stub, header, indexes) -> {
@@ -908,19 +868,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     byte[][] partitionKeys = partitionKeys(keys);
     int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> {
-          Map<ShardRef, List<Mutation>> byShard = new LinkedHashMap<>();
+          Map<ShardRef, List<Key>> byShard = new LinkedHashMap<>();
           for (int i : indexes) {
-            ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
-            byShard.computeIfAbsent(shard, r -> new ArrayList<>()).add(Mutation.txn(shard, keys.get(i).encode(), Mutation.ANY,
-                io.shardwise.server.storage.TxnStep.resolve(txnId, request.getCommit())));
+            byShard.computeIfAbsent(ref(table, table.shardFor(partitionKeys[i])), r -> new ArrayList<>()).add(keys.get(i));
           }
-          for (List<Mutation> part : byShard.values()) {
-            try {
-              ctx.shards().apply(part);
-            } catch (VersionMismatchException e) {
-              throw new AssertionError("a resolve has no condition", e);
-            }
-          }
+          byShard.forEach((shard, part) -> txnSteps.resolve(shard, part, txnId, request.getCommit()));
         },
         (stub, header, indexes) -> {
           io.shardwise.proto.v1.TxnResolveRequest.Builder sub = request.toBuilder().setHeader(header).clearKeys();
@@ -949,19 +901,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     return keyed(request.getHeader(), request.getTable(), anchor, step != io.shardwise.server.txn.Participants.RecordStep.READ,
         (map, shard) -> {
-          byte[][] after = new byte[1][];
-          Mutation m = Mutation.txn(shard, anchor.encode(), Mutation.ANY, io.shardwise.server.storage.TxnStep.record(txnId, current -> {
-            after[0] = io.shardwise.server.txn.Transactions.recordStep(step, current, proposed, System.currentTimeMillis());
-            return after[0];
-          }));
-          try {
-            ctx.shards().apply(List.of(m));
-          } catch (VersionMismatchException e) {
-            throw new AssertionError("a record step has no condition", e);
-          }
+          byte[] after = txnSteps.record(shard, anchor, txnId, step, proposed);
           io.shardwise.proto.v1.TxnRecordResponse.Builder b = io.shardwise.proto.v1.TxnRecordResponse.newBuilder().setHeader(header(map, 1));
-          if (after[0] != null) {
-            b.setRecord(ByteString.copyFrom(after[0]));
+          if (after != null) {
+            b.setRecord(ByteString.copyFrom(after));
           }
           return b.build();
         },

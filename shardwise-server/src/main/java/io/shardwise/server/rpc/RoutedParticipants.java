@@ -52,6 +52,21 @@ final class RoutedParticipants implements Participants {
     return Prepared.locked(r.getFailedItem(), r.getHolderTxnId().toByteArray(), r.getHolderMeta().toByteArray());
   }
 
+  /** The wire form of a shard's answer ({@link #prepared} reads it back). */
+  static TxnPrepareResponse response(Prepared p) {
+    TxnPrepareResponse.Builder b = TxnPrepareResponse.newBuilder().setFailedItem(p.failedItem());
+    if (p.ok()) {
+      for (long v : p.versions()) {
+        b.addVersions(v);
+      }
+    } else if (p.conditionFailed()) {
+      b.setConditionFailed(true).setCurrentVersion(p.currentVersion());
+    } else {
+      b.setHolderTxnId(ByteString.copyFrom(p.holderTxnId())).setHolderMeta(ByteString.copyFrom(p.holderMeta()));
+    }
+    return b.build();
+  }
+
   @Override
   public List<Read> read(String table, List<Key> keys) {
     BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(FORWARD).setTable(table);

@@ -17,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,20 +67,20 @@ public final class Transactions {
 
   private final Participants shards;
   private final Duration timeout;
-  private final LongSupplier clockMillis;
+  private final TxnClock clock;
   private final Phases phases;
 
   /**
    * @param timeout how long a transaction may stay undecided: past it, anyone who meets one of its
    *     intents may abort it
    */
-  public Transactions(Participants shards, Duration timeout, LongSupplier clockMillis, Phases phases) {
+  public Transactions(Participants shards, Duration timeout, TxnClock clock, Phases phases) {
     if (timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("a transaction timeout is positive, not " + timeout);
     }
     this.shards = shards;
     this.timeout = timeout;
-    this.clockMillis = clockMillis;
+    this.clock = clock;
     this.phases = phases;
   }
 
@@ -106,7 +105,7 @@ public final class Transactions {
     }
     TxnItem anchor = items.get(0);
     TxnId id = new TxnId(anchor.table(), anchor.key(), token);
-    long now = clockMillis.getAsLong();
+    long now = clock.millis();
     long priority = firstAttemptMillis > 0 ? Math.min(firstAttemptMillis, now) : now;
     long deadline = now + timeout.toMillis();
     List<TableKey> keys = new ArrayList<>();
@@ -127,7 +126,7 @@ public final class Transactions {
    * record in one atomic write of that shard. Null if they do not lie in one shard after all.
    */
   private TxnOutcome onePhase(TxnId id, List<TxnItem> items, TxnRecord begun) {
-    Backoff backoff = new Backoff();
+    Backoff backoff = new Backoff(clock);
     while (true) {
       Participants.OnePhase r = shards.onePhase(id.table(), items, id.token(), id.anchor(), begun.encode());
       if (r.notOneShard()) {
@@ -149,7 +148,7 @@ public final class Transactions {
       }
       TxnItem locked = items.get(p.failedItem());
       if (!resolveLock(p.holderTxnId(), TxnMeta.decode(p.holderMeta()), locked.table(), locked.key())) {
-        if (clockMillis.getAsLong() > begun.deadlineMillis()) { // it holds no locks: waiting is safe, but not for ever
+        if (clock.millis() > begun.deadlineMillis()) { // it holds no locks: waiting is safe, but not for ever
           return abort(id, begun.aborted("item " + p.failedItem() + " stayed locked by another transaction"));
         }
         backoff.pause();
@@ -178,12 +177,12 @@ public final class Transactions {
     for (int i = 0; i < items.size(); i++) {
       byTable.computeIfAbsent(items.get(i).table(), t -> new ArrayList<>()).add(i);
     }
-    Backoff backoff = new Backoff();
+    Backoff backoff = new Backoff(clock);
     for (Map.Entry<String, List<Integer>> group : byTable.entrySet()) {
       List<TxnItem> part = new ArrayList<>();
       group.getValue().forEach(i -> part.add(items.get(i)));
       while (true) {
-        if (clockMillis.getAsLong() > deadline) {
+        if (clock.millis() > deadline) {
           return abort(id, begun.aborted("the deadline passed while preparing"));
         }
         Participants.Prepared p;
@@ -247,10 +246,10 @@ public final class Transactions {
 
   /** A record found PENDING (a retry of a transaction under way, or left by its coordinator), awaited or pushed; then its outcome. */
   private TxnOutcome awaitDecision(TxnId id, TxnRecord found) {
-    Backoff backoff = new Backoff();
+    Backoff backoff = new Backoff(clock);
     TxnRecord r = found;
     while (r.state() == TxnRecord.State.PENDING) {
-      if (clockMillis.getAsLong() > r.deadlineMillis()) {
+      if (clock.millis() > r.deadlineMillis()) {
         r = TxnRecord.decode(shards.record(id.table(), id.anchor(), id.token(), RecordStep.PUSH, r.aborted("the deadline passed").encode()));
         if (r.state() == TxnRecord.State.PENDING) {
           backoff.pause(); // the anchor's clock has not passed the deadline yet
@@ -277,7 +276,7 @@ public final class Transactions {
       return new TxnOutcome(TxnOutcome.Status.UNKNOWN, null, List.of(), txnId, "no record of this transaction: it never began");
     }
     TxnRecord r = TxnRecord.decode(stored);
-    if (r.state() == TxnRecord.State.PENDING && clockMillis.getAsLong() > r.deadlineMillis()) {
+    if (r.state() == TxnRecord.State.PENDING && clock.millis() > r.deadlineMillis()) {
       r = TxnRecord.decode(shards.record(id.table(), id.anchor(), id.token(), RecordStep.PUSH, r.aborted("the deadline passed").encode()));
     }
     if (r.state() != TxnRecord.State.PENDING) {
@@ -324,8 +323,8 @@ public final class Transactions {
     if (new HashSet<>(keys).size() != keys.size()) {
       throw new IllegalArgumentException("a read transaction names each key once");
     }
-    long deadline = clockMillis.getAsLong() + timeout.toMillis();
-    Backoff backoff = new Backoff();
+    long deadline = clock.millis() + timeout.toMillis();
+    Backoff backoff = new Backoff(clock);
     List<Participants.Read> before = readRound(keys);
     for (int round = 2; ; round++) {
       List<Participants.Read> after = readRound(keys);
@@ -336,7 +335,7 @@ public final class Transactions {
       if (same) {
         return new Snapshot(before, round);
       }
-      if (clockMillis.getAsLong() > deadline) {
+      if (clock.millis() > deadline) {
         throw io.grpc.Status.ABORTED.withDescription("the keys kept changing: no two rounds of reads in " + timeout
             + " agreed; retry").asRuntimeException();
       }
@@ -389,7 +388,7 @@ public final class Transactions {
     } else {
       r = TxnRecord.decode(stored);
     }
-    if (r.state() == TxnRecord.State.PENDING && clockMillis.getAsLong() > holder.deadlineMillis()) {
+    if (r.state() == TxnRecord.State.PENDING && clock.millis() > holder.deadlineMillis()) {
       r = TxnRecord.decode(shards.record(holder.anchorTable(), holder.anchor(), holderTxnId, RecordStep.PUSH,
           r.aborted("the deadline passed; aborted by a transaction or request that met its intent").encode()));
     }
@@ -469,47 +468,6 @@ public final class Transactions {
 
   // ------------------------------------------------------------------ the pieces
 
-  /** The intent an item leaves at its key. */
-  public static Intent intent(TxnItem item, byte[] txnId, byte[] meta) {
-    Intent.Op op = switch (item.op()) {
-      case PUT -> Intent.Op.PUT;
-      case DELETE -> Intent.Op.DELETE;
-      case CHECK -> Intent.Op.CHECK;
-    };
-    return new Intent(txnId, op, item.value(), 0, meta);
-  }
-
-  /** An item's condition as the engine's expected version ({@link Mutation#ANY}, {@link Mutation#EXISTS}, 0 or a version). */
-  public static long expectedVersion(TxnItem item) {
-    return item.expectedVersion() == TxnItem.ANY ? Mutation.ANY : item.expectedVersion() == TxnItem.EXISTS ? Mutation.EXISTS
-        : item.expectedVersion();
-  }
-
-  /** A one-phase commit's record step ({@link io.shardwise.server.storage.TxnStep#record}): {@code pending}, COMMITTED with the items' versions. */
-  public static java.util.function.BiFunction<byte[], long[], byte[]> onePhaseRecord(byte[] pending) {
-    return (current, results) -> TxnRecord.onePhase(current, pending, results);
-  }
-
-  /** A one-phase commit found a record of its transaction there (a retry): nothing of its batch was written. */
-  public static final class RecordExists extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    private final transient byte[] record;
-
-    RecordExists(byte[] record) {
-      super("a record of this transaction exists", null, false, false);
-      this.record = record;
-    }
-
-    public byte[] record() {
-      return record;
-    }
-  }
-
-  /** The record after a step at its anchor's shard ({@link TxnRecord#step}), at {@code nowMillis} there. */
-  public static byte[] recordStep(RecordStep step, byte[] current, byte[] proposed, long nowMillis) {
-    return TxnRecord.step(step, current, proposed, nowMillis);
-  }
-
   private static void validate(List<TxnItem> items, byte[] token) {
     if (items.isEmpty() || items.size() > MAX_ITEMS) {
       throw new IllegalArgumentException("a transaction holds 1 to " + MAX_ITEMS + " items, not " + items.size());
@@ -551,9 +509,9 @@ public final class Transactions {
   }
 
   /** A record step tried up to three times, for a shard that is changing hands. */
-  private static byte[] retried(java.util.function.Supplier<byte[]> step) {
+  private byte[] retried(java.util.function.Supplier<byte[]> step) {
     RuntimeException last = null;
-    Backoff backoff = new Backoff();
+    Backoff backoff = new Backoff(clock);
     for (int attempt = 0; attempt < 3; attempt++) {
       try {
         return step.get();
@@ -565,17 +523,17 @@ public final class Transactions {
     throw last;
   }
 
-  /** Pauses of 1 ms doubling to 20 ms, with jitter. */
+  /** Pauses of up to 1 ms doubling to 20 ms. */
   private static final class Backoff {
+    private final TxnClock clock;
     private long millis = 1;
 
+    Backoff(TxnClock clock) {
+      this.clock = clock;
+    }
+
     void pause() {
-      try {
-        Thread.sleep(millis / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(millis / 2 + 1));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while a transaction waited", e);
-      }
+      clock.pause(millis);
       millis = Math.min(20, millis * 2);
     }
   }

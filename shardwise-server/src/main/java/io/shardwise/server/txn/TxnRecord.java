@@ -47,18 +47,6 @@ record TxnRecord(State state, long deadlineMillis, long priority, long digest, L
    * null: none) and the one proposed, at {@code nowMillis} on the anchor's clock. Returns {@code
    * current} itself when the step leaves it (the engine then writes nothing).
    */
-  /**
-   * A one-phase commit's record step: {@code pending} COMMITTED with the versions the batch's items
-   * got ({@code results}, the record's own slot last); refused with {@link
-   * Transactions.RecordExists} if a record is there.
-   */
-  static byte[] onePhase(byte[] current, byte[] pending, long[] results) {
-    if (current != null) {
-      throw new Transactions.RecordExists(current);
-    }
-    return decode(pending).committed(java.util.Arrays.copyOf(results, results.length - 1)).encode();
-  }
-
   static byte[] step(Participants.RecordStep step, byte[] current, byte[] proposed, long nowMillis) {
     TxnRecord now = current == null ? null : decode(current);
     switch (step) {
