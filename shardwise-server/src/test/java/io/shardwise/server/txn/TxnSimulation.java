@@ -50,15 +50,6 @@ final class TxnSimulation {
   private static final long OPENING = 1_000;
   private static final Duration TIMEOUT = Duration.ofMillis(200);
 
-  /** A broken invariant. */
-  static final class Violation extends AssertionError {
-    private static final long serialVersionUID = 1L;
-
-    Violation(String message) {
-      super(message);
-    }
-  }
-
   /** A coordinator's process dies at this step: an Error, so nothing in the protocol catches it. */
   static final class Crash extends Error {
     private static final long serialVersionUID = 1L;
@@ -262,7 +253,7 @@ final class TxnSimulation {
       }
     }
     if (!broken.isEmpty()) {
-      throw new Violation(String.join("\n", broken));
+      throw new AssertionError("broken invariants:\n" + String.join("\n", broken));
     }
   }
 
@@ -360,30 +351,30 @@ final class TxnSimulation {
   private <T> T step(Supplier<T> atShard) {
     scheduler.yield();
     now += random.nextInt(4);
-    if (faults && scheduler.running()) {
-      int roll = random.nextInt(1000);
-      if (roll < 8) {
-        crashes++;
-        throw new Crash();
-      }
-      if (roll < 38) {
-        lostRequests++;
-        throw Status.UNAVAILABLE.withDescription("the request was lost").asRuntimeException();
-      }
-    }
+    fault("request");
     T answer = atShard.get();
-    if (faults && scheduler.running()) {
-      int roll = random.nextInt(1000);
-      if (roll < 8) {
-        crashes++;
-        throw new Crash();
-      }
-      if (roll < 38) {
-        lostReplies++;
-        throw Status.UNAVAILABLE.withDescription("the reply was lost").asRuntimeException();
-      }
-    }
+    fault("reply");
     return answer;
+  }
+
+  /** Out of 1,000: 8 times the coordinator crashes, 30 times the {@code what} is lost. */
+  private void fault(String what) {
+    if (!faults || !scheduler.running()) {
+      return;
+    }
+    int roll = random.nextInt(1000);
+    if (roll < 8) {
+      crashes++;
+      throw new Crash();
+    }
+    if (roll < 38) {
+      if (what.equals("request")) {
+        lostRequests++;
+      } else {
+        lostReplies++;
+      }
+      throw Status.UNAVAILABLE.withDescription("the " + what + " was lost").asRuntimeException();
+    }
   }
 
   // ------------------------------------------------------------------ keys
