@@ -82,16 +82,22 @@ public final class ShardSteps {
       }
       return TxnRecord.decode(pending).committed(Arrays.copyOf(results, results.length - 1)).encode();
     })));
+    Prepared refused;
     try {
       long[] written = writer.apply(mutations);
       return new OnePhase(Prepared.ok(Arrays.copyOf(written, items.size())), false, null);
     } catch (VersionMismatchException mismatch) {
-      return new OnePhase(Prepared.conditionFailed(Math.max(0, mismatch.index()), mismatch.actual()), false, null);
+      refused = Prepared.conditionFailed(Math.max(0, mismatch.index()), mismatch.actual());
     } catch (KeyLockedException locked) {
-      return new OnePhase(Prepared.locked(indexOf(items, locked.key()), locked.intent().txnId(), locked.intent().meta()), false, null);
+      refused = Prepared.locked(indexOf(items, locked.key()), locked.intent().txnId(), locked.intent().meta());
     } catch (RecordExists exists) {
       return new OnePhase(null, false, existing[0]);
     }
+    // The conditions are evaluated before the record step: a retry of a transaction whose first
+    // attempt was applied (its answer lost) fails them on the versions that attempt wrote. Its
+    // record, once there, stays (until purged): if it is there now, it answers.
+    byte[] record = record(shard, anchor, txnId, RecordStep.READ, null);
+    return record != null ? new OnePhase(null, false, record) : new OnePhase(refused, false, null);
   }
 
   /** Replaces the intents of {@code txnId} on {@code keys} (all in {@code shard}) by the outcome; nothing where there is none. */

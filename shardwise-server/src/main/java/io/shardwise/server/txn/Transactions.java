@@ -144,12 +144,12 @@ public final class Transactions {
         return new TxnOutcome(TxnOutcome.Status.COMMITTED, p.versions(), List.of(), id.toString(), "");
       }
       if (p.conditionFailed()) {
-        return abort(id, begun.cancelled(p.failedItem(), p.currentVersion()));
+        return abortOnePhase(id, begun.cancelled(p.failedItem(), p.currentVersion()));
       }
       TxnItem locked = items.get(p.failedItem());
       if (!resolveLock(p.holderTxnId(), TxnMeta.decode(p.holderMeta()), locked.table(), locked.key())) {
         if (clock.millis() > begun.deadlineMillis()) { // it holds no locks: waiting is safe, but not for ever
-          return abort(id, begun.aborted("item " + p.failedItem() + " stayed locked by another transaction"));
+          return abortOnePhase(id, begun.aborted("item " + p.failedItem() + " stayed locked by another transaction"));
         }
         backoff.pause();
       }
@@ -242,6 +242,23 @@ public final class Transactions {
     // COMMITTED only if a second coordinator ran the same token at the same moment and committed: its outcome stands
     resolveAll(id.token(), decided);
     return outcome(id, decided);
+  }
+
+  /**
+   * Ends a one-phase transaction its shard refused: an ABORTED record, so that no attempt of it still
+   * on its way (a retry under the same token whose first try was lost in the network) can commit it
+   * afterwards. A one-phase transaction has no record before that: if the abort cannot be recorded,
+   * such an attempt may yet commit, so the answer is UNKNOWN, with the id to look it up.
+   */
+  private TxnOutcome abortOnePhase(TxnId id, TxnRecord aborted) {
+    byte[] decided;
+    try {
+      decided = retried(() -> shards.record(id.table(), id.anchor(), id.token(), RecordStep.ABORT, aborted.encode()));
+    } catch (RuntimeException e) {
+      return new TxnOutcome(TxnOutcome.Status.UNKNOWN, null, List.of(), id.toString(),
+          "refused at its shard, but the abort could not be recorded: " + e.getMessage());
+    }
+    return outcome(id, TxnRecord.decode(decided)); // COMMITTED if an earlier attempt under this token was
   }
 
   /** A record found PENDING (a retry of a transaction under way, or left by its coordinator), awaited or pushed; then its outcome. */

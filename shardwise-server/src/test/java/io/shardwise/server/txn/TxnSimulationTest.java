@@ -35,6 +35,18 @@ class TxnSimulationTest {
     }
   }
 
+  /**
+   * Seeds that found bugs, kept. 404: a one-phase transfer's retry (its first attempt applied, the
+   * answer lost) failed its conditions on the versions that attempt wrote and answered CANCELLED
+   * — the shard's conditions were read before its record; now a refused one-phase commit looks for
+   * its record.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @org.junit.jupiter.params.provider.ValueSource(longs = {404})
+  void seedsThatFoundBugs(long seed) throws Exception {
+    transfersUnderLostMessagesAndCrashesAreWholeOrUndone(seed);
+  }
+
   /** A seed is a schedule: the same seed runs the same way (or a failure could not be replayed). */
   @Test
   void aSeedRunsTheSameWayTwice() throws Exception {
