@@ -89,10 +89,21 @@ final class TableCommand {
         + " with fewer, writes are refused. Default: a majority of --replicas (2 of 3).")
     Integer minInSync;
 
+    @Option(names = "--format", paramLabel = "F", description = {"What the values are: bytes (the default: anything) or json"
+        + " (JSON documents: every value one JSON object, a write of anything else refused with the byte where it goes wrong)."})
+    String format;
+
     @Override
     public Integer call() {
       // Checked here, with the flag's name and limit; a flag not given takes the cluster's default.
       TableSpec.Builder b = TableSpec.builder(strategy).seed(seed);
+      if (format != null) {
+        try {
+          b.format(io.shardwise.core.doc.ValueFormat.parse(format));
+        } catch (IllegalArgumentException e) {
+          throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--format: " + e.getMessage());
+        }
+      }
       if (shards != null) {
         b.shards(inRange("--shards", shards, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS));
       }
@@ -398,7 +409,8 @@ final class TableCommand {
 
   static ObjectNode json(TableDescription t) {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())
-        .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch()).put("replicas", t.replicas()).put("minInSync", t.minInSync());
+        .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch()).put("replicas", t.replicas()).put("minInSync", t.minInSync())
+        .put("format", t.spec().format().label());
     if (!t.ringMembers().isEmpty()) {
       ArrayNode members = o.putArray("ringMembers");
       t.ringMembers().forEach(members::add);
@@ -446,8 +458,8 @@ final class TableCommand {
       Output.json(out, json(t));
       return;
     }
-    out.printf("table %s (id %d): %s, hash %s, %s, %s, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
-        t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), replication(t), t.mapEpoch());
+    out.printf("table %s (id %d): %s, hash %s, %s, %s, %s values, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
+        t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), replication(t), t.spec().format().label(), t.mapEpoch());
     if (!t.ringMembers().isEmpty()) {
       out.printf("ring members (simulate's nodes 0..%d): %s; a node that joins adds its own points%n%n", t.ringMembers().size() - 1,
           String.join(", ", t.ringMembers()));

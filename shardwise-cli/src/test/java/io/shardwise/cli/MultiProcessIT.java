@@ -308,6 +308,16 @@ class MultiProcessIT {
     ServerProcesses.Result presplit = cli("table", "presplit", "log", "--shards", "4");
     assertThat(presplit.exit()).as(presplit.err()).isZero();
     assertThat(presplit.out()).contains("the table has 3 shards (fewer than asked: too few partition keys to cut at)");
+
+    // A table of JSON documents: a value that is not one is refused, naming the byte.
+    ServerProcesses.Result docs = cli("table", "create", "docs", "--strategy", "hashrange", "--shards", "2", "--replicas", "1", "--format",
+        "json");
+    assertThat(docs.exit()).as(docs.err()).isZero();
+    assertThat(docs.out()).contains("json values");
+    assertThat(cli("kv", "put", "docs", "car-1", "{\"color\": \"red\"}").exit()).isZero();
+    ServerProcesses.Result notADocument = cli("kv", "put", "docs", "car-2", "{\"color\": red}");
+    assertThat(notADocument.exit()).as(notADocument.err()).isEqualTo(Main.EXIT_USAGE);
+    assertThat(notADocument.err()).contains("not a JSON document at byte 10");
   }
 
   /** Live keys in the trash entries of one kind. */

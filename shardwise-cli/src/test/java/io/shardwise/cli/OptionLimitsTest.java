@@ -19,6 +19,7 @@ class OptionLimitsTest {
     "--vnodes, 5000, '--vnodes must be between 1 and 4,096, not 5000'",
     "--slots, 0, '--slots must be between 1 and 1,048,576, not 0'",
     "--tokens, 0, '--tokens must be between 1 and 4,096, not 0'",
+    "--format, xml, '--format: a value format is bytes or json, not ''xml'''",
   })
   void tableCreateRefusesOutOfRangeCounts(String flag, String value, String message) {
     StringWriter err = new StringWriter();

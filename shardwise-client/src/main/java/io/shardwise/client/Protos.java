@@ -46,8 +46,12 @@ final class Protos {
   }
 
   /** On the wire 0 means "not set": the server fills in what it used. */
-  static TableSpec spec(PartitioningSpec p) {
+  /** A table's spec as it was created: its partitioning, and its values' format ({@code ""}: bytes). */
+  static TableSpec spec(PartitioningSpec p, String valueFormat) {
     TableSpec.Builder b = TableSpec.builder(p.getStrategy()).seed(p.getSeed());
+    if (!valueFormat.isEmpty()) {
+      b.format(io.shardwise.core.doc.ValueFormat.parse(valueFormat));
+    }
     if (!p.getHash().isEmpty()) {
       b.hash(p.getHash());
     }
@@ -74,7 +78,7 @@ final class Protos {
   static TableDescription table(TableInfo t) {
     boolean range = t.getSpec().getStrategy().equals("range");
     List<ShardDescription> shards = t.getShardsList().stream().map(s -> shard(t.getName(), range, s)).toList();
-    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec()), shards, t.getMapEpoch(), t.getRingMembersList(),
+    return new TableDescription(t.getName(), t.getId(), spec(t.getSpec(), t.getValueFormat()), shards, t.getMapEpoch(), t.getRingMembersList(),
         Math.max(1, t.getReplicas()), Math.max(1, t.getMinInSync()));
   }
 

@@ -472,6 +472,11 @@ public final class ShardwiseClient implements AutoCloseable {
     if (routing != Routing.CLIENT || value.length > OwnerBatcher.MAX_BYTES / 4) {
       return CompletableFuture.supplyAsync(() -> put(table, key, value), asyncRetries);
     }
+    try {
+      checkDocument(table, value);
+    } catch (ShardwiseException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     ByteString id = newRequestId();
     markWritten(table, key);
     CompletableFuture<Long> out = firstTryAsync(table, key,
@@ -522,6 +527,7 @@ public final class ShardwiseClient implements AutoCloseable {
     markWritten(table, key);
     try {
       if (routing == Routing.CLIENT && value.length <= OwnerBatcher.MAX_BYTES / 4) {
+        checkDocument(table, value);
         return write(table, key, (target, stub, header) -> batcher(target, table).put(withId(header, id), Protos.key(key), ByteString.copyFrom(value)));
       }
       return write(table, key, (target, stub, header) -> stub.put(PutRequest.newBuilder().setHeader(withId(header, id)).setTable(table)
@@ -711,6 +717,11 @@ public final class ShardwiseClient implements AutoCloseable {
   }
 
   private long[] batchPutToCluster(String table, List<Map.Entry<Key, byte[]>> entries) {
+    if (routing == Routing.CLIENT) { // sent to each owner apart: checked whole before any part goes
+      for (int i = 0; i < entries.size(); i++) {
+        checkDocument(table, entries.get(i).getValue(), "entry " + i);
+      }
+    }
     long[] versions = new long[entries.size()];
     Map<String, List<Integer>> groups = groupByTarget(table, entries.size(), i -> entries.get(i).getKey());
     List<ByteString> ids = new ArrayList<>(entries.size());
@@ -820,6 +831,32 @@ public final class ShardwiseClient implements AutoCloseable {
     return t.shardFor(key.partitionKey()).id().number();
   }
 
+  /**
+   * Refuses, here, a value that the table's format does not take (a table of JSON documents: one
+   * JSON object), as its node would: puts to one owner travel together in one batch, which a node
+   * refuses whole, so one bad value must not reach it among other callers' puts.
+   */
+  private void checkDocument(String table, byte[] value) {
+    checkDocument(table, value, "the value");
+  }
+
+  /** As {@link #checkDocument(String, byte[])}, naming the value {@code what} in the refusal. */
+  private void checkDocument(String table, byte[] value, String what) {
+    Table t = map.table(table).orElse(null);
+    if (t == null) {
+      refreshForMissingTable();
+      t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
+    }
+    if (t.format() == io.shardwise.core.doc.ValueFormat.JSON) {
+      try {
+        io.shardwise.proto.Documents.check(value);
+      } catch (io.shardwise.proto.Documents.NotADocumentException e) {
+        throw new ShardwiseException(Status.Code.INVALID_ARGUMENT, what + " is " + e.getMessage() + " (table " + table
+            + " holds JSON documents); nothing was written");
+      }
+    }
+  }
+
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */
   public TxnOutcome txnStatus(String txnId) {
     return io.shardwise.proto.TxnCodec.outcome(onAnySeed(stub -> stub.txnStatus(TxnStatusRequest.newBuilder().setTxnId(txnId).build())));
@@ -882,6 +919,9 @@ public final class ShardwiseClient implements AutoCloseable {
     CreateTableRequest.Builder request = CreateTableRequest.newBuilder().setName(name).setSpec(Protos.spec(spec));
     spec.replicas().ifPresent(request::setReplicas);
     spec.minInSync().ifPresent(request::setMinInSync);
+    if (spec.format() != io.shardwise.core.doc.ValueFormat.BYTES) {
+      request.setValueFormat(spec.format().label());
+    }
     TableInfo info = onSeed(stub -> stub.createTable(request.build()));
     awaitEpoch(info.getMapEpoch());
     return Protos.table(info);

@@ -34,8 +34,10 @@ public final class TableSpec {
   private final List<byte[]> sampleKeys;
   private final Integer replicas;
   private final Integer minInSync;
+  private final io.shardwise.core.doc.ValueFormat format;
 
   private TableSpec(Builder b) {
+    this.format = b.format;
     this.replicas = b.replicas;
     this.minInSync = b.minInSync;
     this.strategy = b.strategy;
@@ -70,6 +72,11 @@ public final class TableSpec {
   /** The fewest in-sync replicas a write needs (unset: a majority of the replicas). */
   public OptionalInt minInSync() {
     return minInSync == null ? OptionalInt.empty() : OptionalInt.of(minInSync);
+  }
+
+  /** What the table's values are: any bytes (the default), or JSON documents checked on every write. */
+  public io.shardwise.core.doc.ValueFormat format() {
+    return format;
   }
 
   /** The hash function; empty: the default. */
@@ -126,6 +133,9 @@ public final class TableSpec {
     slots().ifPresent(n -> b.append(", ").append(n).append(" slots"));
     tokens().ifPresent(n -> b.append(", ").append(n).append(" tokens"));
     replicas().ifPresent(n -> b.append(", ").append(n).append(" replicas"));
+    if (format != io.shardwise.core.doc.ValueFormat.BYTES) {
+      b.append(", ").append(format.label()).append(" values");
+    }
     if (!splitPoints.isEmpty()) {
       b.append(", ").append(splitPoints.size()).append(" split points");
     }
@@ -146,6 +156,7 @@ public final class TableSpec {
     private final List<byte[]> sampleKeys = new ArrayList<>();
     private Integer replicas;
     private Integer minInSync;
+    private io.shardwise.core.doc.ValueFormat format = io.shardwise.core.doc.ValueFormat.BYTES;
 
     private Builder(String strategy) {
       this.strategy = strategy;
@@ -193,6 +204,12 @@ public final class TableSpec {
     }
 
     /** The fewest in-sync replicas (the leader counted) a write needs before it is acknowledged. */
+    /** {@link io.shardwise.core.doc.ValueFormat#JSON}: every value a JSON object, a write of anything else refused. */
+    public Builder format(io.shardwise.core.doc.ValueFormat valueFormat) {
+      this.format = java.util.Objects.requireNonNull(valueFormat, "format");
+      return this;
+    }
+
     public Builder minInSync(int count) {
       this.minInSync = positive("min in-sync replicas", count);
       return this;

@@ -23,8 +23,10 @@ class TableSpecTest {
   @Test
   void everySettingSurvivesTheWire() {
     TableSpec spec = TableSpec.builder("range").hash("xxhash64").shards(7).vnodes(16).vnodeTemplate("{node}#{i}").slots(64).tokens(8)
-        .seed(42).splitPoints("g", "n").sampleKeys(List.of(new byte[] {1, 2}, new byte[] {(byte) 0xff})).build();
-    TableSpec back = Protos.spec(Protos.spec(spec));
+        .seed(42).splitPoints("g", "n").sampleKeys(List.of(new byte[] {1, 2}, new byte[] {(byte) 0xff}))
+        .format(io.shardwise.core.doc.ValueFormat.JSON).build();
+    TableSpec back = Protos.spec(Protos.spec(spec), spec.format().label());
+    assertThat(back.format()).isEqualTo(io.shardwise.core.doc.ValueFormat.JSON);
     assertThat(back.strategy()).isEqualTo("range");
     assertThat(back.hash()).contains("xxhash64");
     assertThat(back.shards()).hasValue(7);
@@ -35,7 +37,7 @@ class TableSpecTest {
     assertThat(back.seed()).isEqualTo(42);
     assertThat(back.splitPoints()).extracting(p -> new String(p, StandardCharsets.UTF_8)).containsExactly("g", "n");
     assertThat(back.sampleKeys()).containsExactly(new byte[] {1, 2}, new byte[] {(byte) 0xff});
-    assertThat(back).hasToString("range, hash xxhash64, 7 shards, 16 vnodes, 64 slots, 8 tokens, 2 split points");
+    assertThat(back).hasToString("range, hash xxhash64, 7 shards, 16 vnodes, 64 slots, 8 tokens, json values, 2 split points");
   }
 
   @Test

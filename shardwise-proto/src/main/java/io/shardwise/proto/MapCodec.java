@@ -61,7 +61,13 @@ public final class MapCodec {
    */
   public static Table fromProto(TableMapProto t) {
     return ShardMap.table(t.getName(), t.getId(), fromProto(t.getSpec()), layout(t, List.of(t)), shards(t.getName(), t.getShardsList()),
-        t.getNextShardNumber(), replication(t), replicationChangedAt(t));
+        t.getNextShardNumber(), replication(t), replicationChangedAt(t), format(t));
+  }
+
+  /** What a table's values are, as its header says (any bytes when it says nothing). */
+  public static io.shardwise.core.doc.ValueFormat format(TableMapProto header) {
+    return header.getValueFormat().isEmpty() ? io.shardwise.core.doc.ValueFormat.BYTES
+        : io.shardwise.core.doc.ValueFormat.parse(header.getValueFormat());
   }
 
   /** The replication a table's header stores (one replica when it stores none). */
@@ -76,7 +82,11 @@ public final class MapCodec {
     return header.getReplicationChangedAt() == 0 ? header.getId() : header.getReplicationChangedAt();
   }
 
+  /** The header's fields that change with the table's settings: its value format, its replication. */
   private static TableMapProto.Builder withReplication(TableMapProto.Builder b, Table t) {
+    if (t.format() != io.shardwise.core.doc.ValueFormat.BYTES) {
+      b.setValueFormat(t.format().label());
+    }
     if (t.replication().replicated() || t.replicationChangedAt() != t.id()) {
       b.setReplicationFactor(t.replication().factor()).setMinInSync(t.replication().minInSync())
           .setReplicationChangedAt(t.replicationChangedAt()).setVersionFloor(t.replication().versionFloor())
@@ -205,7 +215,7 @@ public final class MapCodec {
       shards.set(position, changed.get(i));
     }
     return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber(),
-        replication(table), replicationChangedAt(table)));
+        replication(table), replicationChangedAt(table), mine.format()));
   }
 
   /** Shard assignments of table {@code tableName}. */

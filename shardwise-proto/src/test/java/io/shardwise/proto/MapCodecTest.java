@@ -88,6 +88,26 @@ class MapCodecTest {
   }
 
   @Test
+  void aTableOfDocumentsStaysOneWhateverChangesAroundIt() {
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.HASHRANGE).build();
+    ShardLayout layout = ShardLayout.initial(spec, 3, 3, KeySample.empty()).layout();
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("docs", spec, layout, NODES.subList(0, 3),
+        List.of(List.of(), List.of(), List.of()), io.shardwise.core.map.Replication.NONE, io.shardwise.core.doc.ValueFormat.JSON)
+        .createTable("raw", spec, layout, NODES.subList(0, 3)).build());
+    ShardMap changed = map.apply(ShardMapDelta.on(map).add(new ShardMapDelta.SetReplication("docs", io.shardwise.core.map.Replication.of(2)))
+        .build());
+    ShardMap back = MapCodec.fromBytes(MapCodec.toProto(changed).toByteArray());
+    assertThat(back.table("docs").orElseThrow().format()).isEqualTo(io.shardwise.core.doc.ValueFormat.JSON);
+    assertThat(back.table("raw").orElseThrow().format()).isEqualTo(io.shardwise.core.doc.ValueFormat.BYTES);
+    assertThat(MapCodec.format(MapCodec.header(changed.table("docs").orElseThrow()))).as("the header alone carries it")
+        .isEqualTo(io.shardwise.core.doc.ValueFormat.JSON);
+    assertThat(MapCodec.header(changed.table("raw").orElseThrow()).getValueFormat()).as("bytes are written as before: nothing").isEmpty();
+    Table caughtUp = MapCodec.applyShardChanges(map.table("docs").orElseThrow(),
+        MapCodec.shardChanges(changed.table("docs").orElseThrow(), map.epoch())).orElseThrow();
+    assertThat(caughtUp.format()).isEqualTo(io.shardwise.core.doc.ValueFormat.JSON);
+  }
+
+  @Test
   void specsDefaultWhatIsUnsetAndRejectWhatMakesNoSense() {
     PartitionerSpec spec = MapCodec.fromProto(PartitioningSpec.newBuilder().setStrategy("ring").build());
     assertThat(spec.hash().name()).isEqualTo("murmur3-128");

@@ -103,6 +103,12 @@ public final class ShardMap {
     return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt);
   }
 
+  /** Builds a table for {@link #restore} as the one above, whose values are of {@code format}. */
+  public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards,
+      long nextShardNumber, Replication replication, long replicationChangedAt, io.shardwise.core.doc.ValueFormat format) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, format);
+  }
+
   public long epoch() {
     return epoch;
   }
@@ -227,7 +233,7 @@ public final class ShardMap {
           }
           shards.add(new ShardAssignment(new ShardId(c.name(), i), c.owners().get(i), next, followers, followers));
         }
-        out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards, 0, c.replication(), next));
+        out.put(c.name(), new Table(c.name(), next, c.spec(), c.layout(), shards, 0, c.replication(), next, c.format()));
       } else if (change instanceof ShardMapDelta.RestoreTable) {
         Table t = ((ShardMapDelta.RestoreTable) change).table();
         if (out.containsKey(t.name())) {
@@ -245,7 +251,8 @@ public final class ShardMap {
         for (ShardAssignment s : t.shards()) {
           shards.add(s.as(s.id(), next));
         }
-        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber(), t.replication(), next));
+        out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber(), t.replication(), next,
+            t.format()));
       } else if (change instanceof ShardMapDelta.DropTable) {
         String name = ((ShardMapDelta.DropTable) change).name();
         if (out.remove(name) == null) {

@@ -24,9 +24,10 @@ public final class ShardMapDelta {
    * holds nothing yet, so every replica has every write.
    */
   public record CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
-      Replication replication) implements Change {
+      Replication replication, io.shardwise.core.doc.ValueFormat format) implements Change {
     public CreateTable {
       Tables.checkName(name);
+      java.util.Objects.requireNonNull(format, "format");
       owners = List.copyOf(owners);
       List<List<NodeId>> copy = new ArrayList<>();
       followers.forEach(f -> copy.add(List.copyOf(f)));
@@ -39,6 +40,12 @@ public final class ShardMapDelta {
     /** A table of one replica per shard. */
     public CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners) {
       this(name, spec, layout, owners, java.util.Collections.nCopies(owners.size(), List.of()), Replication.NONE);
+    }
+
+    /** A table of any bytes. */
+    public CreateTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
+        Replication replication) {
+      this(name, spec, layout, owners, followers, replication, io.shardwise.core.doc.ValueFormat.BYTES);
     }
   }
 
@@ -205,6 +212,12 @@ public final class ShardMapDelta {
     public Builder createTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
         Replication replication) {
       changes.add(new CreateTable(name, spec, layout, owners, followers, replication));
+      return this;
+    }
+
+    public Builder createTable(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
+        Replication replication, io.shardwise.core.doc.ValueFormat format) {
+      changes.add(new CreateTable(name, spec, layout, owners, followers, replication, format));
       return this;
     }
 

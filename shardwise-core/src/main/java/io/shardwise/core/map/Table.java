@@ -1,5 +1,6 @@
 package io.shardwise.core.map;
 
+import io.shardwise.core.doc.ValueFormat;
 import io.shardwise.core.partition.PartitionerSpec;
 import io.shardwise.core.partition.ShardLayout;
 import java.util.ArrayList;
@@ -22,6 +23,7 @@ public final class Table {
   private final long replicationChangedAt;
   private final long changedAt;
   private final long nextShardNumber;
+  private final ValueFormat format;
   /** Shard number to position, built on first use once numbers no longer equal positions. */
   private volatile java.util.Map<Long, Integer> positions;
 
@@ -42,6 +44,13 @@ public final class Table {
    */
   Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber,
       Replication replication, long replicationChangedAt) {
+    this(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, ValueFormat.BYTES);
+  }
+
+  /** @param format what the table's values are (set at creation, never changed) */
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber,
+      Replication replication, long replicationChangedAt, ValueFormat format) {
+    this.format = java.util.Objects.requireNonNull(format, "format");
     this.name = Tables.checkName(name);
     if (id < 1) {
       throw new IllegalArgumentException("table id must be at least 1, not " + id);
@@ -163,6 +172,11 @@ public final class Table {
     return replication;
   }
 
+  /** What the table's values are: any bytes, or JSON documents checked on every write. */
+  public ValueFormat format() {
+    return format;
+  }
+
   /** The map epoch at which {@link #replication} was last set (the table's id if never). */
   public long replicationChangedAt() {
     return replicationChangedAt;
@@ -171,16 +185,16 @@ public final class Table {
   Table withShard(int position, ShardAssignment shard) {
     List<ShardAssignment> next = new ArrayList<>(shards);
     next.set(position, shard);
-    return new Table(name, id, spec, layout, next, nextShardNumber, replication, replicationChangedAt());
+    return new Table(name, id, spec, layout, next, nextShardNumber, replication, replicationChangedAt(), format);
   }
 
   /** The table with a new layout and the shards to match, the next shard number raised to {@code nextShardNumber}. */
   Table withLayout(ShardLayout newLayout, List<ShardAssignment> newShards, long newNextShardNumber) {
-    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber, replication, replicationChangedAt());
+    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber, replication, replicationChangedAt(), format);
   }
 
   /** The table keeping {@code newReplication} from map epoch {@code epoch} on (its shards converge to it as the balancer adds or removes replicas). */
   Table withReplication(Replication newReplication, long epoch) {
-    return new Table(name, id, spec, layout, shards, nextShardNumber, newReplication, epoch);
+    return new Table(name, id, spec, layout, shards, nextShardNumber, newReplication, epoch, format);
   }
 }

@@ -289,7 +289,8 @@ final class MapChunks {
           shards.addAll(chunk(name).shards(header.getName()));
         }
         table = ShardMap.table(header.getName(), header.getId(), sameHeader ? before.table().spec() : MapCodec.fromProto(header.getSpec()),
-            layout, shards, header.getNextShardNumber(), MapCodec.replication(header), MapCodec.replicationChangedAt(header));
+            layout, shards, header.getNextShardNumber(), MapCodec.replication(header), MapCodec.replicationChangedAt(header),
+            MapCodec.format(header));
       }
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));

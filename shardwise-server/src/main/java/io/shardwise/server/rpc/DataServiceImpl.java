@@ -168,6 +168,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       Key key = counter ? key(request.getKey()) : userKey(request.getKey());
       ctx.limits().checkValue(request.getValue().size());
       ctx.limits().checkValue(request.getCounter().getAppend().size());
+      if (counter && formatOf(request.getHeader(), request.getTable()) == io.shardwise.core.doc.ValueFormat.JSON) {
+        throw Errors.invalid("table " + request.getTable() + " holds JSON documents; counter operations write numbers and text");
+      }
+      if (!counter) {
+        checkDocuments(request.getHeader(), request.getTable(), List.of(request.getValue()), i -> "the value");
+      }
       java.util.function.UnaryOperator<byte[]> transform = counter
           ? CounterOps.transform(request.getCounter(), key, CounterOps::nowMicros, ctx.limits().maxValueBytes()) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
@@ -304,6 +310,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += kv.getKey().getPartitionKey().size() + kv.getKey().getSortKey().size() + kv.getValue().size();
       }
       ctx.limits().checkBatch(keys.size(), bytes);
+      checkDocuments(request.getHeader(), request.getTable(), request.getEntriesList().stream().map(KeyValue::getValue).toList(),
+          i -> "entry " + i);
       List<ByteString> ids = request.getRequestIdsList();
       if (!ids.isEmpty() && ids.size() != keys.size()) {
         throw Errors.invalid("a batch has one write id per entry or none: " + ids.size() + " ids for " + keys.size() + " entries");
@@ -647,6 +655,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         bytes += item.getKey().getPartitionKey().size() + item.getKey().getSortKey().size() + item.getValue().size();
       }
       ctx.limits().checkBatch(items.size(), bytes);
+      for (int i = 0; i < items.size(); i++) {
+        io.shardwise.core.txn.TxnItem item = items.get(i);
+        String what = "item " + i;
+        if (item.op() == io.shardwise.core.txn.TxnItem.Op.PUT) {
+          checkDocuments(request.getHeader(), item.table(), List.of(request.getItems(i).getValue()), n -> what);
+        }
+      }
       io.shardwise.core.txn.TxnOutcome o = txns.transact(items, request.getToken().toByteArray(), request.getFirstAttemptMillis());
       return io.shardwise.proto.TxnCodec.response(o).setHeader(header(ctx.map().current(), items.size())).build();
     });
@@ -1218,6 +1233,33 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private static StatusRuntimeException moving(ShardFencedException e) {
     return Status.UNAVAILABLE.withDescription(e.getMessage() + "; retry").asRuntimeException();
+  }
+
+  /** What {@code tableName}'s values are, by the map at the caller's epoch at least. */
+  private io.shardwise.core.doc.ValueFormat formatOf(RequestHeader h, String tableName) {
+    ShardMap map = mapFor(h);
+    return map.table(tableName).orElseThrow(() -> Errors.noSuchTable(tableName, map.epoch())).format();
+  }
+
+  /**
+   * Refuses a write whose values do not fit its table's format (a JSON table: each value one JSON
+   * object), before any of it is written: a batch or a transaction is refused whole. Checked where
+   * the request arrives, and again by an owner it is forwarded to (a parse, cheap beside the write).
+   *
+   * @param what names value i in the refusal ("entry 3")
+   */
+  private void checkDocuments(RequestHeader h, String tableName, List<ByteString> values, java.util.function.IntFunction<String> what) {
+    if (formatOf(h, tableName) != io.shardwise.core.doc.ValueFormat.JSON) {
+      return;
+    }
+    for (int i = 0; i < values.size(); i++) {
+      try {
+        io.shardwise.proto.Documents.check(values.get(i).toByteArray());
+      } catch (io.shardwise.proto.Documents.NotADocumentException e) {
+        throw Errors.invalid(what.apply(i) + " is " + e.getMessage() + " (table " + tableName + " holds JSON documents); nothing was"
+            + " written");
+      }
+    }
   }
 
   private boolean mayForward(RequestHeader h) {

@@ -51,6 +51,13 @@ public final class TableAdmin {
   TableInfo create(CreateTableRequest request) {
     String name = Tables.checkName(request.getName());
     PartitionerSpec spec = MapCodec.fromProto(request.getSpec());
+    io.shardwise.core.doc.ValueFormat format;
+    try {
+      format = request.getValueFormat().isEmpty() ? io.shardwise.core.doc.ValueFormat.BYTES
+          : io.shardwise.core.doc.ValueFormat.parse(request.getValueFormat());
+    } catch (IllegalArgumentException e) {
+      throw Errors.invalid(e.getMessage());
+    }
     List<NodeId> live = new ArrayList<>(ctx.coordinator().liveNodesNow().keySet());
     if (live.isEmpty()) {
       throw Status.FAILED_PRECONDITION.withDescription("no live nodes to place table " + name + " on").asRuntimeException();
@@ -87,7 +94,7 @@ public final class TableAdmin {
       if (map.table(name).isPresent()) {
         throw Status.ALREADY_EXISTS.withDescription("table " + name + " already exists").asRuntimeException();
       }
-      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners, followers, replication).build());
+      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners, followers, replication, format).build());
     });
     ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
     Table table = (applied.epoch() >= stored.epoch() ? applied : stored).table(name).orElseThrow();
@@ -308,7 +315,7 @@ public final class TableAdmin {
         .setMapEpoch(mapEpoch)
         .addAllRingMembers(table.layout().ringMembers())
         .setReplicas(table.replication().factor())
-        .setMinInSync(table.replication().minInSync());
+        .setMinInSync(table.replication().minInSync()).setValueFormat(table.format().label());
     long[] hashValues = table.layout().hashValues();
     for (int position = 0; position < table.shards().size(); position++) {
       ShardAssignment s = table.shards().get(position);
