@@ -24,6 +24,7 @@ import picocli.CommandLine.Command;
       TableCommand.class,
       KvCommand.class,
       TxnCommand.class,
+      QueryCommand.class,
       ClusterCommand.class,
       RebalanceCommand.class,
       HotspotsCommand.class,

@@ -318,6 +318,9 @@ class MultiProcessIT {
     ServerProcesses.Result notADocument = cli("kv", "put", "docs", "car-2", "{\"color\": red}");
     assertThat(notADocument.exit()).as(notADocument.err()).isEqualTo(Main.EXIT_USAGE);
     assertThat(notADocument.err()).contains("not a JSON document at byte 10");
+    ServerProcesses.Result query = cli("query", "docs", "--where", "color = 'red'", "--explain");
+    assertThat(query.exit()).as(query.err()).isZero();
+    assertThat(query.out()).contains("car-1").contains("1 row").contains("plan: scan of 2 shards").contains("rows examined 1, matched 1");
   }
 
   /** Live keys in the trash entries of one kind. */

@@ -857,6 +857,22 @@ public final class ShardwiseClient implements AutoCloseable {
     }
   }
 
+  /**
+   * The rows of a table of JSON documents that meet {@code where} (for example {@code color = 'red'
+   * AND year >= 2020}; see {@code io.shardwise.core.doc.Where}), at most {@code limit} (up to
+   * 10,000). Without an index every shard is read at once, each filtered at its owner; a shard that
+   * does not answer within {@code shardDeadline} is named in the plan and the result is not
+   * {@linkplain QueryResult#complete complete}.
+   */
+  public QueryResult query(String table, String where, int limit, java.time.Duration shardDeadline) {
+    io.shardwise.proto.v1.QueryResponse r = onAnySeed(stub -> stub.query(io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
+        .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis())).build()));
+    io.shardwise.proto.v1.QueryPlan p = r.getPlan();
+    return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
+        p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros()),
+        r.getComplete(), r.getTruncated());
+  }
+
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */
   public TxnOutcome txnStatus(String txnId) {
     return io.shardwise.proto.TxnCodec.outcome(onAnySeed(stub -> stub.txnStatus(TxnStatusRequest.newBuilder().setTxnId(txnId).build())));

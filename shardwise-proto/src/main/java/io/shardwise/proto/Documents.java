@@ -23,7 +23,65 @@ public final class Documents {
       .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
       .build();
 
+  private static final com.fasterxml.jackson.databind.ObjectMapper TREES = new com.fasterxml.jackson.databind.ObjectMapper(JSON)
+      .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
+
   private Documents() {}
+
+  /**
+   * True if {@code document} (a value of a JSON table, so one JSON object) meets {@code where}: a
+   * comparison reads the field at its path (objects only: a path through an array or a scalar finds
+   * nothing) and compares it with the literal if both are of one kind — strings by their UTF-16
+   * order, numbers by value, booleans false before true, null only equal to null; a missing field, or
+   * one of another kind, meets only {@code !=}.
+   *
+   * @throws NotADocumentException if {@code document} is not one (a table's values always are)
+   */
+  public static boolean matches(byte[] document, io.shardwise.core.doc.Where where) {
+    com.fasterxml.jackson.databind.JsonNode root;
+    try {
+      root = TREES.readTree(document);
+    } catch (IOException e) {
+      throw new NotADocumentException(e.getMessage(), 0);
+    }
+    return matches(root, where);
+  }
+
+  private static boolean matches(com.fasterxml.jackson.databind.JsonNode root, io.shardwise.core.doc.Where where) {
+    if (where instanceof io.shardwise.core.doc.Where.And and) {
+      return and.parts().stream().allMatch(p -> matches(root, p));
+    }
+    if (where instanceof io.shardwise.core.doc.Where.Or or) {
+      return or.parts().stream().anyMatch(p -> matches(root, p));
+    }
+    io.shardwise.core.doc.Where.Compare c = (io.shardwise.core.doc.Where.Compare) where;
+    com.fasterxml.jackson.databind.JsonNode node = root;
+    for (String name : c.path()) {
+      node = node != null && node.isObject() ? node.get(name) : null;
+    }
+    Integer order = compare(node, c.value());
+    return order == null ? c.op() == io.shardwise.core.doc.Where.Op.NE : c.op().holds(order);
+  }
+
+  /** The field's order against the literal, or null if they are not of one kind (or the field is missing). */
+  private static Integer compare(com.fasterxml.jackson.databind.JsonNode node, Object literal) {
+    if (node == null || node.isMissingNode()) {
+      return null;
+    }
+    if (literal == io.shardwise.core.doc.Where.NULL) {
+      return node.isNull() ? 0 : null;
+    }
+    if (literal instanceof String s && node.isTextual()) {
+      return Integer.signum(node.textValue().compareTo(s));
+    }
+    if (literal instanceof java.math.BigDecimal d && node.isNumber()) {
+      return node.decimalValue().compareTo(d);
+    }
+    if (literal instanceof Boolean b && node.isBoolean()) {
+      return Boolean.compare(node.booleanValue(), b);
+    }
+    return null;
+  }
 
   /** A value that is not a document: why, and at which byte of the value (0-based). */
   public static final class NotADocumentException extends IllegalArgumentException {

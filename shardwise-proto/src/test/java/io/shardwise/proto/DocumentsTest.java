@@ -66,4 +66,24 @@ class DocumentsTest {
     assertThat(ValueFormat.JSON.label()).isEqualTo("json");
     assertThatThrownBy(() -> ValueFormat.parse("xml")).hasMessageContaining("bytes or json");
   }
+
+  private static boolean matches(String doc, String where) {
+    return Documents.matches(b(doc), io.shardwise.core.doc.Where.parse(where));
+  }
+
+  @Test
+  void conditionsReadFieldsByPathAndCompareLikeWithLike() {
+    String car = "{\"color\": \"red\", \"year\": 2021, \"price\": 9999.5, \"sold\": false, \"note\": null,"
+        + " \"owner\": {\"id\": 7, \"name\": \"Zoë\"}, \"tags\": [\"a\"]}";
+    assertThat(matches(car, "color = 'red' AND year >= 2021 AND year < 2022")).isTrue();
+    assertThat(matches(car, "color = 'blue' OR owner.id = 7")).isTrue();
+    assertThat(matches(car, "owner.name = 'Zoë' AND price < 10000 AND price > 9999.49")).isTrue();
+    assertThat(matches(car, "year = 2021.0")).as("numbers by value").isTrue();
+    assertThat(matches(car, "sold = false AND note = null AND color != null")).isTrue();
+    assertThat(matches(car, "color > 'blue' AND color < 'silver'")).isTrue();
+    assertThat(matches(car, "year = '2021'")).as("a number is not a string").isFalse();
+    assertThat(matches(car, "year != '2021'")).as("another kind meets only !=").isTrue();
+    assertThat(matches(car, "missing = 1 OR missing < 1 OR owner.id.deeper = 1 OR tags.a = 1")).isFalse();
+    assertThat(matches(car, "missing != 1")).isTrue();
+  }
 }

@@ -586,9 +586,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   /** One shard's page, from this node's store or from its owner. */
   private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit) {
+    return shardScan(h, table, position, from, to, limit, "");
+  }
+
+  /** One page of the shard at {@code position}, here or at its owner; with a {@code where}, only the rows that meet it. */
+  private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit, String where) {
     ShardAssignment shard = table.shards().get(position);
     ShardScanRequest.Builder request = ShardScanRequest.newBuilder().setHeader(h).setTable(table.name()).setPosition(position)
-        .setNumber(shard.id().number()).setHasNumber(true).setFrom(ByteString.copyFrom(from)).setLimit(limit);
+        .setNumber(shard.id().number()).setHasNumber(true).setFrom(ByteString.copyFrom(from)).setLimit(limit).setWhere(where);
     if (to != null) {
       request.setTo(ByteString.copyFrom(to)).setHasTo(true);
     }
@@ -625,12 +630,50 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
     ScanPage page = scanUnlocked(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
         request.getHasTo() ? request.getTo().toByteArray() : null, limit));
-    ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1));
-    page.entries().forEach(e -> b.addRows(row(e)));
+    ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1)).setExamined(page.entries().size());
+    io.shardwise.core.doc.Where where = request.getWhere().isEmpty() ? null : where(table, request.getWhere());
+    for (StoredEntry e : page.entries()) {
+      if (where == null || io.shardwise.proto.Documents.matches(e.value(), where)) {
+        b.addRows(row(e));
+      }
+    }
     if (page.hasMore()) {
       b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));
     }
     return b.build();
+  }
+
+  /** {@code text} read as a condition on the documents of {@code table}; INVALID_ARGUMENT if it is not one, or the table holds no documents. */
+  private static io.shardwise.core.doc.Where where(Table table, String text) {
+    if (table.format() != io.shardwise.core.doc.ValueFormat.JSON) {
+      throw Errors.invalid("table " + table.name() + " holds bytes, not JSON documents: a query needs a table created with --format json");
+    }
+    try {
+      return io.shardwise.core.doc.Where.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw Errors.invalid(e.getMessage());
+    }
+  }
+
+  /** Rows the query may return at most. */
+  static final int MAX_QUERY_ROWS = 10_000;
+
+  @Override
+  public void query(io.shardwise.proto.v1.QueryRequest request, StreamObserver<io.shardwise.proto.v1.QueryResponse> out) {
+    respond(requests.timed("query", out), () -> {
+      Inline.mayBlock();
+      ShardMap map = mapFor(request.getHeader());
+      Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
+      where(table, request.getWhere()); // refused here, once, rather than by every shard
+      int limit = request.getLimit() == 0 ? 100 : request.getLimit();
+      if (limit > MAX_QUERY_ROWS) {
+        throw Errors.limit("a query returns at most " + MAX_QUERY_ROWS + " rows, not " + limit);
+      }
+      long deadline = request.getShardDeadlineMillis() == 0 ? 5_000 : request.getShardDeadlineMillis();
+      RequestHeader h = request.getHeader();
+      return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
+          limit, deadline).setHeader(header(map, table.shards().size())).build();
+    });
   }
 
   private static KeyValue row(StoredEntry e) {

@@ -1,0 +1,94 @@
+package io.shardwise.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.client.KeyValue;
+import io.shardwise.client.QueryResult;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise query TABLE --where COND}: the documents of a JSON table that meet a condition on their fields. */
+@Command(name = "query", mixinStandardHelpOptions = true,
+    description = {"The documents of a table created with --format json that meet a condition on their fields.",
+        "COND: comparisons (= != < <= > >=) of a field path (owner.id) with a 'string', a number, true, false or null,",
+        "joined by AND and OR, grouped by parentheses: \"color = 'red' AND (year >= 2020 OR owner.id = 7)\".",
+        "Without an index every shard is read at once, each filtered where it lives; a shard that does not answer",
+        "within --shard-deadline is named, and the answer is marked incomplete (exit code 5)."})
+final class QueryCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+  @Mixin KvCommand.Common common;
+
+  @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+  @Option(names = "--where", required = true, paramLabel = "COND", description = "The condition.")
+  String where;
+
+  @Option(names = "--limit", paramLabel = "N", defaultValue = "100", description = "The most rows printed, 1 to 10,000. Default: ${DEFAULT-VALUE}.")
+  int limit;
+
+  @Option(names = "--shard-deadline", paramLabel = "DURATION", defaultValue = "5s",
+      description = "How long each shard may take (ms, s). Default: ${DEFAULT-VALUE}.")
+  String shardDeadline;
+
+  @Option(names = "--explain", description = "Print how the rows were found: the access path, shards asked and missing, rows examined"
+      + " and matched, bytes shipped, the slowest shard.")
+  boolean explain;
+
+  @Override
+  public Integer call() {
+    if (limit < 1 || limit > 10_000) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--limit must be between 1 and 10,000, not " + limit);
+    }
+    Duration deadline = Durations.parse("--shard-deadline", shardDeadline);
+    QueryResult r = common.cluster.connect().query(table, where, limit, deadline);
+    PrintWriter out = spec.commandLine().getOut();
+    if (common.output == OutputFormat.json) {
+      ObjectNode o = Output.object().put("complete", r.complete()).put("truncated", r.truncated());
+      ArrayNode rows = o.putArray("rows");
+      for (KeyValue kv : r.rows()) {
+        ObjectNode row = rows.addObject().put("key", text(kv.key().partitionKey()));
+        if (kv.key().sortKey().length > 0) {
+          row.put("sort_key", text(kv.key().sortKey()));
+        }
+        row.put("version", kv.version());
+        row.put("value", kv.valueAsString());
+      }
+      ObjectNode plan = o.putObject("plan").put("access", r.plan().access()).put("shards", r.plan().shards())
+          .put("rows_examined", r.plan().rowsExamined()).put("rows_matched", r.plan().rowsMatched())
+          .put("bytes_shipped", r.plan().bytesShipped()).put("slowest_shard_micros", r.plan().slowestShardMicros());
+      r.plan().missingShards().forEach(plan.putArray("missing_shards")::add);
+      Output.json(out, o);
+    } else {
+      List<List<String>> rows = new ArrayList<>();
+      for (KeyValue kv : r.rows()) {
+        rows.add(List.of(text(kv.key().partitionKey()) + (kv.key().sortKey().length > 0 ? "/" + text(kv.key().sortKey()) : ""),
+            Long.toString(kv.version()), kv.valueAsString()));
+      }
+      Output.table(out, List.of("KEY", "VERSION", "DOCUMENT"), rows);
+      out.println(Output.count(r.rows().size(), "row") + (r.truncated() ? " (more match: raise --limit)" : "")
+          + (r.complete() ? "" : "; INCOMPLETE: " + String.join(", ", r.plan().missingShards())));
+      if (explain) {
+        QueryResult.Plan p = r.plan();
+        out.printf(java.util.Locale.ROOT, "plan: %s of %s (no index on these fields), filtered at each shard's owner%n", p.access(),
+            Output.count(p.shards(), "shard"));
+        out.printf(java.util.Locale.ROOT, "  rows examined %,d, matched %,d, shipped %,d bytes; slowest shard %.1f ms%n", p.rowsExamined(),
+            p.rowsMatched(), p.bytesShipped(), p.slowestShardMicros() / 1000.0);
+      }
+    }
+    return r.complete() ? Main.EXIT_OK : Main.EXIT_UNAVAILABLE;
+  }
+
+  private static String text(byte[] b) {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+}
