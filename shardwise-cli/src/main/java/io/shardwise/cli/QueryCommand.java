@@ -40,6 +40,9 @@ final class QueryCommand implements Callable<Integer> {
       description = "How long each shard may take (ms, s). Default: ${DEFAULT-VALUE}.")
   String shardDeadline;
 
+  @Option(names = "--page-token", paramLabel = "TOKEN", description = "Go on after the page that printed this token.")
+  String pageToken;
+
   @Option(names = "--explain", description = "Print how the rows were found: the access path, shards asked and missing, rows examined"
       + " and matched, bytes shipped, the slowest shard.")
   boolean explain;
@@ -50,10 +53,20 @@ final class QueryCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--limit must be between 1 and 10,000, not " + limit);
     }
     Duration deadline = Durations.parse("--shard-deadline", shardDeadline);
-    QueryResult r = common.cluster.connect().query(table, where, limit, deadline);
+    byte[] token;
+    try {
+      token = pageToken == null ? new byte[0] : java.util.Base64.getUrlDecoder().decode(pageToken);
+    } catch (IllegalArgumentException e) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--page-token is not a token a query printed");
+    }
+    QueryResult r = common.cluster.connect().query(table, where, limit, deadline, token);
+    String next = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(r.nextPageToken());
     PrintWriter out = spec.commandLine().getOut();
     if (common.output == OutputFormat.json) {
       ObjectNode o = Output.object().put("complete", r.complete()).put("truncated", r.truncated());
+      if (r.truncated()) {
+        o.put("next_page_token", next);
+      }
       ArrayNode rows = o.putArray("rows");
       for (KeyValue kv : r.rows()) {
         ObjectNode row = rows.addObject().put("key", text(kv.key().partitionKey()));
@@ -75,7 +88,7 @@ final class QueryCommand implements Callable<Integer> {
             Long.toString(kv.version()), kv.valueAsString()));
       }
       Output.table(out, List.of("KEY", "VERSION", "DOCUMENT"), rows);
-      out.println(Output.count(r.rows().size(), "row") + (r.truncated() ? " (more match: raise --limit)" : "")
+      out.println(Output.count(r.rows().size(), "row") + (r.truncated() ? " (more match: --page-token " + next + ")" : "")
           + (r.complete() ? "" : "; INCOMPLETE: " + String.join(", ", r.plan().missingShards())));
       if (explain) {
         QueryResult.Plan p = r.plan();

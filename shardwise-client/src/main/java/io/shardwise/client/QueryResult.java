@@ -8,11 +8,35 @@ import java.util.List;
  *
  * @param complete every shard answered; if not, {@link Plan#missingShards} names those whose rows are not here
  * @param truncated more rows match than the limit asked
+ * @param nextPageToken when truncated: the token of the next page ({@link ShardwiseClient#query(String,
+ *     String, int, java.time.Duration, byte[])}); empty otherwise
  */
-public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, boolean truncated) {
+public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, boolean truncated, byte[] nextPageToken) {
 
   public QueryResult {
     rows = List.copyOf(rows);
+    nextPageToken = nextPageToken.clone();
+  }
+
+  @Override
+  public byte[] nextPageToken() {
+    return nextPageToken.clone();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof QueryResult q && q.rows.equals(rows) && q.plan.equals(plan) && q.complete == complete && q.truncated == truncated
+        && java.util.Arrays.equals(q.nextPageToken, nextPageToken);
+  }
+
+  @Override
+  public int hashCode() {
+    return java.util.Objects.hash(rows, plan, complete, truncated, java.util.Arrays.hashCode(nextPageToken));
+  }
+
+  @Override
+  public String toString() {
+    return rows.size() + " rows, " + plan + (complete ? "" : ", incomplete") + (truncated ? ", truncated" : "");
   }
 
   /**

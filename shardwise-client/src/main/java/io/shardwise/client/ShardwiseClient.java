@@ -865,12 +865,18 @@ public final class ShardwiseClient implements AutoCloseable {
    * {@linkplain QueryResult#complete complete}.
    */
   public QueryResult query(String table, String where, int limit, java.time.Duration shardDeadline) {
+    return query(table, where, limit, shardDeadline, new byte[0]);
+  }
+
+  /** The page of {@link #query(String, String, int, java.time.Duration)} after the one that gave {@code pageToken} (its {@link QueryResult#nextPageToken}). */
+  public QueryResult query(String table, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken) {
     io.shardwise.proto.v1.QueryResponse r = onAnySeed(stub -> stub.query(io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
-        .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis())).build()));
+        .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis()))
+        .setPageToken(ByteString.copyFrom(pageToken)).build()));
     io.shardwise.proto.v1.QueryPlan p = r.getPlan();
     return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros()),
-        r.getComplete(), r.getTruncated());
+        r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
   }
 
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */

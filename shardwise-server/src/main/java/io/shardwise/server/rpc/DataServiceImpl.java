@@ -671,8 +671,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
       long deadline = request.getShardDeadlineMillis() == 0 ? 5_000 : request.getShardDeadlineMillis();
       RequestHeader h = request.getHeader();
+      TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
       return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
-          limit, deadline).setHeader(header(map, table.shards().size())).build();
+          limit, deadline, resume).setHeader(header(map, table.shards().size() - resume.position())).build();
     });
   }
 

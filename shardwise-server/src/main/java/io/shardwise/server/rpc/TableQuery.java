@@ -1,6 +1,7 @@
 package io.shardwise.server.rpc;
 
 import io.shardwise.core.map.Table;
+import io.shardwise.proto.Errors;
 import io.shardwise.proto.v1.KeyValue;
 import io.shardwise.proto.v1.QueryPlan;
 import io.shardwise.proto.v1.QueryResponse;
@@ -36,24 +37,69 @@ final class TableQuery {
 
   private TableQuery() {}
 
+  /** Where a page begins: the shard at {@code position}, after the key {@code after} (encoded; empty: from its start). */
+  record Resume(int position, byte[] after) {
+    static final Resume START = new Resume(0, new byte[0]);
+  }
+
   /**
-   * Runs the query over every shard of {@code table}: at most {@code limit} rows, {@code truncated}
-   * if more match.
+   * A page token: a version byte, the position of the shard of the page's last row, and that row's
+   * encoded key. For a table whose shards split and merge, the position is found again from the key
+   * by the map of the next page (the shard that holds it then), so the pages go on where they
+   * stopped however the shards changed between them; other tables' positions never change.
    */
-  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis) {
+  static byte[] token(int position, byte[] lastKey) {
+    return java.nio.ByteBuffer.allocate(5 + lastKey.length).put(TOKEN_VERSION).putInt(position).put(lastKey).array();
+  }
+
+  private static final byte TOKEN_VERSION = 1;
+
+  /** Where the page after {@code token} begins in {@code table} now. */
+  static Resume resume(Table table, byte[] token) {
+    if (token.length == 0) {
+      return Resume.START;
+    }
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(token);
+    if (token.length < 7 || b.get() != TOKEN_VERSION) {
+      throw Errors.invalid("a page token of another kind (not one a query of this table gave)");
+    }
+    int position = b.getInt();
+    byte[] after = new byte[b.remaining()];
+    b.get(after);
+    if (table.layout().splittable()) {
+      try {
+        position = table.positionOf(table.shardFor(io.shardwise.core.key.Key.decode(after).partitionKey()).id());
+      } catch (IllegalArgumentException e) {
+        throw Errors.invalid("a page token of another kind: " + e.getMessage());
+      }
+    }
+    if (position < 0 || position >= table.shards().size()) {
+      throw Errors.invalid("a page token of another table (shard position " + position + ")");
+    }
+    return new Resume(position, after);
+  }
+
+  /**
+   * Runs the query over the shards of {@code table} from {@code resume} on: at most {@code limit}
+   * rows, {@code truncated} with a page token if more match.
+   */
+  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume) {
     long started = System.nanoTime();
     int shards = table.shards().size();
     List<Future<ShardRows>> answers = new ArrayList<>(shards);
     for (int position = 0; position < shards; position++) {
       int p = position;
-      answers.add(Inline.BLOCKING.submit(() -> readShard(reader, p, limit)));
+      byte[] from = p == resume.position() ? resume.after() : new byte[0];
+      answers.add(p < resume.position() ? null : Inline.BLOCKING.submit(() -> readShard(reader, p, from, limit)));
     }
     long deadline = started + TimeUnit.MILLISECONDS.toNanos(shardDeadlineMillis);
-    QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess("scan").setShards(shards);
+    QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess("scan");
     List<KeyValue> rows = new ArrayList<>();
     boolean truncated = false;
+    int lastPosition = -1;
     long slowest = 0;
-    for (int position = 0; position < shards; position++) {
+    plan.setShards(shards - resume.position());
+    for (int position = resume.position(); position < shards; position++) {
       Future<ShardRows> answer = answers.get(position);
       String name = table.name() + "/" + table.shards().get(position).id().number();
       try {
@@ -67,6 +113,7 @@ final class TableQuery {
             break;
           }
           rows.add(row);
+          lastPosition = position;
         }
       } catch (TimeoutException e) {
         answer.cancel(true);
@@ -80,20 +127,33 @@ final class TableQuery {
       }
     }
     plan.setSlowestShardMicros(slowest / 1_000);
-    return QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)
+    QueryResponse.Builder out = QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)
         .setTruncated(truncated);
+    if (truncated) {
+      KeyValue last = rows.get(rows.size() - 1);
+      byte[] key = io.shardwise.core.key.Key.of(last.getKey().getPartitionKey().toByteArray(), last.getKey().getSortKey().toByteArray()).encode();
+      out.setNextPageToken(com.google.protobuf.ByteString.copyFrom(token(lastPosition, key)));
+    }
+    return out;
   }
 
-  /** A shard's matching rows, page by page, until it has no more or more than {@code limit} match. */
-  private static ShardRows readShard(ShardReader reader, int position, int limit) {
+  /**
+   * A shard's matching rows from {@code after} on (exclusive; empty: from its start), page by page,
+   * until it has no more or more than {@code limit} match.
+   */
+  private static ShardRows readShard(ShardReader reader, int position, byte[] after, int limit) {
     List<KeyValue> rows = new ArrayList<>();
     long examined = 0;
     long bytes = 0;
-    byte[] from = new byte[0];
+    byte[] from = after;
     while (true) {
       ShardScanResponse page = reader.read(position, from, PAGE_ROWS);
       examined += page.getExamined();
       for (KeyValue row : page.getRowsList()) {
+        if (after.length > 0 && java.util.Arrays.equals(io.shardwise.core.key.Key.of(row.getKey().getPartitionKey().toByteArray(),
+            row.getKey().getSortKey().toByteArray()).encode(), after)) {
+          continue; // the last row of the page before
+        }
         rows.add(row);
         bytes += row.getKey().getPartitionKey().size() + row.getKey().getSortKey().size() + row.getValue().size();
       }
