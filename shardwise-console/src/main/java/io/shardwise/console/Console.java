@@ -133,6 +133,8 @@ public final class Console implements AutoCloseable {
           .put("kind", salted.getList() ? "list" : "counter").put("fanout", salted.getFanout()).put("generation", salted.getGeneration()));
     });
 
+    app.get("/api/v1/query", this::query);
+
     app.exception(IllegalArgumentException.class, (e, ctx) -> error(ctx, HttpStatus.BAD_REQUEST, e.getMessage()));
     app.exception(NotFound.class, (e, ctx) -> error(ctx, HttpStatus.NOT_FOUND, e.getMessage()));
     app.exception(IllegalStateException.class, (e, ctx) -> error(ctx, HttpStatus.CONFLICT, e.getMessage()));
@@ -158,6 +160,71 @@ public final class Console implements AutoCloseable {
     java.util.Set<String> names = ctx.method().name().equals("POST") ? ctx.formParamMap().keySet() : ctx.queryParamMap().keySet();
     SimulationRequest request = SimulationRequest.fromParameters(names, param).checkHttpLimits();
     json(ctx, SimulationOutput.toJson(request.run()));
+  }
+
+  /**
+   * {@code GET /api/v1/query?table=T&where=COND[&limit=N][&page_token=TOKEN]}: the documents that
+   * meet the condition, as {@code shardwise query} gives them, asked of a live node: rows (each
+   * document as JSON), complete, truncated, next_page_token and the plan (shards asked and missing,
+   * rows examined and matched, bytes shipped, the slowest shard).
+   */
+  private void query(Context ctx) {
+    io.shardwise.proto.v1.QueryRequest.Builder request = io.shardwise.proto.v1.QueryRequest.newBuilder()
+        .setTable(requiredQuery(ctx, "table")).setWhere(requiredQuery(ctx, "where")).setLimit(intParam(ctx, "limit", 100));
+    String token = ctx.queryParam("page_token");
+    if (token != null && !token.isEmpty()) {
+      try {
+        request.setPageToken(com.google.protobuf.ByteString.copyFrom(java.util.Base64.getUrlDecoder().decode(token)));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("page_token is not a token a query gave", e);
+      }
+    }
+    String node = coordinator.liveNodesNow().values().stream().map(io.shardwise.proto.v1.NodeInfo::getAddress).sorted().findFirst()
+        .orElseThrow(() -> new CoordinationException("no live node to ask"));
+    io.shardwise.proto.v1.QueryResponse r;
+    try {
+      r = peers.data(node).withDeadlineAfter(30, java.util.concurrent.TimeUnit.SECONDS).query(request.build());
+    } catch (io.grpc.StatusRuntimeException e) {
+      HttpStatus status = switch (e.getStatus().getCode()) {
+        case INVALID_ARGUMENT, OUT_OF_RANGE, RESOURCE_EXHAUSTED -> HttpStatus.BAD_REQUEST;
+        case NOT_FOUND -> HttpStatus.NOT_FOUND;
+        default -> HttpStatus.SERVICE_UNAVAILABLE;
+      };
+      error(ctx, status, e.getStatus().getDescription() == null ? e.getStatus().getCode().name() : e.getStatus().getDescription());
+      return;
+    }
+    ObjectNode out = JSON.createObjectNode().put("complete", r.getComplete()).put("truncated", r.getTruncated());
+    if (!r.getNextPageToken().isEmpty()) {
+      out.put("next_page_token", java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(r.getNextPageToken().toByteArray()));
+    }
+    ArrayNode rows = out.putArray("rows");
+    for (io.shardwise.proto.v1.KeyValue kv : r.getRowsList()) {
+      ObjectNode row = rows.addObject().put("key", kv.getKey().getPartitionKey().toStringUtf8());
+      if (!kv.getKey().getSortKey().isEmpty()) {
+        row.put("sort_key", kv.getKey().getSortKey().toStringUtf8());
+      }
+      row.put("version", kv.getVersion());
+      try {
+        row.set("document", JSON.readTree(kv.getValue().toByteArray()));
+      } catch (java.io.IOException e) {
+        row.put("value", kv.getValue().toStringUtf8()); // a table's documents always parse; said as text if one did not
+      }
+    }
+    io.shardwise.proto.v1.QueryPlan p = r.getPlan();
+    ObjectNode plan = out.putObject("plan").put("access", p.getAccess()).put("shards", p.getShards())
+        .put("rows_examined", p.getRowsExamined()).put("rows_matched", p.getRowsMatched()).put("bytes_shipped", p.getBytesShipped())
+        .put("slowest_shard_micros", p.getSlowestShardMicros());
+    ArrayNode missing = plan.putArray("missing_shards");
+    p.getMissingShardsList().forEach(missing::add);
+    json(ctx, out);
+  }
+
+  private static String requiredQuery(Context ctx, String name) {
+    String value = ctx.queryParam(name);
+    if (value == null || value.isEmpty()) {
+      throw new IllegalArgumentException(name + " is required");
+    }
+    return value;
   }
 
   private PlanRecord plan(String id) {

@@ -135,6 +135,32 @@ class ConsoleApiTest {
   }
 
   @Test
+  void queriesOfDocumentsAnswerAsTheNodesDo() throws Exception {
+    ShardwiseClient client = cluster.client();
+    client.createTable("cars", TableSpec.builder("hashrange").shards(3).replicas(1).format(io.shardwise.core.doc.ValueFormat.JSON).build());
+    for (int i = 0; i < 30; i++) {
+      client.put("cars", io.shardwise.core.key.Key.of("car-" + i), ("{\"color\": \"" + (i % 3 == 0 ? "red" : "blue") + "\", \"n\": " + i + "}")
+          .getBytes(StandardCharsets.UTF_8));
+    }
+    Reply first = get("/api/v1/query?" + query(Map.of("table", "cars", "where", "color = 'red' AND n >= 3", "limit", "4")));
+    assertThat(first.status()).as(first.body().toString()).isEqualTo(200);
+    assertThat(first.body().get("rows")).hasSize(4).allMatch(r -> r.get("document").get("color").asText().equals("red"));
+    assertThat(first.body().get("truncated").asBoolean()).isTrue();
+    assertThat(first.body().get("complete").asBoolean()).isTrue();
+    assertThat(first.body().get("plan").get("rows_examined").asLong()).isEqualTo(30);
+    Reply second = get("/api/v1/query?" + query(Map.of("table", "cars", "where", "color = 'red' AND n >= 3", "limit", "10",
+        "page_token", first.body().get("next_page_token").asText())));
+    assertThat(second.body().get("rows")).hasSize(5); // 9 red cars from car-3 on: 4, then the other 5
+    assertThat(second.body().get("truncated").asBoolean()).isFalse();
+
+    Reply bad = get("/api/v1/query?" + query(Map.of("table", "cars", "where", "color = red")));
+    assertThat(bad.status()).isEqualTo(400);
+    assertThat(bad.body().get("error").asText()).contains("bad condition at character 9");
+    assertThat(get("/api/v1/query?" + query(Map.of("table", "nope", "where", "a = 1"))).status()).isEqualTo(404);
+    assertThat(get("/api/v1/query?table=cars").status()).isEqualTo(400);
+  }
+
+  @Test
   void theClusterViewCountsKeysPerNodeAndRequestsPerShard() throws Exception {
     ShardwiseClient client = cluster.client();
     client.createTable("stats", TableSpec.builder("slots").slots(6).build());
