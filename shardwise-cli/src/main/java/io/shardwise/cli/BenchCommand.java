@@ -2,6 +2,7 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.shardwise.bench.Bench;
+import io.shardwise.bench.QueryBench;
 import io.shardwise.bench.BenchReport;
 import io.shardwise.bench.ClusterTraffic;
 import io.shardwise.bench.EmbeddedCluster;
@@ -56,9 +57,18 @@ final class BenchCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
   @Option(names = "--workload", paramLabel = "W", defaultValue = "a",
-      description = "a, b, c, d, e or f (YCSB's core workloads), k (counters) or txn (what transactions cost: single-key puts, then"
-          + " transactions of 1, 2, 4 and 8 shards, uniform and zipfian; --records accounts). Default: ${DEFAULT-VALUE}.")
+      description = "a, b, c, d, e or f (YCSB's core workloads), k (counters), txn (what transactions cost: single-key puts, then"
+          + " transactions of 1, 2, 4 and 8 shards, uniform and zipfian; --records accounts) or query (queries of JSON documents"
+          + " without an index on tables of --query-shards shards; --records documents). Default: ${DEFAULT-VALUE}.")
   String workload;
+
+  @Option(names = "--query-shards", paramLabel = "N,N...", split = ",", defaultValue = "3,6,12",
+      description = "--workload query: the tables' shard counts, in order. Default: ${DEFAULT-VALUE}.")
+  List<Integer> queryShards;
+
+  @Option(names = "--query-colors", paramLabel = "N", defaultValue = "20",
+      description = "--workload query: distinct values of the queried field (a query matches 1 in N documents). Default: ${DEFAULT-VALUE}.")
+  int queryColors;
 
   @Option(names = "--txn-spans", paramLabel = "N,N...", split = ",", defaultValue = "0,1,2,4,8",
       description = "--workload txn: what to run, in order; 0 is a single-key put, 1 a one-shard transaction, N a transaction of N shards."
@@ -174,6 +184,64 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
+  /** {@code --workload query}: {@link QueryBench} on a --dev cluster (or the one --zk names). */
+  private Integer callQuery() throws Exception {
+    for (int n : queryShards) {
+      TableCommand.inRange("--query-shards", n, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS);
+    }
+    TableCommand.inRange("--query-colors", queryColors, 1, 1_000_000);
+    if (records < 1 || records > 10_000_000) {
+      throw new IllegalArgumentException("--workload query: --records (documents) is 1 to 10,000,000, not " + records);
+    }
+    if (during != null || !baselines.isEmpty() || operations != null) {
+      throw new IllegalArgumentException("--workload query runs by --duration, without --during or --baseline");
+    }
+    if (dev && (zk != null || router != null)) {
+      throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
+    }
+    QueryBench.Options options = new QueryBench.Options((int) records, queryColors, threads, Durations.parse("--duration", duration),
+        Durations.parse("--warmup", warmup), queryShards, TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR));
+    PrintWriter out = spec.commandLine().getOut();
+    Path work = Files.createTempDirectory("shardwise-bench");
+    List<QueryBench.Result> results;
+    try (EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null) {
+      String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
+      List<String> seeds = new ArrayList<>();
+      try (Coordinator coordinator = ClusterOptions.connectCoordinator(zkConnect)) {
+        coordinator.liveNodesNow().values().forEach(n -> seeds.add(n.getAddress()));
+      }
+      if (seeds.isEmpty()) {
+        throw new IllegalStateException("no live node in ZooKeeper at " + zkConnect);
+      }
+      try (ShardwiseClient client = ShardwiseClient.builder().routing(ClusterOptions.routing(via)).seeds(seeds).build()) {
+        QueryBench.load(client, options);
+        results = QueryBench.run(client, options);
+      }
+    } finally {
+      io.shardwise.bench.Directories.delete(work);
+    }
+    if (output == OutputFormat.json) {
+      com.fasterxml.jackson.databind.node.ArrayNode a = Output.JSON.createArrayNode();
+      for (QueryBench.Result r : results) {
+        a.addObject().put("shards", r.shards()).put("queries", r.queries()).put("incomplete", r.failed())
+            .put("queries_per_second", r.queriesPerSecond()).put("p50_micros", r.p50()).put("p99_micros", r.p99())
+            .put("rows_per_query", r.rowsPerQuery()).put("rows_examined_per_query", r.examinedPerQuery());
+      }
+      Output.json(out, a);
+    } else {
+      out.printf("%d documents, 1 in %d matching each query, %d replica(s), %d threads, %s each; no index: every shard read%n", records,
+          queryColors, replicas, threads, duration);
+      List<List<String>> rows = new ArrayList<>();
+      for (QueryBench.Result r : results) {
+        rows.add(List.of(Integer.toString(r.shards()), String.format("%,.1f", r.queriesPerSecond()), String.format("%.2f ms", r.p50() / 1000.0),
+            String.format("%.2f ms", r.p99() / 1000.0), String.format("%,.0f", r.rowsPerQuery()), String.format("%,.0f", r.examinedPerQuery()),
+            Long.toString(r.failed())));
+      }
+      Output.table(out, List.of("SHARDS", "QUERIES/S", "P50", "P99", "ROWS/QUERY", "EXAMINED/QUERY", "INCOMPLETE"), rows);
+    }
+    return Main.EXIT_OK;
+  }
+
   /** {@code --workload txn}: {@link TxnBench} on a --dev cluster (or the one --zk names), one table of --shards shards. */
   private Integer callTxn() throws Exception {
     int tableShards = shards != null ? shards : 4 * nodes;
@@ -242,6 +310,9 @@ final class BenchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     if (workload.equalsIgnoreCase("txn")) {
       return callTxn();
+    }
+    if (workload.equalsIgnoreCase("query")) {
+      return callQuery();
     }
     Workload w = Workload.byName(workload);
     if (!insertOrder.equals("hashed") && !insertOrder.equals("ordered")) {
