@@ -628,8 +628,20 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private ShardScanResponse localShardScan(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
-    ScanPage page = scanUnlocked(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
-        request.getHasTo() ? request.getTo().toByteArray() : null, limit));
+    ScanPage page;
+    try {
+      page = scanUnlocked(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
+          request.getHasTo() ? request.getTo().toByteArray() : null, limit));
+    } catch (ShardFencedException e) {
+      if (request.getWhere().isEmpty()) {
+        throw e;
+      }
+      // A query's scan: the shard is being split, merged or moved away, so the map is about to change;
+      // the query runs again on the newer one (TableQuery.StaleMap).
+      throw Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
+          io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
+              .build());
+    }
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1)).setExamined(page.entries().size());
     io.shardwise.core.doc.Where where = request.getWhere().isEmpty() ? null : where(table, request.getWhere());
     for (StoredEntry e : page.entries()) {
@@ -655,6 +667,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
   }
 
+  /** How many times a query runs when shards split or merge under it, before it answers them as missing. */
+  private static final int QUERY_ATTEMPTS = 4;
+
   /** Rows the query may return at most. */
   static final int MAX_QUERY_ROWS = 10_000;
 
@@ -662,18 +677,27 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public void query(io.shardwise.proto.v1.QueryRequest request, StreamObserver<io.shardwise.proto.v1.QueryResponse> out) {
     respond(requests.timed("query", out), () -> {
       Inline.mayBlock();
-      ShardMap map = mapFor(request.getHeader());
-      Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
-      where(table, request.getWhere()); // refused here, once, rather than by every shard
+      ShardMap first = mapFor(request.getHeader());
+      where(first.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), first.epoch())), request.getWhere());
       int limit = request.getLimit() == 0 ? 100 : request.getLimit();
       if (limit > MAX_QUERY_ROWS) {
         throw Errors.limit("a query returns at most " + MAX_QUERY_ROWS + " rows, not " + limit);
       }
       long deadline = request.getShardDeadlineMillis() == 0 ? 5_000 : request.getShardDeadlineMillis();
       RequestHeader h = request.getHeader();
-      TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
-      return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
-          limit, deadline, resume).setHeader(header(map, table.shards().size() - resume.position())).build();
+      // A shard split or merged while the query ran: run it again on the newer map (a read: nothing to undo), a few times.
+      ShardMap map = first;
+      for (int attempt = 0; ; attempt++) {
+        Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), first.epoch()));
+        TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
+        try {
+          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
+              limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1).setHeader(header(map, table.shards().size() - resume.position())).build();
+        } catch (TableQuery.StaleMap stale) {
+          ShardMap now = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
+          map = now.epoch() > map.epoch() ? now : ctx.map().current();
+        }
+      }
     });
   }
 

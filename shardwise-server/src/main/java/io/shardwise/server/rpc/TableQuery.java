@@ -35,6 +35,17 @@ final class TableQuery {
 
   private record ShardRows(List<KeyValue> rows, long examined, long bytes, boolean more) {}
 
+  /** A shard of the query's map was split or merged since (its owner said so): run the query again on the map of {@code epoch}. */
+  static final class StaleMap extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final long epoch;
+
+    StaleMap(long epoch) {
+      super("the map changed under the query", null, false, false);
+      this.epoch = epoch;
+    }
+  }
+
   private TableQuery() {}
 
   /** Where a page begins: the shard at {@code position}, after the key {@code after} (encoded; empty: from its start). */
@@ -84,6 +95,16 @@ final class TableQuery {
    * rows, {@code truncated} with a page token if more match.
    */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume) {
+    return run(table, reader, limit, shardDeadlineMillis, resume, false);
+  }
+
+  /**
+   * As above; with {@code staleMapThrows}, a shard whose owner says it was split or merged since
+   * the query's map throws {@link StaleMap} (after every shard has answered or timed out) instead
+   * of being named missing, so that the caller runs the query again on the newer map.
+   */
+  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
+      boolean staleMapThrows) {
     long started = System.nanoTime();
     int shards = table.shards().size();
     List<Future<ShardRows>> answers = new ArrayList<>(shards);
@@ -98,6 +119,7 @@ final class TableQuery {
     boolean truncated = false;
     int lastPosition = -1;
     long slowest = 0;
+    long stale = 0;
     plan.setShards(shards - resume.position());
     for (int position = resume.position(); position < shards; position++) {
       Future<ShardRows> answer = answers.get(position);
@@ -119,12 +141,20 @@ final class TableQuery {
         answer.cancel(true);
         plan.addMissingShards(name + " (no answer within " + shardDeadlineMillis + " ms)");
       } catch (ExecutionException e) {
+        if (staleMapThrows && Errors.code(e.getCause()) == io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD) {
+          stale = Math.max(stale, Errors.info(e.getCause()).map(io.shardwise.proto.v1.ErrorInfo::getMapEpoch).orElse(0L));
+          stale = Math.max(stale, 1);
+          continue;
+        }
         plan.addMissingShards(name + " (" + e.getCause().getMessage() + ")");
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         answers.forEach(a -> a.cancel(true));
         throw io.grpc.Status.CANCELLED.withDescription("interrupted while the shards answered").asRuntimeException();
       }
+    }
+    if (stale > 0) {
+      throw new StaleMap(stale);
     }
     plan.setSlowestShardMicros(slowest / 1_000);
     QueryResponse.Builder out = QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)

@@ -45,7 +45,7 @@ class QueryTest {
   private static final String[] MAKES = {"ford", "fiat", "volvo"};
 
   @Test
-  void queriesAnswerWhatABruteForceScanFinds() {
+  void queriesAnswerWhatABruteForceScanFinds() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("cars", TableSpec.builder("hashrange").shards(6).replicas(1).format(ValueFormat.JSON).build());
@@ -108,6 +108,30 @@ class QueryTest {
       assertThat(pages).isEqualTo((expectedRed.size() + 6) / 7);
       assertThatThrownBy(() -> client.query("cars", "color = 'red'", 7, Duration.ofSeconds(1), new byte[] {9, 9}))
           .hasMessageContaining("page token of another kind");
+
+      // Shards split while queries run: a query whose shard went under it runs again on the newer map, whole.
+      java.util.concurrent.atomic.AtomicBoolean splitting = new java.util.concurrent.atomic.AtomicBoolean(true);
+      Thread splitter = new Thread(() -> {
+        try {
+          for (int i = 0; i < 6; i++) {
+            var t = client.describeTable("cars", false);
+            client.splitShard("cars", t.shards().get(i * 2).number());
+          }
+        } finally {
+          splitting.set(false);
+        }
+      }, "splitter");
+      ShardwiseClient viaNode = cluster.client(Routing.NODE);
+      splitter.start();
+      int queries = 0;
+      while (splitting.get() || queries < 3) {
+        QueryResult r = viaNode.query("cars", "color = 'red'", 10_000, Duration.ofSeconds(10));
+        assertThat(r.complete()).as("query %d: %s", queries, r.plan().missingShards()).isTrue();
+        assertThat(r.rows()).extracting(kv -> kv.key().toString()).containsExactlyInAnyOrderElementsOf(expectedRed);
+        queries++;
+      }
+      splitter.join();
+      assertThat(client.describeTable("cars", false).shards()).hasSize(18);
 
       // Bad queries: one clear error each.
       assertThatThrownBy(() -> client.query("cars", "color = red", 10, Duration.ofSeconds(1)))
