@@ -83,6 +83,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.shardwise.server.txn.Transactions txns;
   /** The transactions' steps on shards this node owns. */
   private final io.shardwise.server.txn.ShardSteps txnSteps;
+  /** What a request does when it meets a transaction's intent. */
+  private final MeetingIntents intents;
 
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this(ctx, tables, Duration.ofSeconds(5));
@@ -105,6 +107,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             ctx.hooks().txnCommitted(txnId);
           }
         });
+    this.intents = new MeetingIntents(txns);
     this.requests = new RequestMetrics(ctx.metrics());
     this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
         .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "answered").register(ctx.metrics());
@@ -210,7 +213,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         h = h.toBuilder().setForward(true).build(); // not fresh enough here: the leader answers, through this node
       }
       return keyed(h, request.getTable(), key, false,
-          (map, shard) -> found(map, readUnlocked(request.getTable(), () -> ctx.shards().get(shard, key.encode()))),
+          (map, shard) -> found(map, intents.read(request.getTable(), () -> ctx.shards().get(shard, key.encode()))),
           (stub, header) -> stub.get(request.toBuilder().setHeader(header).setMaxStalenessMillis(0).build()));
     });
   }
@@ -426,7 +429,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           for (int j = 0; j < indexes.size(); j++) {
             int i = indexes.get(j);
             ShardRef shard = shards.get(j);
-            results[i] = result(readUnlocked(request.getTable(), () -> ctx.shards().getAfterBarrier(shard, keys.get(i).encode())));
+            results[i] = result(intents.read(request.getTable(), () -> ctx.shards().getAfterBarrier(shard, keys.get(i).encode())));
             heat(shards.get(j), partitionKeys[i], false);
           }
         },
@@ -492,7 +495,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         : Key.of(pk, request.getPartition().getSortTo().toByteArray()).encode();
     return keyed(request.getHeader(), request.getTable(), start, false,
         (map, shard) -> {
-          ScanPage page = scanUnlocked(request.getTable(), () -> ctx.shards().scan(shard, from, to, limit));
+          ScanPage page = intents.scan(request.getTable(), () -> ctx.shards().scan(shard, from, to, limit));
           ScanResponse.Builder b = ScanResponse.newBuilder().setHeader(header(map, 1));
           page.entries().forEach(e -> b.addRows(row(e)));
           if (page.hasMore()) {
@@ -630,7 +633,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
     ScanPage page;
     try {
-      page = scanUnlocked(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
+      page = intents.scan(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
           request.getHasTo() ? request.getTo().toByteArray() : null, limit));
     } catch (ShardFencedException e) {
       if (request.getWhere().isEmpty()) {
@@ -1027,7 +1030,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         ctx.hooks().routedHere(shard, write);
         try {
           ShardMap served0 = map;
-          R served = unlocked(tableName, () -> local.serve(served0, shard));
+          R served = intents.served(tableName, () -> local.serve(served0, shard));
           if (write) {
             ctx.hooks().written(shard);
           }
@@ -1062,98 +1065,6 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
     }
     throw last;
-  }
-
-  /**
-   * {@code serve}'s answer; while it meets a transaction's intent ({@link
-   * io.shardwise.server.storage.KeyLockedException}: nothing was read or written), the intent is
-   * resolved as its transaction's record says, or awaited while that is undecided, and {@code serve}
-   * runs again — for at most the transaction timeout and two seconds (past its deadline anyone may
-   * abort a transaction, so only an anchor that cannot be reached keeps a key locked longer).
-   */
-  private <R> R unlocked(String tableName, Supplier<R> serve) {
-    long deadline = System.nanoTime() + txns.timeout().plusSeconds(2).toNanos();
-    long pauseMillis = 1;
-    while (true) {
-      try {
-        return serve.get();
-      } catch (io.shardwise.server.storage.KeyLockedException locked) {
-        Inline.mayBlock();
-        if (System.nanoTime() > deadline) {
-          throw Status.UNAVAILABLE.withDescription("a key of table " + tableName + " stayed locked by a transaction that could not be"
-              + " resolved within " + txns.timeout().plusSeconds(2) + "; nothing was done: retry").asRuntimeException();
-        }
-        boolean free;
-        try {
-          free = txns.resolveLock(tableName, locked);
-        } catch (StatusRuntimeException e) {
-          free = false; // its anchor is moving or down: wait and look again
-        }
-        if (!free) {
-          sleep(pauseMillis);
-          pauseMillis = Math.min(20, pauseMillis * 2);
-        }
-      }
-    }
-  }
-
-  /**
-   * A linearizable read of one key. A key locked by an undecided transaction reads as it was before
-   * the transaction ({@link io.shardwise.server.storage.KeyLockedException#committed}): when its
-   * record is found undecided the transaction has not committed, and no one else can write the key
-   * meanwhile, so that is the key's value at that moment. A decided transaction's intents are
-   * resolved first, and the key read again.
-   */
-  private Versioned readUnlocked(String tableName, Supplier<Versioned> read) {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return read.get();
-      } catch (io.shardwise.server.storage.KeyLockedException locked) {
-        Inline.mayBlock();
-        if (!txns.resolveLock(tableName, locked)) {
-          return locked.committed();
-        }
-        if (attempt > 100) {
-          throw Status.UNAVAILABLE.withDescription("a key of table " + tableName + " was locked by one transaction after another"
-              + " 100 times in a row; nothing was done: retry").asRuntimeException();
-        }
-      }
-    }
-  }
-
-  /**
-   * A page of a scan, linearizable as a read of one key is ({@link #readUnlocked}): the page shows
-   * its keys as they are beside any transactions' intents on them, which holds while those
-   * transactions are undecided; a decided one's intents are resolved first, and the page read again.
-   */
-  private ScanPage scanUnlocked(String tableName, Supplier<ScanPage> scan) {
-    for (int attempt = 0; ; attempt++) {
-      ScanPage page = scan.get();
-      boolean resolved = false;
-      java.util.Set<java.nio.ByteBuffer> looked = new java.util.HashSet<>(); // one look per transaction
-      for (ScanPage.Locked locked : page.locked()) {
-        if (looked.add(java.nio.ByteBuffer.wrap(locked.intent().txnId()))) {
-          Inline.mayBlock();
-          resolved |= txns.resolveLock(tableName, locked.key(), locked.intent());
-        }
-      }
-      if (!resolved) {
-        return page;
-      }
-      if (attempt > 100) {
-        throw Status.UNAVAILABLE.withDescription("a scan of table " + tableName + " met decided transactions' intents 100 times in"
-            + " a row; nothing was done: retry").asRuntimeException();
-      }
-    }
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw Status.CANCELLED.withDescription("interrupted while a key was locked").asRuntimeException();
-    }
   }
 
   interface LocalBatch {
@@ -1216,7 +1127,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
           }
           try {
-            unlocked(tableName, () -> {
+            intents.served(tableName, () -> {
               local.serve(current, table, mine);
               return null;
             });
