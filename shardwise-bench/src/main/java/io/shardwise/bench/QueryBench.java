@@ -10,11 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
@@ -84,35 +80,19 @@ public final class QueryBench {
     LongAdder failed = new LongAdder();
     LongAdder rows = new LongAdder();
     LongAdder examined = new LongAdder();
-    AtomicBoolean stop = new AtomicBoolean();
-    ExecutorService pool = Executors.newFixedThreadPool(o.threads());
-    List<Future<?>> workers = new ArrayList<>();
-    long started = System.nanoTime();
-    for (int t = 0; t < o.threads(); t++) {
-      workers.add(pool.submit(() -> {
-        while (!stop.get()) {
-          String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
-          long begin = System.nanoTime();
-          QueryResult r = client.query(table, where, 10_000, Duration.ofSeconds(10));
-          if (!r.complete()) {
-            failed.increment();
-            continue;
-          }
-          latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
-          queries.increment();
-          rows.add(r.rows().size());
-          examined.add(r.plan().rowsExamined());
-        }
-        return null;
-      }));
-    }
-    Thread.sleep(duration.toMillis());
-    stop.set(true);
-    for (Future<?> f : workers) {
-      f.get();
-    }
-    double seconds = (System.nanoTime() - started) / 1e9;
-    pool.shutdownNow();
+    double seconds = ForDuration.run(o.threads(), duration, () -> {
+      String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
+      long begin = System.nanoTime();
+      QueryResult r = client.query(table, where, 10_000, Duration.ofSeconds(10));
+      if (!r.complete()) {
+        failed.increment();
+        return;
+      }
+      latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
+      queries.increment();
+      rows.add(r.rows().size());
+      examined.add(r.plan().rowsExamined());
+    });
     Histogram h = latencies.getIntervalHistogram();
     long n = Math.max(1, queries.sum());
     return new Result(shards, queries.sum(), failed.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99),

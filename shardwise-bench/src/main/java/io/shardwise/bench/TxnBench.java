@@ -11,11 +11,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
@@ -91,45 +87,29 @@ public final class TxnBench {
     LongAdder attempts = new LongAdder();
     LongAdder aborted = new LongAdder();
     LongAdder cancelled = new LongAdder();
-    AtomicBoolean stop = new AtomicBoolean();
-    ExecutorService pool = Executors.newFixedThreadPool(o.threads());
-    List<Future<?>> workers = new ArrayList<>();
-    long started = System.nanoTime();
-    for (int t = 0; t < o.threads(); t++) {
-      workers.add(pool.submit(() -> {
-        while (!stop.get()) {
-          List<TxnItem> items = items(client, table, keys, span);
-          long begin = System.nanoTime();
-          if (span == 0) {
-            client.put(table, items.get(0).key(), items.get(0).value());
-            attempts.increment();
-          } else {
-            while (true) {
-              attempts.increment();
-              TxnOutcome r = client.transact(items, Long.toHexString(ThreadLocalRandom.current().nextLong()));
-              if (r.status() == TxnOutcome.Status.ABORTED) {
-                aborted.increment();
-                continue;
-              }
-              if (r.status() == TxnOutcome.Status.CANCELLED) {
-                cancelled.increment();
-              }
-              break;
-            }
+    double seconds = ForDuration.run(o.threads(), duration, () -> {
+      List<TxnItem> items = items(client, table, keys, span);
+      long begin = System.nanoTime();
+      if (span == 0) {
+        client.put(table, items.get(0).key(), items.get(0).value());
+        attempts.increment();
+      } else {
+        while (true) {
+          attempts.increment();
+          TxnOutcome r = client.transact(items, Long.toHexString(ThreadLocalRandom.current().nextLong()));
+          if (r.status() == TxnOutcome.Status.ABORTED) {
+            aborted.increment();
+            continue;
           }
-          latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
-          committed.increment();
+          if (r.status() == TxnOutcome.Status.CANCELLED) {
+            cancelled.increment();
+          }
+          break;
         }
-        return null;
-      }));
-    }
-    Thread.sleep(duration.toMillis());
-    stop.set(true);
-    for (Future<?> f : workers) {
-      f.get();
-    }
-    double seconds = (System.nanoTime() - started) / 1e9;
-    pool.shutdownNow();
+      }
+      latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
+      committed.increment();
+    });
     Histogram h = latencies.getIntervalHistogram();
     return new Result(span, d, committed.sum(), attempts.sum(), aborted.sum(), cancelled.sum(), seconds, h.getValueAtPercentile(50),
         h.getValueAtPercentile(99));

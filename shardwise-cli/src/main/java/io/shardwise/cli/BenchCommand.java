@@ -184,6 +184,35 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "table", description = "table or json. Default: ${DEFAULT-VALUE}.")
   OutputFormat output;
 
+  /** What a bench of its own does with a client. */
+  @FunctionalInterface
+  private interface ClientWork<T> {
+    T run(ShardwiseClient client) throws Exception;
+  }
+
+  /**
+   * Runs {@code work} with a client (routed as --via says) of a --dev cluster started here, or of the
+   * cluster --zk names; the --dev cluster and its directory are gone afterwards.
+   */
+  private <T> T onCluster(ClientWork<T> work) throws Exception {
+    Path dir = Files.createTempDirectory("shardwise-bench");
+    try (EmbeddedCluster cluster = dev ? new EmbeddedCluster(dir.resolve("cluster"), nodes) : null) {
+      String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
+      List<String> seeds = new ArrayList<>();
+      try (Coordinator coordinator = ClusterOptions.connectCoordinator(zkConnect)) {
+        coordinator.liveNodesNow().values().forEach(n -> seeds.add(n.getAddress()));
+      }
+      if (seeds.isEmpty()) {
+        throw new IllegalStateException("no live node in ZooKeeper at " + zkConnect);
+      }
+      try (ShardwiseClient client = ShardwiseClient.builder().routing(ClusterOptions.routing(via)).seeds(seeds).build()) {
+        return work.run(client);
+      }
+    } finally {
+      io.shardwise.bench.Directories.delete(dir);
+    }
+  }
+
   /** {@code --workload query}: {@link QueryBench} on a --dev cluster (or the one --zk names). */
   private Integer callQuery() throws Exception {
     for (int n : queryShards) {
@@ -202,24 +231,10 @@ final class BenchCommand implements Callable<Integer> {
     QueryBench.Options options = new QueryBench.Options((int) records, queryColors, threads, Durations.parse("--duration", duration),
         Durations.parse("--warmup", warmup), queryShards, TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR));
     PrintWriter out = spec.commandLine().getOut();
-    Path work = Files.createTempDirectory("shardwise-bench");
-    List<QueryBench.Result> results;
-    try (EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null) {
-      String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
-      List<String> seeds = new ArrayList<>();
-      try (Coordinator coordinator = ClusterOptions.connectCoordinator(zkConnect)) {
-        coordinator.liveNodesNow().values().forEach(n -> seeds.add(n.getAddress()));
-      }
-      if (seeds.isEmpty()) {
-        throw new IllegalStateException("no live node in ZooKeeper at " + zkConnect);
-      }
-      try (ShardwiseClient client = ShardwiseClient.builder().routing(ClusterOptions.routing(via)).seeds(seeds).build()) {
-        QueryBench.load(client, options);
-        results = QueryBench.run(client, options);
-      }
-    } finally {
-      io.shardwise.bench.Directories.delete(work);
-    }
+    List<QueryBench.Result> results = onCluster(client -> {
+      QueryBench.load(client, options);
+      return QueryBench.run(client, options);
+    });
     if (output == OutputFormat.json) {
       com.fasterxml.jackson.databind.node.ArrayNode a = Output.JSON.createArrayNode();
       for (QueryBench.Result r : results) {
@@ -264,27 +279,14 @@ final class BenchCommand implements Callable<Integer> {
     TxnBench.Options options = new TxnBench.Options((int) records, threads, Durations.parse("--duration", duration),
         Durations.parse("--warmup", warmup), txnSpans, distributions);
     PrintWriter out = spec.commandLine().getOut();
-    Path work = Files.createTempDirectory("shardwise-bench");
-    List<TxnBench.Result> results;
-    try (EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes) : null) {
-      String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
-      List<String> seeds = new ArrayList<>();
-      try (Coordinator coordinator = ClusterOptions.connectCoordinator(zkConnect)) {
-        coordinator.liveNodesNow().values().forEach(n -> seeds.add(n.getAddress()));
-      }
-      if (seeds.isEmpty()) {
-        throw new IllegalStateException("no live node in ZooKeeper at " + zkConnect);
-      }
-      try (ShardwiseClient client = ShardwiseClient.builder().routing(ClusterOptions.routing(via)).seeds(seeds).build();
-          Target target = new ShardwiseTarget(client, table, tableShards,
-              TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR), strategy)) {
+    List<TxnBench.Result> results = onCluster(client -> {
+      try (Target target = new ShardwiseTarget(client, table, tableShards,
+          TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR), strategy)) {
         target.prepare();
         TxnBench.load(client, table, (int) records);
-        results = TxnBench.run(client, table, options);
+        return TxnBench.run(client, table, options);
       }
-    } finally {
-      io.shardwise.bench.Directories.delete(work);
-    }
+    });
     if (output == OutputFormat.json) {
       com.fasterxml.jackson.databind.node.ArrayNode a = Output.JSON.createArrayNode();
       for (TxnBench.Result r : results) {

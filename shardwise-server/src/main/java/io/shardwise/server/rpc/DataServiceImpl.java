@@ -636,11 +636,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       page = intents.scan(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
           request.getHasTo() ? request.getTo().toByteArray() : null, limit));
     } catch (ShardFencedException e) {
-      if (request.getWhere().isEmpty()) {
-        throw e;
-      }
-      // A query's scan: the shard is being split, merged or moved away, so the map is about to change;
-      // the query runs again on the newer one (TableQuery.StaleMap).
+      // The shard asked for by number is being split, merged or moved away here: the map is about to
+      // change, so the caller refreshes it and asks again (a query runs again on it: TableQuery.StaleMap).
       throw Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
           io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
               .build());
@@ -697,8 +694,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
               limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1).setHeader(header(map, table.shards().size() - resume.position())).build();
         } catch (TableQuery.StaleMap stale) {
-          ShardMap now = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
-          map = now.epoch() > map.epoch() ? now : ctx.map().current();
+          map = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
         }
       }
     });

@@ -35,7 +35,7 @@ final class TableQuery {
 
   private record ShardRows(List<KeyValue> rows, long examined, long bytes, boolean more) {}
 
-  /** A shard of the query's map was split or merged since (its owner said so): run the query again on the map of {@code epoch}. */
+  /** A shard of the query's map was split, merged or moved since (its owner said so): run the query again on the map of {@code epoch}. */
   static final class StaleMap extends RuntimeException {
     private static final long serialVersionUID = 1L;
     final long epoch;
@@ -92,16 +92,10 @@ final class TableQuery {
 
   /**
    * Runs the query over the shards of {@code table} from {@code resume} on: at most {@code limit}
-   * rows, {@code truncated} with a page token if more match.
-   */
-  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume) {
-    return run(table, reader, limit, shardDeadlineMillis, resume, false);
-  }
-
-  /**
-   * As above; with {@code staleMapThrows}, a shard whose owner says it was split or merged since
-   * the query's map throws {@link StaleMap} (after every shard has answered or timed out) instead
-   * of being named missing, so that the caller runs the query again on the newer map.
+   * rows, {@code truncated} with a page token if more match. With {@code staleMapThrows}, a shard
+   * whose owner says it was split, merged or moved since the query's map (WRONG_SHARD) throws {@link
+   * StaleMap} once every shard has answered or timed out, so that the caller runs the query again on
+   * the newer map; without, such a shard is named missing like any other.
    */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
       boolean staleMapThrows) {
@@ -119,7 +113,7 @@ final class TableQuery {
     boolean truncated = false;
     int lastPosition = -1;
     long slowest = 0;
-    long stale = 0;
+    long staleAt = -1; // WRONG_SHARD seen: the highest map epoch it named
     plan.setShards(shards - resume.position());
     for (int position = resume.position(); position < shards; position++) {
       Future<ShardRows> answer = answers.get(position);
@@ -142,8 +136,7 @@ final class TableQuery {
         plan.addMissingShards(name + " (no answer within " + shardDeadlineMillis + " ms)");
       } catch (ExecutionException e) {
         if (staleMapThrows && Errors.code(e.getCause()) == io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD) {
-          stale = Math.max(stale, Errors.info(e.getCause()).map(io.shardwise.proto.v1.ErrorInfo::getMapEpoch).orElse(0L));
-          stale = Math.max(stale, 1);
+          staleAt = Math.max(staleAt, Errors.info(e.getCause()).map(io.shardwise.proto.v1.ErrorInfo::getMapEpoch).orElse(0L));
           continue;
         }
         plan.addMissingShards(name + " (" + e.getCause().getMessage() + ")");
@@ -153,8 +146,8 @@ final class TableQuery {
         throw io.grpc.Status.CANCELLED.withDescription("interrupted while the shards answered").asRuntimeException();
       }
     }
-    if (stale > 0) {
-      throw new StaleMap(stale);
+    if (staleAt >= 0) {
+      throw new StaleMap(staleAt);
     }
     plan.setSlowestShardMicros(slowest / 1_000);
     QueryResponse.Builder out = QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)

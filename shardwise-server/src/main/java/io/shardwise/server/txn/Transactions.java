@@ -6,7 +6,6 @@ import io.shardwise.core.txn.TxnItem;
 import io.shardwise.core.txn.TxnOutcome;
 import io.shardwise.server.storage.Intent;
 import io.shardwise.server.storage.KeyLockedException;
-import io.shardwise.server.storage.Mutation;
 import io.shardwise.server.txn.Participants.RecordStep;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
