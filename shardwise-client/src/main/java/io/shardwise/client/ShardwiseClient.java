@@ -823,12 +823,17 @@ public final class ShardwiseClient implements AutoCloseable {
    * lacks the table): which keys a transaction will find in one shard, and so commit in one phase.
    */
   public long shardOf(String table, Key key) {
+    return knownTable(table).shardFor(key.partitionKey()).id().number();
+  }
+
+  /** {@code table} by this client's map, fetched again once if the map lacks it. */
+  private Table knownTable(String table) {
     Table t = map.table(table).orElse(null);
     if (t == null) {
       refreshForMissingTable();
       t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
     }
-    return t.shardFor(key.partitionKey()).id().number();
+    return t;
   }
 
   /**
@@ -842,12 +847,7 @@ public final class ShardwiseClient implements AutoCloseable {
 
   /** As {@link #checkDocument(String, byte[])}, naming the value {@code what} in the refusal. */
   private void checkDocument(String table, byte[] value, String what) {
-    Table t = map.table(table).orElse(null);
-    if (t == null) {
-      refreshForMissingTable();
-      t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
-    }
-    if (t.format() == io.shardwise.core.doc.ValueFormat.JSON) {
+    if (knownTable(table).format() == io.shardwise.core.doc.ValueFormat.JSON) {
       try {
         io.shardwise.proto.Documents.check(value);
       } catch (io.shardwise.proto.Documents.NotADocumentException e) {
@@ -1236,13 +1236,7 @@ public final class ShardwiseClient implements AutoCloseable {
     if (routing != Routing.CLIENT || key == null) {
       return seeds.get(Math.floorMod(nextSeed, seeds.size()));
     }
-    ShardMap current = map;
-    Table t = current.table(table).orElse(null);
-    if (t == null) {
-      refreshForMissingTable();
-      t = map.table(table).orElseThrow(() -> new ShardwiseException(Status.Code.NOT_FOUND, "no table named '" + table + "'"));
-    }
-    NodeId owner = t.shardFor(key.partitionKey()).owner();
+    NodeId owner = knownTable(table).shardFor(key.partitionKey()).owner();
     String address = addresses.get(owner);
     if (address == null) {
       throw new ShardwiseException(Status.Code.UNAVAILABLE, "the owner " + owner + " of this key is not live");
