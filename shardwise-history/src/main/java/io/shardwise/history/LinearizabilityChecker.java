@@ -90,7 +90,7 @@ public final class LinearizabilityChecker {
     }
     ops.sort(Comparator.comparingLong(Op::invoked));
     Search search = new Search(ops, maxStates);
-    if (search.run(new BitSet(ops.size()), State.INITIAL)) {
+    if (deep(() -> search.run(new BitSet(ops.size()), State.INITIAL))) {
       return Optional.empty();
     }
     List<Op> stuck = new ArrayList<>();
@@ -98,6 +98,40 @@ public final class LinearizabilityChecker {
       stuck.add(ops.get(i));
     }
     return Optional.of(new Violation(key, stuck, ops, search.exhausted, maxStates));
+  }
+
+  /**
+   * The search recurses once for every operation it places, so a key with a history of many
+   * thousands of operations (a long fault run) goes deeper than a thread's default stack: it runs on
+   * a thread of its own with this much stack (reserved, and used only as deep as it goes).
+   */
+  private static final long SEARCH_STACK_BYTES = 1L << 30;
+
+  private static boolean deep(java.util.function.BooleanSupplier search) {
+    boolean[] found = new boolean[1];
+    Throwable[] failed = new Throwable[1];
+    Thread t = new Thread(null, () -> {
+      try {
+        found[0] = search.getAsBoolean();
+      } catch (Throwable e) {
+        failed[0] = e;
+      }
+    }, "linearizability-search", SEARCH_STACK_BYTES);
+    t.start();
+    try {
+      t.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      t.interrupt();
+      throw new IllegalStateException("interrupted while checking a history", e);
+    }
+    if (failed[0] instanceof RuntimeException r) {
+      throw r;
+    }
+    if (failed[0] instanceof Error err) {
+      throw err;
+    }
+    return found[0];
   }
 
   /** A key's stored state. */

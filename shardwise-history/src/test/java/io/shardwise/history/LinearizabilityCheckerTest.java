@@ -17,6 +17,20 @@ class LinearizabilityCheckerTest {
   }
 
   @Test
+  void aKeyWithALongHistoryIsCheckedWithoutRunningOutOfStack() {
+    // One frame per placed operation: 50,000 sequential puts and reads went past a default stack (a SIGSTOP fault run did).
+    List<Op> history = new java.util.ArrayList<>();
+    long t = 0;
+    for (int v = 1; v <= 25_000; v++) {
+      history.add(Op.put(1, "v" + v, t++, t++, OK, v));
+      history.add(Op.get(2, "v" + v, v, t++, t++));
+    }
+    assertThat(LinearizabilityChecker.checkKey("k", history)).isEmpty();
+    history.add(Op.get(2, "v1", 1, t++, t++));
+    assertThat(LinearizabilityChecker.checkKey("k", history)).isPresent();
+  }
+
+  @Test
   void aSequentialHistoryThatFollowsTheModelPasses() {
     assertThat(linearizable(
         Op.put(1, "a", 0, 1, OK, 1),
