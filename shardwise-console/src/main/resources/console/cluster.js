@@ -30,7 +30,9 @@ function draw(c) {
   drawReplication(c);
   drawRebalancing(c);
   drawHeat(c);
-  drawHot(c);
+  // Rows re-sort by rate every poll; while the pointer is on the table they stay put, so a remedy
+  // button does not move between aiming at it and clicking it.
+  if (!$("hot").matches(":hover")) drawHot(c);
   drawFindings(c);
 }
 
@@ -188,13 +190,14 @@ function movesTable(p) {
 
 function drawRebalancing(c) {
   const out = [];
-  const { pending, active, last: done } = c.plans;
-  if (pending) {
-    out.push(el("div", { class: "card plan", id: "pending-plan", "data-plan": pending.id },
-      el("div", {}, el("b", {}, "Waiting for approval")), planSummary(pending),
+  const { pendingList, active, last: done } = c.plans;
+  // Every plan that waits, oldest first: an operator's plan is never hidden behind a newer suggestion.
+  for (const pending of pendingList || []) {
+    out.push(el("div", { class: "card plan pending-plan", "data-plan": pending.id },
+      el("div", {}, el("b", {}, `Waiting for approval: ${pending.id}`)), planSummary(pending),
       el("div", { class: "actions" },
-        el("button", { id: "approve", type: "button", onclick: () => act(pending.id, "approve") }, "Approve"),
-        el("button", { id: "reject", type: "button", class: "danger", onclick: () => act(pending.id, "reject") }, "Reject"))));
+        el("button", { class: "approve", type: "button", onclick: () => act(pending.id, "approve") }, "Approve"),
+        el("button", { class: "reject danger", type: "button", onclick: () => act(pending.id, "reject") }, "Reject"))));
   }
   if (active) {
     const moved = active.moves.filter((m) => m.state === "done").length;
@@ -287,11 +290,13 @@ function remedyButton(s, k) {
     try {
       const body = new URLSearchParams({ table: s.table, key: k.keyBase64 });
       const r = await api(`/api/v1/hotspots/${k.remedy}`, { method: "POST", body });
-      $("error").textContent = "";
       $("hotspot-result").textContent = k.remedy === "salt" ? `${k.key}: ${r.state}, ${r.fanout} sub-keys`
         : `${k.key}: plan ${r.id} waits for approval under Rebalancing`;
+      $("hotspot-result").dataset.state = "done";
     } catch (e) {
-      $("error").textContent = `${label}: ${e.message}`;
+      // Here, not in #error: the next poll clears that one, and a refused remedy must stay readable.
+      $("hotspot-result").textContent = `${label} was refused: ${e.message}`;
+      $("hotspot-result").dataset.state = "refused";
     }
   } }, label);
 }

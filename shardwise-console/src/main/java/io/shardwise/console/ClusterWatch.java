@@ -337,9 +337,13 @@ final class ClusterWatch {
     PlanRecord pending = null;
     PlanRecord active = null;
     PlanRecord last = null;
+    ArrayNode pendingList = JSON.createArrayNode(); // an operator's plan and the balancer's suggestions may wait together
     for (PlanRecord p : plans) { // oldest first: the last of each kind wins
       switch (p.getState()) {
-        case PENDING -> pending = p;
+        case PENDING -> {
+          pending = p;
+          pendingList.add(PlanJson.plan(p));
+        }
         case APPROVED, RUNNING -> active = p;
         case DONE, FAILED, CANCELLED -> last = p;
         default -> { }
@@ -350,6 +354,7 @@ final class ClusterWatch {
         : settings.getPaused() ? "paused" : "idle");
     ObjectNode plansNode = root.putObject("plans");
     plansNode.set("pending", pending == null ? null : PlanJson.plan(pending));
+    plansNode.set("pendingList", pendingList);
     plansNode.set("active", active == null ? null : PlanJson.plan(active));
     plansNode.set("last", last == null ? null : PlanJson.plan(last));
     root.set("recentResizes", recentResizes(plans));

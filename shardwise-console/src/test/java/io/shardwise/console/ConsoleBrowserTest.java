@@ -65,6 +65,24 @@ class ConsoleBrowserTest {
     });
   }
 
+  private static By pendingPlan(String planId) {
+    return By.cssSelector(".pending-plan[data-plan='" + planId + "']");
+  }
+
+  /** Waits until the page lists a plan waiting for approval whose card says {@code saying}, and returns its id. */
+  private static String awaitPendingPlan(Browser browser, Duration atMost, String saying) {
+    return browser.waiting(atMost).until(d -> d.findElements(By.cssSelector(".pending-plan")).stream()
+        .filter(card -> card.getText().contains(saying)).map(card -> card.getAttribute("data-plan")).findFirst().orElse(null));
+  }
+
+  /** Clicks the plan's Approve (the card is drawn again with every poll: found and clicked in one step, again if it went stale). */
+  private static void approve(Browser browser, String planId) {
+    browser.waiting(Duration.ofSeconds(10)).until(d -> {
+      d.findElement(By.cssSelector(".pending-plan[data-plan='" + planId + "'] button.approve")).click();
+      return true;
+    });
+  }
+
   /** Red cells per column on the page equal the moved counts the API reports for the same parameters. */
   private static void assertRedCellsMatchTheApi(Browser browser, int from, int to) throws Exception {
     String query = "api/v1/simulate?keys=" + URLEncoder.encode("key-%02d", StandardCharsets.UTF_8)
@@ -145,15 +163,10 @@ class ConsoleBrowserTest {
       browser.waiting(Duration.ofSeconds(20)).until(d -> d.findElement(By.cssSelector("#hot tbody tr td.hot-keys")).getText().startsWith("user-7 "));
 
       cluster.addNode();
-      browser.waiting(Duration.ofSeconds(30)).until(ExpectedConditions.elementToBeClickable(By.id("approve")));
-      String planId = browser.attribute(By.id("pending-plan"), "data-plan");
-      assertThat(browser.text(By.id("pending-plan"))).contains("moves").contains("n4");
+      String planId = awaitPendingPlan(browser, Duration.ofSeconds(30), "n4");
+      assertThat(browser.text(pendingPlan(planId))).contains("moves").contains("n4");
       browser.screenshot("console-cluster-pending");
-      // the button is re-rendered with the page: find it and click it in one step, again if it went stale
-      browser.waiting(Duration.ofSeconds(10)).until(d -> {
-        d.findElement(By.id("approve")).click();
-        return true;
-      });
+      approve(browser, planId);
 
       // The plan runs, the page follows it, and when it is done n4 holds its share.
       browser.waiting(Duration.ofSeconds(60)).until(ExpectedConditions.attributeToBe(By.id("last-plan"), "data-state", "done"));
@@ -196,10 +209,7 @@ class ConsoleBrowserTest {
       }
       try (Browser browser = new Browser(dir.resolve("profile-resize"))) {
         browser.driver.get(cluster.console.url());
-        browser.waiting(Duration.ofSeconds(30)).until(d -> {
-          List<WebElement> pending = d.findElements(By.id("pending-plan"));
-          return !pending.isEmpty() && pending.get(0).getText().contains("1 splits, 0 merges");
-        });
+        String planId = awaitPendingPlan(browser, Duration.ofSeconds(30), "1 splits, 0 merges");
         // The tables section puts the shard that passed its split size beside that size, and names a ring's members.
         // (sizes are read every 10 s: until then the shard shows 0 B)
         browser.waiting(Duration.ofSeconds(30)).until(d ->
@@ -208,14 +218,10 @@ class ConsoleBrowserTest {
         assertThat(browser.text(By.cssSelector("#tables tr[data-table='events'] td.policy"))).startsWith("suggest: split past 64.0 KiB");
         assertThat(browser.text(By.cssSelector("#tables tr[data-table='circle'] td.ring-members"))).isEqualTo("n1, n2, n3, n4");
         assertThat(browser.text(By.cssSelector("#tables tr[data-table='users'] td.policy"))).contains("does not split");
-        String planId = browser.attribute(By.id("pending-plan"), "data-plan");
-        assertThat(browser.text(By.id("pending-plan"))).contains("split events/0").contains("past the split size of 64.0 KiB")
+        assertThat(browser.text(pendingPlan(planId))).contains("split events/0").contains("past the split size of 64.0 KiB")
             .contains("only the map changes");
         browser.screenshot("console-resize-pending");
-        browser.waiting(Duration.ofSeconds(10)).until(d -> {
-          d.findElement(By.id("approve")).click();
-          return true;
-        });
+        approve(browser, planId);
         browser.waiting(Duration.ofSeconds(30)).until(d -> {
           List<WebElement> last = d.findElements(By.id("last-plan"));
           return !last.isEmpty() && planId.equals(last.get(0).getAttribute("data-plan")) && "done".equals(last.get(0).getAttribute("data-state"));
@@ -274,15 +280,13 @@ class ConsoleBrowserTest {
           d.findElement(isolate).click();
           return true;
         });
-        browser.waiting(Duration.ofSeconds(15)).until(d -> d.findElement(By.id("hotspot-result")).getText().contains("waits for approval"));
-        browser.waiting(Duration.ofSeconds(15)).until(d -> !d.findElements(By.id("pending-plan")).isEmpty()
-            && d.findElement(By.id("pending-plan")).getText().contains("isolate celebs/"));
-        String planId = browser.attribute(By.id("pending-plan"), "data-plan");
+        // The remedy's answer stays on the page either way; a refusal fails here with its reason.
+        browser.waiting(Duration.ofSeconds(15)).until(d -> d.findElement(By.id("hotspot-result")).getAttribute("data-state") != null);
+        assertThat(browser.text(By.id("hotspot-result"))).contains("waits for approval");
+        // The balancer may suggest a plan of its own meanwhile: the page lists both, the operator's included.
+        String planId = awaitPendingPlan(browser, Duration.ofSeconds(15), "isolate celebs/");
         browser.screenshot("console-hotspot-pending");
-        browser.waiting(Duration.ofSeconds(10)).until(d -> {
-          d.findElement(By.id("approve")).click();
-          return true;
-        });
+        approve(browser, planId);
         browser.waiting(Duration.ofSeconds(60)).until(d -> !d.findElements(By.id("last-plan")).isEmpty()
             && planId.equals(d.findElement(By.id("last-plan")).getAttribute("data-plan"))
             && "done".equals(d.findElement(By.id("last-plan")).getAttribute("data-state")));
