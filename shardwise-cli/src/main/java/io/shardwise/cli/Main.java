@@ -25,6 +25,7 @@ import picocli.CommandLine.Command;
       KvCommand.class,
       TxnCommand.class,
       QueryCommand.class,
+      IndexCommand.class,
       ClusterCommand.class,
       RebalanceCommand.class,
       HotspotsCommand.class,

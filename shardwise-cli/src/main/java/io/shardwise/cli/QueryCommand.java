@@ -79,6 +79,9 @@ final class QueryCommand implements Callable<Integer> {
       ObjectNode plan = o.putObject("plan").put("access", r.plan().access()).put("shards", r.plan().shards())
           .put("rows_examined", r.plan().rowsExamined()).put("rows_matched", r.plan().rowsMatched())
           .put("bytes_shipped", r.plan().bytesShipped()).put("slowest_shard_micros", r.plan().slowestShardMicros());
+      if (!r.plan().index().isEmpty()) {
+        plan.put("index", r.plan().index()).put("index_entries", r.plan().indexEntries());
+      }
       r.plan().missingShards().forEach(plan.putArray("missing_shards")::add);
       Output.json(out, o);
     } else {
@@ -92,8 +95,14 @@ final class QueryCommand implements Callable<Integer> {
           + (r.complete() ? "" : "; INCOMPLETE: " + String.join(", ", r.plan().missingShards())));
       if (explain) {
         QueryResult.Plan p = r.plan();
-        out.printf(java.util.Locale.ROOT, "plan: %s of %s (no index on these fields), filtered at each shard's owner%n", p.access(),
-            Output.count(p.shards(), "shard"));
+        if (p.index().isEmpty()) {
+          out.printf(java.util.Locale.ROOT, "plan: %s of %s (no ready index serves this condition), filtered at each shard's owner%n",
+              p.access(), Output.count(p.shards(), "shard"));
+        } else {
+          out.printf(java.util.Locale.ROOT, "plan: %s on %s, %s (each read through its local index), rows checked at each owner%n",
+              p.access(), p.index(), Output.count(p.shards(), "shard"));
+          out.printf(java.util.Locale.ROOT, "  index entries read %,d (all shards)%n", p.indexEntries());
+        }
         out.printf(java.util.Locale.ROOT, "  rows examined %,d, matched %,d, shipped %,d bytes; slowest shard %.1f ms%n", p.rowsExamined(),
             p.rowsMatched(), p.bytesShipped(), p.slowestShardMicros() / 1000.0);
       }

@@ -40,12 +40,14 @@ public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, bool
   }
 
   /**
-   * How a query was answered: {@code access} "scan" (every shard read, filtered at its owner), the
-   * shards asked and those missing (with why), rows examined and matched, the bytes of matching rows
-   * shipped to the node that merged them, and the slowest shard's time.
+   * How a query was answered: {@code access} "scan" (every shard read, filtered at its owner) or
+   * "index" (every shard read through its local indexes: {@code index} names them and the ranges
+   * read, {@code indexEntries} counts the entries read), the shards asked and those missing (with
+   * why), rows examined and matched, the bytes of matching rows shipped to the node that merged
+   * them, and the slowest shard's time.
    */
   public record Plan(String access, int shards, List<String> missingShards, long rowsExamined, long rowsMatched, long bytesShipped,
-      long slowestShardMicros) {
+      long slowestShardMicros, String index, long indexEntries) {
 
     public Plan {
       missingShards = List.copyOf(missingShards);

@@ -875,8 +875,38 @@ public final class ShardwiseClient implements AutoCloseable {
         .setPageToken(ByteString.copyFrom(pageToken)).build()));
     io.shardwise.proto.v1.QueryPlan p = r.getPlan();
     return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
-        p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros()),
+        p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),
+        p.getIndexEntries()),
         r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
+  }
+
+  /**
+   * Creates a local secondary index on {@code field} (a path: {@code owner.id}) of a table of JSON
+   * documents. It is built online: every write maintains it at once, every node indexes the rows it
+   * held before, and queries use it once {@link IndexInfo#ready} ({@link #indexes}).
+   *
+   * @throws ShardwiseException INVALID_ARGUMENT for a table of bytes or a bad field, ALREADY_EXISTS
+   *     for an index on that field, LIMIT_EXCEEDED past {@value io.shardwise.core.doc.IndexDef#MAX_PER_TABLE} indexes
+   */
+  public List<IndexInfo> createIndex(String table, String field) {
+    return indexInfos(onSeed(stub -> stub.createIndex(io.shardwise.proto.v1.CreateIndexRequest.newBuilder().setTable(table)
+        .setField(field).setScope("local").build())));
+  }
+
+  /** Drops the index on {@code field}: queries stop using it at once, each node deletes its entries. */
+  public List<IndexInfo> dropIndex(String table, String field) {
+    return indexInfos(onSeed(stub -> stub.dropIndex(io.shardwise.proto.v1.DropIndexRequest.newBuilder().setTable(table).setField(field)
+        .build())));
+  }
+
+  /** The table's indexes and how far each is built. */
+  public List<IndexInfo> indexes(String table) {
+    return indexInfos(onAnySeed(stub -> stub.indexStatus(io.shardwise.proto.v1.IndexStatusRequest.newBuilder().setTable(table).build())));
+  }
+
+  private static List<IndexInfo> indexInfos(io.shardwise.proto.v1.IndexStatusResponse r) {
+    return r.getIndexesList().stream().map(i -> new IndexInfo(i.getId(), i.getField(), i.getScope(), i.getState(), i.getReplicas(),
+        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList())).toList();
   }
 
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */

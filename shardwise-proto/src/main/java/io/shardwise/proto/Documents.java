@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import io.shardwise.core.doc.ValueFormat;
 import java.io.IOException;
+import java.util.List;
 
 /**
  * JSON documents as a table of format {@link ValueFormat#JSON} holds them: each value is one JSON
@@ -72,13 +73,75 @@ public final class Documents {
       return node.isNull() ? 0 : null;
     }
     if (literal instanceof String s && node.isTextual()) {
-      return Integer.signum(node.textValue().compareTo(s));
+      return compareCodePoints(node.textValue(), s);
     }
     if (literal instanceof java.math.BigDecimal d && node.isNumber()) {
       return node.decimalValue().compareTo(d);
     }
     if (literal instanceof Boolean b && node.isBoolean()) {
       return Boolean.compare(node.booleanValue(), b);
+    }
+    return null;
+  }
+
+  /**
+   * Strings in code point order, which is their UTF-8 bytes' order and so an index's
+   * ({@link io.shardwise.core.doc.IndexValues}); Java's {@code compareTo} orders UTF-16 units, which
+   * differs for characters beyond U+FFFF.
+   */
+  static int compareCodePoints(String a, String b) {
+    int i = 0;
+    int j = 0;
+    while (i < a.length() && j < b.length()) {
+      int x = a.codePointAt(i);
+      int y = b.codePointAt(j);
+      if (x != y) {
+        return x < y ? -1 : 1;
+      }
+      i += Character.charCount(x);
+      j += Character.charCount(y);
+    }
+    return Integer.signum((a.length() - i) - (b.length() - j));
+  }
+
+  /**
+   * The index encodings ({@link io.shardwise.core.doc.IndexValues}) of the fields at {@code paths}
+   * in {@code document}, in order: null where a field is missing or holds an object or an array
+   * (such a field is not indexed; no comparison an index serves holds for it).
+   *
+   * @throws NotADocumentException if {@code document} is not JSON
+   */
+  public static byte[][] indexValues(byte[] document, List<List<String>> paths) {
+    com.fasterxml.jackson.databind.JsonNode root;
+    try {
+      root = TREES.readTree(document);
+    } catch (IOException e) {
+      throw new NotADocumentException(e.getMessage(), 0);
+    }
+    byte[][] out = new byte[paths.size()][];
+    for (int i = 0; i < out.length; i++) {
+      com.fasterxml.jackson.databind.JsonNode node = root;
+      for (String name : paths.get(i)) {
+        node = node != null && node.isObject() ? node.get(name) : null;
+      }
+      out[i] = node == null ? null : scalar(node);
+    }
+    return out;
+  }
+
+  private static byte[] scalar(com.fasterxml.jackson.databind.JsonNode node) {
+    if (node.isNull()) {
+      return io.shardwise.core.doc.IndexValues.encode(io.shardwise.core.doc.Where.NULL);
+    }
+    if (node.isBoolean()) {
+      return io.shardwise.core.doc.IndexValues.encode(node.booleanValue());
+    }
+    if (node.isNumber()) {
+      return io.shardwise.core.doc.IndexValues.number(node.isBigDecimal() || node.isBigInteger() ? node.decimalValue().doubleValue()
+          : node.doubleValue());
+    }
+    if (node.isTextual()) {
+      return io.shardwise.core.doc.IndexValues.string(node.textValue());
     }
     return null;
   }

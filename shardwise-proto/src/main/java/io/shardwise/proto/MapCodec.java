@@ -61,7 +61,28 @@ public final class MapCodec {
    */
   public static Table fromProto(TableMapProto t) {
     return ShardMap.table(t.getName(), t.getId(), fromProto(t.getSpec()), layout(t, List.of(t)), shards(t.getName(), t.getShardsList()),
-        t.getNextShardNumber(), replication(t), replicationChangedAt(t), format(t));
+        t.getNextShardNumber(), replication(t), replicationChangedAt(t), format(t), indexes(t), indexesChangedAt(t));
+  }
+
+  /** A table's secondary indexes, as its header lists them. */
+  public static List<io.shardwise.core.doc.IndexDef> indexes(TableMapProto header) {
+    List<io.shardwise.core.doc.IndexDef> out = new ArrayList<>(header.getIndexesCount());
+    for (io.shardwise.proto.v1.IndexProto i : header.getIndexesList()) {
+      out.add(new io.shardwise.core.doc.IndexDef(i.getId(), i.getPathList(),
+          io.shardwise.core.doc.IndexDef.Scope.valueOf(i.getScope().toUpperCase(java.util.Locale.ROOT)),
+          io.shardwise.core.doc.IndexDef.State.valueOf(i.getState().toUpperCase(java.util.Locale.ROOT))));
+    }
+    return out;
+  }
+
+  /** The map epoch at which a table's header says its indexes last changed. */
+  public static long indexesChangedAt(TableMapProto header) {
+    return header.getIndexesChangedAt() == 0 ? header.getId() : header.getIndexesChangedAt();
+  }
+
+  public static io.shardwise.proto.v1.IndexProto toProto(io.shardwise.core.doc.IndexDef i) {
+    return io.shardwise.proto.v1.IndexProto.newBuilder().setId(i.id()).addAllPath(i.path()).setScope(i.scope().label())
+        .setState(i.state().label()).build();
   }
 
   /** What a table's values are, as its header says (any bytes when it says nothing). */
@@ -82,10 +103,14 @@ public final class MapCodec {
     return header.getReplicationChangedAt() == 0 ? header.getId() : header.getReplicationChangedAt();
   }
 
-  /** The header's fields that change with the table's settings: its value format, its replication. */
+  /** The header's fields that change with the table's settings: its value format, its replication, its indexes. */
   private static TableMapProto.Builder withReplication(TableMapProto.Builder b, Table t) {
     if (t.format() != io.shardwise.core.doc.ValueFormat.BYTES) {
       b.setValueFormat(t.format().label());
+    }
+    if (t.indexesChangedAt() != t.id()) {
+      t.indexes().forEach(i -> b.addIndexes(toProto(i)));
+      b.setIndexesChangedAt(t.indexesChangedAt());
     }
     if (t.replication().replicated() || t.replicationChangedAt() != t.id()) {
       b.setReplicationFactor(t.replication().factor()).setMinInSync(t.replication().minInSync())
@@ -215,7 +240,7 @@ public final class MapCodec {
       shards.set(position, changed.get(i));
     }
     return java.util.Optional.of(ShardMap.table(mine.name(), mine.id(), mine.spec(), mine.layout(), shards, mine.nextShardNumber(),
-        replication(table), replicationChangedAt(table), mine.format()));
+        replication(table), replicationChangedAt(table), mine.format(), indexes(table), indexesChangedAt(table)));
   }
 
   /** Shard assignments of table {@code tableName}. */

@@ -109,6 +109,13 @@ public final class ShardMap {
     return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, format);
   }
 
+  /** Builds a table for {@link #restore} as the one above, with {@code indexes}, last changed at map epoch {@code indexesChangedAt}. */
+  public static Table table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards,
+      long nextShardNumber, Replication replication, long replicationChangedAt, io.shardwise.core.doc.ValueFormat format,
+      List<io.shardwise.core.doc.IndexDef> indexes, long indexesChangedAt) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, format, indexes, indexesChangedAt);
+  }
+
   public long epoch() {
     return epoch;
   }
@@ -251,6 +258,7 @@ public final class ShardMap {
         for (ShardAssignment s : t.shards()) {
           shards.add(s.as(s.id(), next));
         }
+        // Without its indexes: their entries went to the trash with the rows; `index create` builds them again.
         out.put(t.name(), new Table(t.name(), t.id(), t.spec(), t.layout(), shards, t.nextShardNumber(), t.replication(), next,
             t.format()));
       } else if (change instanceof ShardMapDelta.DropTable) {
@@ -323,6 +331,12 @@ public final class ShardMap {
           changed = stopReplicating(changed, next);
         }
         out.put(t.name(), changed);
+      } else if (change instanceof ShardMapDelta.SetIndexes set) {
+        Table t = out.get(set.table());
+        if (t == null) {
+          throw new IllegalArgumentException("table " + set.table() + " does not exist");
+        }
+        out.put(t.name(), t.withIndexes(set.indexes(), next));
       } else if (change instanceof ShardMapDelta.RaiseVersionFloor raise) {
         Table t = out.get(raise.table());
         if (t == null) {

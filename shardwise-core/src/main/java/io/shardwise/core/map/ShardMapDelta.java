@@ -16,7 +16,8 @@ public final class ShardMapDelta {
 
   /** One change. */
   public sealed interface Change permits CreateTable, DropTable, RestoreTable, MoveShard, SplitShard, MergeShards, JoinRing,
-      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader, GrantStore, RaiseVersionFloor {}
+      SetReplication, AddFollower, RemoveFollower, ChangeInSync, ChangeLeader, GrantStore, RaiseVersionFloor,
+      SetIndexes {}
 
   /**
    * A new table whose shard at position i is led by {@code owners.get(i)}, with the followers
@@ -55,6 +56,17 @@ public final class ShardMapDelta {
    * until every shard has {@code replication.factor()} of them.
    */
   public record SetReplication(String table, Replication replication) implements Change {}
+
+  /**
+   * Sets a table's secondary indexes (creating one, marking it ready, dropping one): the whole list,
+   * in creation order. Nodes maintain every index the map gives a table from the map that first
+   * holds it on.
+   */
+  public record SetIndexes(String table, List<io.shardwise.core.doc.IndexDef> indexes) implements Change {
+    public SetIndexes {
+      indexes = List.copyOf(indexes);
+    }
+  }
 
   /**
    * Adds {@code node} as a follower of a shard, not in sync: it is being built (a snapshot, then the

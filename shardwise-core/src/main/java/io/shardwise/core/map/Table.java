@@ -24,6 +24,8 @@ public final class Table {
   private final long changedAt;
   private final long nextShardNumber;
   private final ValueFormat format;
+  private final List<io.shardwise.core.doc.IndexDef> indexes;
+  private final long indexesChangedAt;
   /** Shard number to position, built on first use once numbers no longer equal positions. */
   private volatile java.util.Map<Long, Integer> positions;
 
@@ -50,7 +52,28 @@ public final class Table {
   /** @param format what the table's values are (set at creation, never changed) */
   Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber,
       Replication replication, long replicationChangedAt, ValueFormat format) {
+    this(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, format, List.of(), id);
+  }
+
+  /**
+   * @param indexes the table's secondary indexes, in creation order
+   * @param indexesChangedAt the map epoch of the last change of {@code indexes} (the table's id if never)
+   */
+  Table(String name, long id, PartitionerSpec spec, ShardLayout layout, List<ShardAssignment> shards, long nextShardNumber,
+      Replication replication, long replicationChangedAt, ValueFormat format, List<io.shardwise.core.doc.IndexDef> indexes,
+      long indexesChangedAt) {
     this.format = java.util.Objects.requireNonNull(format, "format");
+    this.indexes = List.copyOf(indexes);
+    if (!this.indexes.isEmpty() && format != ValueFormat.JSON) {
+      throw new IllegalArgumentException("table " + name + " holds any bytes: only a table of JSON documents has indexes");
+    }
+    if (this.indexes.size() > io.shardwise.core.doc.IndexDef.MAX_PER_TABLE) {
+      throw new IllegalArgumentException("a table has at most " + io.shardwise.core.doc.IndexDef.MAX_PER_TABLE + " indexes");
+    }
+    if (indexesChangedAt < id) {
+      throw new IllegalArgumentException("table " + name + ": indexes changed at epoch " + indexesChangedAt + ", before the table existed");
+    }
+    this.indexesChangedAt = indexesChangedAt;
     this.name = Tables.checkName(name);
     if (id < 1) {
       throw new IllegalArgumentException("table id must be at least 1, not " + id);
@@ -71,7 +94,7 @@ public final class Table {
       throw new IllegalArgumentException("table " + name + ": replication changed at epoch " + replicationChangedAt + ", before the table existed");
     }
     this.replicationChangedAt = replicationChangedAt;
-    long latest = replicationChangedAt;
+    long latest = Math.max(replicationChangedAt, indexesChangedAt);
     for (ShardAssignment s : this.shards) {
       latest = Math.max(latest, s.epoch());
     }
@@ -177,6 +200,31 @@ public final class Table {
     return format;
   }
 
+  /** The table's secondary indexes, in creation order. */
+  public List<io.shardwise.core.doc.IndexDef> indexes() {
+    return indexes;
+  }
+
+  /** The index of {@code id}, if the table has it. */
+  public java.util.Optional<io.shardwise.core.doc.IndexDef> index(long indexId) {
+    return indexes.stream().filter(i -> i.id() == indexId).findFirst();
+  }
+
+  /** The index on {@code path} of {@code scope}, if the table has it. */
+  public java.util.Optional<io.shardwise.core.doc.IndexDef> index(List<String> path, io.shardwise.core.doc.IndexDef.Scope scope) {
+    return indexes.stream().filter(i -> i.path().equals(path) && i.scope() == scope).findFirst();
+  }
+
+  /** The map epoch at which {@link #indexes} last changed (the table's id if never). */
+  public long indexesChangedAt() {
+    return indexesChangedAt;
+  }
+
+  /** The table with {@code next} as its indexes from map epoch {@code epoch} on. */
+  Table withIndexes(List<io.shardwise.core.doc.IndexDef> next, long epoch) {
+    return new Table(name, id, spec, layout, shards, nextShardNumber, replication, replicationChangedAt, format, next, epoch);
+  }
+
   /** The map epoch at which {@link #replication} was last set (the table's id if never). */
   public long replicationChangedAt() {
     return replicationChangedAt;
@@ -185,16 +233,16 @@ public final class Table {
   Table withShard(int position, ShardAssignment shard) {
     List<ShardAssignment> next = new ArrayList<>(shards);
     next.set(position, shard);
-    return new Table(name, id, spec, layout, next, nextShardNumber, replication, replicationChangedAt(), format);
+    return new Table(name, id, spec, layout, next, nextShardNumber, replication, replicationChangedAt(), format, indexes, indexesChangedAt);
   }
 
   /** The table with a new layout and the shards to match, the next shard number raised to {@code nextShardNumber}. */
   Table withLayout(ShardLayout newLayout, List<ShardAssignment> newShards, long newNextShardNumber) {
-    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber, replication, replicationChangedAt(), format);
+    return new Table(name, id, spec, newLayout, newShards, newNextShardNumber, replication, replicationChangedAt(), format, indexes, indexesChangedAt);
   }
 
   /** The table keeping {@code newReplication} from map epoch {@code epoch} on (its shards converge to it as the balancer adds or removes replicas). */
   Table withReplication(Replication newReplication, long epoch) {
-    return new Table(name, id, spec, layout, shards, nextShardNumber, newReplication, epoch, format);
+    return new Table(name, id, spec, layout, shards, nextShardNumber, newReplication, epoch, format, indexes, indexesChangedAt);
   }
 }

@@ -102,6 +102,7 @@ public final class Balancer implements AutoCloseable {
   private final Resizer resizer;
   private final Failover failover;
   private final ReplicaRepair repair;
+  private final io.shardwise.server.index.IndexReadiness indexes;
   private final ReplicaMoves replicaMoves;
   private final long snapshotBytesPerSecond; // of the nodes' replication (each node's own; the same across a cluster started alike)
 
@@ -114,6 +115,7 @@ public final class Balancer implements AutoCloseable {
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
     this.repair = new ReplicaRepair(coordinator);
+    this.indexes = new io.shardwise.server.index.IndexReadiness(coordinator, peers);
     io.shardwise.server.rpc.ShardSplits splits = new io.shardwise.server.rpc.ShardSplits(coordinator, peers);
     this.replicaMoves = new ReplicaMoves(coordinator, splits::handOver);
     this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
@@ -208,6 +210,13 @@ public final class Balancer implements AutoCloseable {
     }
     BalancerSettings settings = records.settings();
     ShardMap map = coordinator.readMap().map();
+    try {
+      if (indexes.run(map) > 0) {
+        map = coordinator.readMap().map();
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("balancer: index readiness on {}: {}", self, e.toString());
+    }
     Map<NodeId, NodeInfo> live = coordinator.liveNodesNow();
     long now = System.currentTimeMillis();
     Set<NodeId> owners = new TreeSet<>();

@@ -290,7 +290,7 @@ final class MapChunks {
         }
         table = ShardMap.table(header.getName(), header.getId(), sameHeader ? before.table().spec() : MapCodec.fromProto(header.getSpec()),
             layout, shards, header.getNextShardNumber(), MapCodec.replication(header), MapCodec.replicationChangedAt(header),
-            MapCodec.format(header));
+            MapCodec.format(header), MapCodec.indexes(header), MapCodec.indexesChangedAt(header));
       }
       tables.add(table);
       rebuilt.put(ref.getName(), new Rebuilt(ref, table));
@@ -357,7 +357,7 @@ final class MapChunks {
       boolean sameTable = ref != null && before != null && ref.getId() == table.id() && before.id() == table.id();
       TableRootProto.Builder r = TableRootProto.newBuilder().setName(table.name()).setId(table.id());
       if (sameTable && before.spec() == table.spec() && before.layout() == table.layout() && before.nextShardNumber() == table.nextShardNumber()
-          && before.replicationChangedAt() == table.replicationChangedAt()) {
+          && before.replicationChangedAt() == table.replicationChangedAt() && before.indexesChangedAt() == table.indexesChangedAt()) {
         r.setHeaderChunk(ref.getHeaderChunk()).addAllLayoutChunks(ref.getLayoutChunksList());
       } else {
         r.setHeaderChunk(reuseOrWrite(sameTable ? List.of(ref.getHeaderChunk()) : List.of(), 0, MapCodec.header(table), table, next, written));

@@ -70,6 +70,7 @@ public final class ShardwiseNode implements AutoCloseable {
       new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
   private MetricsEndpoint metricsEndpoint;
   private final io.shardwise.server.hot.ShardHeat heat = new io.shardwise.server.hot.ShardHeat();
+  private io.shardwise.server.index.IndexBuilds indexBuilds;
   private Duration dropGrace = Duration.ofSeconds(30);
   private String clusterId;
   private MoveServiceImpl moves;
@@ -152,6 +153,7 @@ public final class ShardwiseNode implements AutoCloseable {
         || !store.trash().entries().isEmpty(), config.adoptCluster());
     StoreTrust.establish(coordinator, id, store.identity()); // before anything serves, or the map counts on data it lost
     migrateLayout();
+    indexBuilds = new io.shardwise.server.index.IndexBuilds(store, id.value());
     ClusterContext ctx = new ClusterContext(id, map, coordinator, peers, store, shards, config.limits(), writable::get, metrics,
         config.hooks(), heat);
     TableAdmin tables = new TableAdmin(ctx);
@@ -176,6 +178,7 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(() -> purgeTrash(trashGrace), purgeEvery, purgeEvery, TimeUnit.MILLISECONDS);
     cleaner.scheduleWithFixedDelay(this::purgeRequestRecords, 1, 1, TimeUnit.MINUTES);
     cleaner.scheduleAtFixedRate(this::tickRates, 1, 1, TimeUnit.SECONDS);
+    cleaner.scheduleWithFixedDelay(() -> indexBuilds.backfill(map.current()), 5, 5, TimeUnit.SECONDS); // one cut short, again
     long heartbeat = replicationConfig.heartbeat().toMillis();
     replication.scheduleWithFixedDelay(this::tickReplication, heartbeat, heartbeat, TimeUnit.MILLISECONDS);
     Duration tombstoneGrace = config.tombstoneGrace();
@@ -190,7 +193,7 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
-        data, new AdminServiceImpl(ctx, tables, trash), moves,
+        data, new AdminServiceImpl(ctx, tables, trash, indexBuilds), moves,
         io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
             config.dataDir().resolve("replica-snapshots")));
     address = config.host() + ":" + server.getPort();
@@ -251,6 +254,9 @@ public final class ShardwiseNode implements AutoCloseable {
     if (next.epoch() <= previous.epoch()) {
       return;
     }
+    // The store keeps the new map's indexes before any request is routed by it: every write from
+    // then on maintains them (and the rows written before are backfilled below).
+    indexBuilds.define(next);
     LocalShards.MapChanges changes;
     List<ShardRef> replicasRemoved = List.of();
     synchronized (store.trash()) {
@@ -279,6 +285,7 @@ public final class ShardwiseNode implements AutoCloseable {
           () -> keepsNothingOf(shard)), dropGrace.toMillis(), TimeUnit.MILLISECONDS);
     }
     changes.owned().forEach(moves::arrived);
+    indexBuilds.backfill(next);
     registerShardMeters(previous, next);
     for (ShardRef shard : changes.droppedTables()) {
       cleaner.execute(() -> trash.put(shard, ShardTrash.Kind.TABLE_DROPPED, "its table was dropped at map epoch " + next.epoch(),
@@ -687,6 +694,9 @@ public final class ShardwiseNode implements AutoCloseable {
       GrpcServers.stop(server);
     }
     peers.close();
+    if (indexBuilds != null) {
+      indexBuilds.close();
+    }
     store.close();
   }
 }

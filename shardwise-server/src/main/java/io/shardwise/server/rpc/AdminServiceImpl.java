@@ -47,16 +47,18 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
   private final ClusterContext ctx;
   private final TableAdmin tables;
   private final TrashAdmin trash;
+  private final io.shardwise.server.index.IndexBuilds indexBuilds;
 
-  /** A router's: it holds no data and has no trash. */
+  /** A router's: it holds no data, has no trash and builds no index. */
   public AdminServiceImpl(ClusterContext ctx, TableAdmin tables) {
-    this(ctx, tables, null);
+    this(ctx, tables, null, null);
   }
 
-  public AdminServiceImpl(ClusterContext ctx, TableAdmin tables, TrashAdmin trash) {
+  public AdminServiceImpl(ClusterContext ctx, TableAdmin tables, TrashAdmin trash, io.shardwise.server.index.IndexBuilds indexBuilds) {
     this.ctx = ctx;
     this.tables = tables;
     this.trash = trash;
+    this.indexBuilds = indexBuilds;
   }
 
   @Override
@@ -132,6 +134,9 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
       b.setNode(ctx.self().value());
       if (trash != null) {
         b.addAllTrash(trash.list());
+      }
+      if (indexBuilds != null) {
+        b.addAllIndexBuilds(indexBuilds.states());
       }
       ShardMap map = ctx.map().current();
       for (Table t : map.tables().values()) {

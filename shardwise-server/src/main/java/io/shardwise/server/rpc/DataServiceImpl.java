@@ -75,6 +75,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   private final ClusterContext ctx;
   private final TableAdmin tables;
+  private final io.shardwise.server.index.IndexAdmin indexes;
 
   private final RequestMetrics requests;
   private final io.micrometer.core.instrument.Counter followerReads;
@@ -94,6 +95,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables, Duration txnTimeout) {
     this.ctx = ctx;
     this.tables = tables;
+    this.indexes = new io.shardwise.server.index.IndexAdmin(ctx);
     this.txnSteps = new io.shardwise.server.txn.ShardSteps(batch -> ctx.shards().apply(batch), System::currentTimeMillis);
     this.txns = new io.shardwise.server.txn.Transactions(new RoutedParticipants(this), txnTimeout, io.shardwise.server.txn.TxnClock.SYSTEM,
         new io.shardwise.server.txn.Transactions.Phases() {
@@ -155,6 +157,30 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   @Override
   public void setReplication(io.shardwise.proto.v1.SetReplicationRequest request, StreamObserver<TableInfo> out) {
     respond(out, () -> tables.setReplication(request));
+  }
+
+  @Override
+  public void createIndex(io.shardwise.proto.v1.CreateIndexRequest request, StreamObserver<io.shardwise.proto.v1.IndexStatusResponse> out) {
+    respond(out, () -> {
+      Inline.mayBlock();
+      return indexes.create(request);
+    });
+  }
+
+  @Override
+  public void dropIndex(io.shardwise.proto.v1.DropIndexRequest request, StreamObserver<io.shardwise.proto.v1.IndexStatusResponse> out) {
+    respond(out, () -> {
+      Inline.mayBlock();
+      return indexes.drop(request);
+    });
+  }
+
+  @Override
+  public void indexStatus(io.shardwise.proto.v1.IndexStatusRequest request, StreamObserver<io.shardwise.proto.v1.IndexStatusResponse> out) {
+    respond(out, () -> {
+      Inline.mayBlock();
+      return indexes.status(request.getTable());
+    });
   }
 
   @Override
@@ -594,9 +620,22 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   /** One page of the shard at {@code position}, here or at its owner; with a {@code where}, only the rows that meet it. */
   private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit, String where) {
+    return shardScan(h, table, position, from, to, limit, where, null);
+  }
+
+  /** As above, the rows read through the probes of {@code index} when it is not null. */
+  private ShardScanResponse shardScan(RequestHeader h, Table table, int position, byte[] from, byte[] to, int limit, String where,
+      io.shardwise.server.index.IndexPlan index) {
     ShardAssignment shard = table.shards().get(position);
     ShardScanRequest.Builder request = ShardScanRequest.newBuilder().setHeader(h).setTable(table.name()).setPosition(position)
         .setNumber(shard.id().number()).setHasNumber(true).setFrom(ByteString.copyFrom(from)).setLimit(limit).setWhere(where);
+    if (index != null) {
+      for (io.shardwise.server.index.IndexPlan.Probe p : index.probes()) {
+        request.addIndexProbes(io.shardwise.proto.v1.IndexProbe.newBuilder().setIndexId(p.index().id())
+            .setLow(ByteString.copyFrom(p.range().low())).setHigh(ByteString.copyFrom(p.range().high()))
+            .setHighInclusive(p.range().highInclusive()));
+      }
+    }
     if (to != null) {
       request.setTo(ByteString.copyFrom(to)).setHasTo(true);
     }
@@ -630,6 +669,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   private ShardScanResponse localShardScan(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
+    if (request.getIndexProbesCount() > 0) {
+      return localIndexScan(map, table, shard, request);
+    }
     int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
     ScanPage page;
     try {
@@ -649,6 +691,48 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         b.addRows(row(e));
       }
     }
+    if (page.hasMore()) {
+      b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));
+    }
+    return b.build();
+  }
+
+  /**
+   * A page of a shard's rows read through its local indexes: only once this node's backfill of
+   * each index has ended (before, its entries may miss rows, and the shard answers UNAVAILABLE: the
+   * query names it missing rather than answer without them).
+   */
+  private ShardScanResponse localIndexScan(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
+    int limit = Math.max(1, Math.min(request.getLimit(), ctx.limits().maxScanLimit()));
+    List<io.shardwise.server.storage.ShardStore.IndexProbe> probes = new ArrayList<>();
+    for (io.shardwise.proto.v1.IndexProbe p : request.getIndexProbesList()) {
+      if (!ctx.store().indexBuilt(table.id(), p.getIndexId())) {
+        throw Status.UNAVAILABLE.withDescription("index " + p.getIndexId() + " of table " + table.name() + " is still being built on node "
+            + ctx.self()).asRuntimeException();
+      }
+      probes.add(new io.shardwise.server.storage.ShardStore.IndexProbe(p.getIndexId(),
+          new io.shardwise.core.doc.IndexValues.Range(p.getLow().toByteArray(), p.getHigh().toByteArray(), p.getHighInclusive())));
+    }
+    io.shardwise.core.doc.Where where = request.getWhere().isEmpty() ? null : where(table, request.getWhere());
+    long[] examined = {0};
+    ScanPage page;
+    try {
+      page = intents.scan(table.name(), () -> {
+        io.shardwise.server.storage.ShardStore.IndexPage p = ctx.shards().indexScan(ref(table, shard), probes,
+            request.getFrom().toByteArray(), limit, doc -> where == null || io.shardwise.proto.Documents.matches(doc, where));
+        examined[0] += p.examined();
+        return p.page();
+      });
+    } catch (ShardFencedException e) {
+      throw Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
+          io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
+              .build());
+    } catch (IllegalStateException e) {
+      throw Status.UNAVAILABLE.withDescription(e.getMessage() + " (node " + ctx.self() + ")").asRuntimeException();
+    }
+    ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1)).setExamined((int) Math.min(Integer.MAX_VALUE,
+        examined[0]));
+    page.entries().forEach(e -> b.addRows(row(e)));
     if (page.hasMore()) {
       b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));
     }
@@ -690,9 +774,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       for (int attempt = 0; ; attempt++) {
         Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), first.epoch()));
         TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
+        io.shardwise.server.index.IndexPlan index = io.shardwise.server.index.IndexPlan.choose(table, where(table, request.getWhere()))
+            .orElse(null);
         try {
-          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere()),
-              limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1).setHeader(header(map, table.shards().size() - resume.position())).build();
+          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere(),
+              index), limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1, index)
+              .setHeader(header(map, table.shards().size() - resume.position())).build();
         } catch (TableQuery.StaleMap stale) {
           map = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
         }

@@ -98,7 +98,7 @@ final class TableQuery {
    * the newer map; without, such a shard is named missing like any other.
    */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
-      boolean staleMapThrows) {
+      boolean staleMapThrows, io.shardwise.server.index.IndexPlan index) {
     long started = System.nanoTime();
     int shards = table.shards().size();
     List<Future<ShardRows>> answers = new ArrayList<>(shards);
@@ -108,7 +108,10 @@ final class TableQuery {
       answers.add(p < resume.position() ? null : Inline.BLOCKING.submit(() -> readShard(reader, p, from, limit)));
     }
     long deadline = started + TimeUnit.MILLISECONDS.toNanos(shardDeadlineMillis);
-    QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess("scan");
+    QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess(index == null ? "scan" : "index");
+    if (index != null) {
+      plan.setIndex(index.describe());
+    }
     List<KeyValue> rows = new ArrayList<>();
     boolean truncated = false;
     int lastPosition = -1;
@@ -150,6 +153,9 @@ final class TableQuery {
       throw new StaleMap(staleAt);
     }
     plan.setSlowestShardMicros(slowest / 1_000);
+    if (index != null) {
+      plan.setIndexEntries(plan.getRowsExamined()); // through an index, the shards read its entries, then only the rows they name
+    }
     QueryResponse.Builder out = QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)
         .setTruncated(truncated);
     if (truncated) {

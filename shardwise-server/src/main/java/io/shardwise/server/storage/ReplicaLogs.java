@@ -202,23 +202,22 @@ final class ReplicaLogs implements ReplicaStorage {
       return;
     }
     LogState after = state(shard).applied(shard, entries);
+    List<ShardEngine.StoredValue> effects = new ArrayList<>();
+    for (LogEntry e : entries) {
+      effects.addAll(e.effects());
+    }
     store.enter();
+    // Under the rows' locks: the store derives their index entries from the values these replace.
+    List<java.util.concurrent.locks.ReentrantLock> held = store.lockKeys(effects);
     try (WriteBatch batch = new WriteBatch()) {
-      for (LogEntry e : entries) {
-        for (ShardEngine.StoredValue v : e.effects()) {
-          if (v.stored() == null) {
-            batch.delete(v.storeKey());
-          } else {
-            batch.put(v.storeKey(), v.stored());
-          }
-        }
-      }
+      store.putEffects(batch, effects);
       batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
       db.write(writeOptions, batch);
       states.put(shard, after);
     } catch (RocksDBException e) {
       throw new StorageException("applying the replication log of shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
+      held.forEach(java.util.concurrent.locks.ReentrantLock::unlock);
       store.exit();
     }
   }
@@ -303,7 +302,7 @@ final class ReplicaLogs implements ReplicaStorage {
         v.get(start);
         byte[] end = new byte[v.getInt()];
         v.get(end);
-        db.deleteRange(writeOptions, start, end);
+        store.deleteRows(start, end);
         try (WriteBatch batch = new WriteBatch()) {
           byte[] stateKey = ByteBuffer.allocate(17).put(STATE).putLong(table).putLong(number).array();
           byte[] entries = ByteBuffer.allocate(17).put(ENTRY).putLong(table).putLong(number).array();

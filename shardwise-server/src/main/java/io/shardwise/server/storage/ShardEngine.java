@@ -35,6 +35,15 @@ public interface ShardEngine {
   ScanPage scan(ShardRef shard, byte[] from, byte[] to, int limit);
 
   /**
+   * One page of {@code shard}'s rows that local index probes find ({@link ShardStore#indexScan});
+   * an engine without indexes refuses.
+   */
+  default ShardStore.IndexPage indexScan(ShardRef shard, List<ShardStore.IndexProbe> probes, byte[] from, int limit,
+      java.util.function.Predicate<byte[]> matches) {
+    throw new UnsupportedOperationException("this engine keeps no indexes");
+  }
+
+  /**
    * Applies the mutations atomically: all of them, or none. A mutation whose write id this shard
    * has already applied is answered with its first result and not applied again; the record of a
    * write id is written atomically with the write, inside the shard ({@link

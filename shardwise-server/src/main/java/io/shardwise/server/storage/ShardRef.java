@@ -382,6 +382,14 @@ public final class ShardRef {
     return tag >= 0 && tag != TERMINATOR;
   }
 
+  /**
+   * True if {@code storeKey}, a stored key of a table whose keys follow {@code prefixLength} bytes
+   * ({@link #prefixLength}), is a user's row and not a key the store keeps for itself.
+   */
+  static boolean isRowKey(byte[] storeKey, int prefixLength) {
+    return storeKey.length > prefixLength && tagOf(storeKey, prefixLength) == TERMINATOR;
+  }
+
   /** True if {@code storeKey} (of this shard) is a write id's record. */
   public boolean isRecord(byte[] storeKey) {
     return tagOf(storeKey, prefixLength()) == RECORD;

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
@@ -95,6 +96,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private final ShardTrash trash;
   private final StoreFormat format;
   private final ReplicaLogs replicaLogs;
+  private final LocalIndexes indexes;
   private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
   private final LongAdder inUse = new LongAdder();
   private final ShardTraffic traffic = new ShardTraffic();
@@ -117,6 +119,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
     this.format = new StoreFormat(db, handles.get(2));
+    this.indexes = new LocalIndexes(db, handles.get(4), handles.get(2)); // before anything writes rows
     this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions);
     int interrupted = replicaLogs.recoverInterruptedInstalls();
     if (interrupted > 0) {
@@ -158,7 +161,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, dataOptions),
           new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY, trashOptions),
           new ColumnFamilyDescriptor(StoreFormat.COLUMN_FAMILY, trashOptions),
-          new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY, trashOptions)), handles);
+          new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY, trashOptions),
+          new ColumnFamilyDescriptor(LocalIndexes.COLUMN_FAMILY, trashOptions)), handles);
       ShardStore store = new ShardStore(directory, dbOptions, dataOptions, trashOptions, writeOptions, db, handles);
       try {
         boolean empty = store.isEmpty() && store.trash().entries().isEmpty();
@@ -325,13 +329,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         Evaluation e = evaluateHeld(batch, keys, k -> null, 0);
         if (!e.effects().isEmpty()) {
           try (WriteBatch writes = new WriteBatch()) {
-            for (StoredValue v : e.effects()) {
-              if (v.stored() == null) {
-                writes.delete(v.storeKey());
-              } else {
-                writes.put(v.storeKey(), v.stored());
-              }
-            }
+            putEffects(writes, e.effects());
             db.write(writeOptions, writes);
           }
         }
@@ -918,6 +916,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         } catch (RocksDBException e) {
           throw new StorageException("ingesting shard " + shard + " from " + file + " failed: " + e.getMessage(), e);
         }
+        // The rows came without their entries (an export holds the span only): they are indexed here,
+        // by the definitions as they are now — read after the ingestion, so an index defined meanwhile
+        // is either here or backfilled over these rows by the node that defined it.
+        reindexRange(shard.startKey(), shard.endKey(), null);
       } finally {
         exit();
       }
@@ -957,20 +959,19 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public void writeStored(ShardRef shard, List<StoredValue> values) {
     enter();
     try {
-      try (WriteBatch writes = new WriteBatch()) {
-        for (StoredValue v : values) {
-          if (!shard.contains(v.storeKey())) {
-            throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
-          }
-          if (v.stored() == null) {
-            writes.delete(v.storeKey());
-          } else {
-            writes.put(v.storeKey(), v.stored());
-          }
+      for (StoredValue v : values) {
+        if (!shard.contains(v.storeKey())) {
+          throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
         }
+      }
+      List<ReentrantLock> held = lockKeys(values);
+      try (WriteBatch writes = new WriteBatch()) {
+        putEffects(writes, values);
         db.write(writeOptions, writes);
       } catch (RocksDBException e) {
         throw new StorageException("writing copied values to shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
       }
     } finally {
       exit();
@@ -991,6 +992,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       List<ReentrantLock> held = lock(stripeSet);
       try (WriteBatch writes = new WriteBatch()) {
         List<byte[]> written = new ArrayList<>();
+        List<StoredValue> effects = new ArrayList<>();
         for (StoredValue v : values) {
           byte[] raw = read(v.storeKey());
           if (raw == null && !shard.isReserved(v.storeKey())) {
@@ -998,14 +1000,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
             // version repeats. (If the key's tombstone was purged, a delete older than the
             // tombstone grace is undone: a restore is an operator's explicit choice.)
             long floor = versionFloor(shard);
-            writes.put(v.storeKey(), version(v.stored()) > floor ? v.stored() : withVersion(v.stored(), floor + 1));
+            effects.add(new StoredValue(v.storeKey(), version(v.stored()) > floor ? v.stored() : withVersion(v.stored(), floor + 1)));
             written.add(v.storeKey());
           } else if (raw == null || version(raw) < version(v.stored())) {
-            writes.put(v.storeKey(), v.stored());
+            effects.add(v);
             written.add(v.storeKey());
           }
         }
         if (!written.isEmpty()) {
+          putEffects(writes, effects);
           db.write(writeOptions, writes);
         }
         return written;
@@ -1370,6 +1373,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     try {
       // The data and the shard's replication log (if it kept one) in one batch: never one without the other.
       try (WriteBatch batch = new WriteBatch()) {
+        unindexRange(batch, shard.startKey(), shard.endKey());
         batch.deleteRange(shard.startKey(), shard.endKey());
         replicaLogs.forgetIn(batch, shard);
         db.write(writeOptions, batch);
@@ -1379,6 +1383,455 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
     } finally {
       exit();
+    }
+  }
+
+  // ------------------------------------------------------------------ local secondary indexes
+
+  /**
+   * Puts {@code effects} into {@code writes} with the index entry changes they make ({@link
+   * LocalIndexes#maintain}). The caller holds the keys' row locks until the batch is written.
+   */
+  void putEffects(WriteBatch writes, List<StoredValue> effects) throws RocksDBException {
+    for (StoredValue v : effects) {
+      if (v.stored() == null) {
+        writes.delete(v.storeKey());
+      } else {
+        writes.put(v.storeKey(), v.stored());
+      }
+    }
+    indexes.maintain(writes, effects, this::read);
+  }
+
+  /** Takes the row locks of {@code values}' keys, in stripe order. */
+  List<ReentrantLock> lockKeys(List<StoredValue> values) {
+    TreeSet<Integer> stripeSet = new TreeSet<>();
+    for (StoredValue v : values) {
+      stripeSet.add(stripeOf(v.storeKey()));
+    }
+    return lock(stripeSet);
+  }
+
+  /** The encodings of {@code t}'s indexed fields in the row stored as {@code raw}; nulls for a tombstone, an absent row or a field not indexed. */
+  static byte[][] indexValuesOf(LocalIndexes.TableIndexes t, byte[] raw) {
+    if (raw == null || raw[0] == TOMBSTONE) {
+      return new byte[t.indexes().size()][];
+    }
+    try {
+      return io.shardwise.proto.Documents.indexValues(Arrays.copyOfRange(raw, HEADER, raw.length), t.paths());
+    } catch (io.shardwise.proto.Documents.NotADocumentException e) {
+      return new byte[t.indexes().size()][]; // written before the table held documents only: not indexed
+    }
+  }
+
+  /**
+   * Sets which local indexes table {@code tableId} has ({@code local}: from the map; none forgets
+   * them, and the entries of every index no longer listed are deleted). Taken while every row lock
+   * is held, so each write follows either the old definitions or the new ones, wholly. Returns the
+   * ids of the indexes dropped.
+   */
+  public List<Long> defineIndexes(io.shardwise.core.map.Table table) {
+    List<io.shardwise.core.doc.IndexDef> local = table.indexes().stream()
+        .filter(i -> i.scope() == io.shardwise.core.doc.IndexDef.Scope.LOCAL).toList();
+    return defineIndexes(table.id(), ShardRef.of(table, table.shards().get(0).id().number()).prefixLength(), local);
+  }
+
+  /** Forgets the indexes of a table the map no longer has, deleting their entries (its rows go to the trash). */
+  public List<Long> forgetIndexes(long tableId) {
+    return defineIndexes(tableId, 0, List.of());
+  }
+
+  /** The tables this store keeps local indexes for. */
+  public java.util.Set<Long> indexedTables() {
+    return indexes.all().keySet();
+  }
+
+  private List<Long> defineIndexes(long tableId, int prefixLength, List<io.shardwise.core.doc.IndexDef> local) {
+    LocalIndexes.TableIndexes before = indexes.of(tableId);
+    if (before == null ? local.isEmpty() : before.indexes().equals(local) && before.prefixLength() == prefixLength) {
+      return List.of();
+    }
+    enter();
+    try {
+      TreeSet<Integer> all = new TreeSet<>();
+      for (int i = 0; i < STRIPES; i++) {
+        all.add(i);
+      }
+      List<ReentrantLock> held = lock(all);
+      try (WriteBatch batch = new WriteBatch()) {
+        List<Long> dropped = indexes.define(batch, tableId, prefixLength, local);
+        db.write(writeOptions, batch);
+        indexes.defined(tableId, prefixLength, local);
+        return dropped;
+      } catch (RocksDBException e) {
+        throw new StorageException("defining the indexes of table " + tableId + " failed: " + e.getMessage(), e);
+      } finally {
+        held.forEach(ReentrantLock::unlock);
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /** The local indexes this store keeps for table {@code tableId} (none if it keeps none). */
+  public List<io.shardwise.core.doc.IndexDef> definedIndexes(long tableId) {
+    LocalIndexes.TableIndexes t = indexes.of(tableId);
+    return t == null ? List.of() : t.indexes();
+  }
+
+  /** Whether this store has indexed every row of table {@code tableId} it holds for index {@code indexId} (its backfill ended). */
+  public boolean indexBuilt(long tableId, long indexId) {
+    enter();
+    try {
+      return indexes.built(tableId, indexId);
+    } finally {
+      exit();
+    }
+  }
+
+  /** What a backfill did: rows read, entries written. */
+  public record Backfill(long rows, long entries) {}
+
+  /** Rows a backfill indexes per batch, each batch under its rows' locks. */
+  static final int BACKFILL_BATCH = 512;
+
+  /**
+   * Indexes every row of table {@code tableId} this store holds (every shard, leader's or
+   * follower's) for each of the table's indexes not yet built here, then records them built. Writes
+   * go on meanwhile: each batch of rows is read again and indexed under its rows' locks, so a row
+   * written during the backfill ends with exactly its entries. Idempotent; {@code progress} hears
+   * the rows done so far.
+   */
+  public Backfill backfillIndexes(long tableId, java.util.function.LongConsumer progress) {
+    enter();
+    try {
+      LocalIndexes.TableIndexes t = indexes.of(tableId);
+      if (t == null) {
+        return new Backfill(0, 0);
+      }
+      List<Long> todo = new ArrayList<>();
+      for (io.shardwise.core.doc.IndexDef i : t.indexes()) {
+        if (!indexes.built(tableId, i.id())) {
+          todo.add(i.id());
+        }
+      }
+      if (todo.isEmpty()) {
+        return new Backfill(0, 0);
+      }
+      byte[] start = java.nio.ByteBuffer.allocate(8).putLong(tableId).array();
+      Backfill done = reindexRange(start, io.shardwise.core.doc.IndexValues.successor(start), todo, progress);
+      LocalIndexes.TableIndexes after = indexes.of(tableId);
+      for (long id : todo) {
+        if (after != null && after.position(id) >= 0) {
+          indexes.markBuilt(tableId, id);
+        }
+      }
+      return done;
+    } catch (RocksDBException e) {
+      throw new StorageException("recording the backfill of table " + tableId + " failed: " + e.getMessage(), e);
+    } finally {
+      exit();
+    }
+  }
+
+  private Backfill reindexRange(byte[] start, byte[] end, List<Long> only) {
+    return reindexRange(start, end, only, n -> { });
+  }
+
+  /**
+   * Writes the entries of every live row in {@code [start, end)} (one table's keys) for the indexes
+   * {@code only} (null: all the table's), a batch of rows at a time, each row read again under its
+   * lock. Entries of other values are not touched: writes keep those exact.
+   */
+  private Backfill reindexRange(byte[] start, byte[] end, List<Long> only, java.util.function.LongConsumer progress) {
+    long rows = 0;
+    long entries = 0;
+    byte[] from = start;
+    while (true) {
+      LocalIndexes.TableIndexes t = indexes.of(LocalIndexes.tableIdOf(start));
+      if (t == null) {
+        return new Backfill(rows, entries);
+      }
+      int[] positions = java.util.stream.IntStream.range(0, t.indexes().size())
+          .filter(p -> only == null || only.contains(t.indexes().get(p).id())).toArray();
+      List<byte[]> keys = new ArrayList<>(BACKFILL_BATCH);
+      byte[] next = null;
+      try (Slice bound = new Slice(end);
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setFillCache(false);
+          RocksIterator it = db.newIterator(read)) {
+        for (it.seek(from); it.isValid(); it.next()) {
+          byte[] key = it.key();
+          if (!ShardRef.isRowKey(key, t.prefixLength())) {
+            continue;
+          }
+          if (keys.size() == BACKFILL_BATCH) {
+            next = key;
+            break;
+          }
+          keys.add(key);
+        }
+        checkIterator(it, null);
+      }
+      if (!keys.isEmpty()) {
+        TreeSet<Integer> stripeSet = new TreeSet<>();
+        keys.forEach(k -> stripeSet.add(stripeOf(k)));
+        List<ReentrantLock> held = lock(stripeSet);
+        try (WriteBatch batch = new WriteBatch()) {
+          for (byte[] key : keys) {
+            byte[] raw = read(key);
+            if (raw != null && raw[0] != TOMBSTONE) {
+              indexes.index(batch, t, positions, key, raw);
+              rows++;
+            }
+          }
+          entries += batch.count();
+          db.write(writeOptions, batch);
+        } catch (RocksDBException e) {
+          throw new StorageException("indexing table " + t.tableId() + " failed: " + e.getMessage(), e);
+        } finally {
+          held.forEach(ReentrantLock::unlock);
+        }
+        progress.accept(rows);
+      }
+      if (next == null) {
+        return new Backfill(rows, entries);
+      }
+      from = next;
+    }
+  }
+
+  /** Deletes, in {@code batch}, the entries of every row stored in {@code [start, end)} (one table's keys). */
+  private void unindexRange(WriteBatch batch, byte[] start, byte[] end) throws RocksDBException {
+    if (indexes.of(LocalIndexes.tableIdOf(start)) == null) {
+      return;
+    }
+    try (Slice bound = new Slice(end);
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setFillCache(false);
+        RocksIterator it = db.newIterator(read)) {
+      for (it.seek(start); it.isValid(); it.next()) {
+        indexes.unindex(batch, it.key(), it.value());
+      }
+      checkIterator(it, null);
+    }
+  }
+
+  /** Deletes the stored keys in {@code [start, end)} and their rows' index entries, in one batch. */
+  void deleteRows(byte[] start, byte[] end) throws RocksDBException {
+    try (WriteBatch batch = new WriteBatch()) {
+      unindexRange(batch, start, end);
+      batch.deleteRange(start, end);
+      db.write(writeOptions, batch);
+    }
+  }
+
+  /** The rows whose value in local index {@code indexId} lies in {@code range}. */
+  public record IndexProbe(long indexId, io.shardwise.core.doc.IndexValues.Range range) {}
+
+  /**
+   * One page of the rows of {@code shard} that any of {@code probes} finds (a union: an OR of
+   * conditions on indexed fields), those whose document meets {@code matches}, in store-key order
+   * (as a scan's), from {@code from} (inclusive; empty: the shard's start), at most {@code limit};
+   * entries and rows read at one snapshot. {@code examined} counts the entries read; {@code locked}
+   * the intents on candidate rows, as a scan reports them.
+   *
+   * @throws IllegalStateException if this store does not keep an index a probe names
+   */
+  public IndexPage indexScan(ShardRef shard, List<IndexProbe> probes, byte[] from, int limit,
+      java.util.function.Predicate<byte[]> matches) {
+    enter();
+    try {
+      if (limit < 1) {
+        throw new IllegalArgumentException("scan limit must be at least 1, not " + limit);
+      }
+      LocalIndexes.TableIndexes t = indexes.of(shard.tableId());
+      for (IndexProbe p : probes) {
+        if (t == null || t.position(p.indexId()) < 0) {
+          throw new IllegalStateException("this node keeps no index " + p.indexId() + " of table " + shard.tableId());
+        }
+      }
+      traffic.read(shard);
+      byte[] lower = from.length == 0 ? shard.startKey() : max(shard.storeKey(from), shard.startKey());
+      byte[] upper = shard.endKey();
+      Candidates candidates = new Candidates(Math.max(4 * limit, 1_024), upper);
+      long examined = 0;
+      Snapshot snapshot = db.getSnapshot();
+      try {
+        for (IndexProbe p : probes) {
+          examined += candidates(p, snapshot, lower, candidates);
+        }
+        List<StoredEntry> out = new ArrayList<>();
+        List<ScanPage.Locked> locked = new ArrayList<>();
+        byte[] resumeFrom = null;
+        try (ReadOptions rows = new ReadOptions().setSnapshot(snapshot)) {
+          for (byte[] storeKey : candidates.keys) {
+            byte[] key = shard.userKey(storeKey);
+            byte[] intentKey = shard.intentKey(key);
+            byte[] lock = intentKey == null ? null : db.get(rows, intentKey);
+            if (lock != null) {
+              locked.add(new ScanPage.Locked(key, Intent.decode(lock, HEADER)));
+            }
+            byte[] raw = db.get(rows, storeKey);
+            if (raw == null || raw[0] == TOMBSTONE) {
+              continue;
+            }
+            byte[] value = Arrays.copyOfRange(raw, HEADER, raw.length);
+            if (!matches.test(value)) {
+              continue;
+            }
+            if (out.size() == limit) {
+              resumeFrom = key;
+              break;
+            }
+            out.add(new StoredEntry(key, value, version(raw)));
+          }
+        }
+        if (resumeFrom == null && candidates.dropped != null) {
+          resumeFrom = shard.userKey(candidates.dropped); // more rows than a page holds: the next page starts at the first left out
+        }
+        return new IndexPage(new ScanPage(out, resumeFrom, locked), examined);
+      } catch (RocksDBException e) {
+        throw new StorageException("reading the indexes of shard " + shard + " failed: " + e.getMessage(), e);
+      } finally {
+        db.releaseSnapshot(snapshot);
+        snapshot.close();
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Adds the store keys of the rows in {@code [lower, upper)} that {@code probe} finds, read at
+   * {@code snapshot}; returns the entries read. Within a value, entries lie in store-key order: one
+   * seek reaches a shard's first, and past its last the next value is sought.
+   */
+  private long candidates(IndexProbe probe, Snapshot snapshot, byte[] lower, Candidates out) throws RocksDBException {
+    byte[] prefix = LocalIndexes.prefix(LocalIndexes.tableIdOf(lower), probe.indexId());
+    long examined = 0;
+    try (Slice bound = new Slice(probe.range().endKey(prefix));
+        ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setSnapshot(snapshot);
+        RocksIterator it = db.newIterator(indexes.column(), read)) {
+      it.seek(probe.range().startKey(prefix));
+      while (it.isValid()) {
+        byte[] entry = it.key();
+        int valueEnd = io.shardwise.core.doc.IndexValues.end(entry, prefix.length);
+        if (valueEnd < 0) {
+          throw new StorageException("index " + probe.indexId() + " holds a damaged entry", null);
+        }
+        byte[] row = Arrays.copyOfRange(entry, valueEnd, entry.length);
+        examined++;
+        if (Arrays.compareUnsigned(row, lower) < 0) {
+          it.seek(concat(Arrays.copyOf(entry, valueEnd), lower)); // this value's rows of the shard start there
+        } else if (Arrays.compareUnsigned(row, out.upper) >= 0) {
+          it.seek(io.shardwise.core.doc.IndexValues.successor(Arrays.copyOf(entry, valueEnd))); // the next value
+        } else {
+          out.add(row);
+          it.next();
+        }
+      }
+      it.status();
+    }
+    return examined;
+  }
+
+  /**
+   * The store keys of the rows a page through an index may hold, in order: the first {@code cap}
+   * found below {@code upper}. When more are found the highest go, and {@code upper} comes down to
+   * the first of them ({@code dropped}), where the next page starts: a page's memory is bounded
+   * however many rows the indexes find.
+   */
+  private static final class Candidates {
+    final TreeSet<byte[]> keys = new TreeSet<>(Arrays::compareUnsigned);
+    final int cap;
+    byte[] upper;
+    byte[] dropped;
+
+    Candidates(int cap, byte[] upper) {
+      this.cap = cap;
+      this.upper = upper;
+    }
+
+    void add(byte[] storeKey) {
+      keys.add(storeKey);
+      if (keys.size() > cap) {
+        dropped = keys.pollLast();
+        upper = dropped;
+      }
+    }
+  }
+
+  /** A page read through an index, and how many index entries it read. */
+  public record IndexPage(ScanPage page, long examined) {}
+
+  /**
+   * How this store's entries of table {@code tableId}'s indexes compare with its rows, as the
+   * consistency checker reads them: per index, entries a row calls for that are missing, and entries
+   * no row calls for. Reads everything: for tests and {@code index check}.
+   */
+  public Map<Long, IndexCheck> checkIndexes(long tableId) {
+    enter();
+    try {
+      LocalIndexes.TableIndexes t = indexes.of(tableId);
+      Map<Long, IndexCheck> out = new java.util.TreeMap<>();
+      if (t == null) {
+        return out;
+      }
+      Snapshot snapshot = db.getSnapshot();
+      try {
+        List<TreeSet<byte[]>> expected = new ArrayList<>();
+        t.indexes().forEach(i -> expected.add(new TreeSet<>(Arrays::compareUnsigned)));
+        byte[] start = java.nio.ByteBuffer.allocate(8).putLong(tableId).array();
+        long rows = 0;
+        try (Slice bound = new Slice(io.shardwise.core.doc.IndexValues.successor(start));
+            ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setSnapshot(snapshot);
+            RocksIterator it = db.newIterator(read)) {
+          for (it.seek(start); it.isValid(); it.next()) {
+            if (!ShardRef.isRowKey(it.key(), t.prefixLength()) || it.value()[0] == TOMBSTONE) {
+              continue;
+            }
+            rows++;
+            byte[][] values = indexValuesOf(t, it.value());
+            for (int p = 0; p < values.length; p++) {
+              if (values[p] != null) {
+                expected.get(p).add(LocalIndexes.entryKey(tableId, t.indexes().get(p).id(), values[p], it.key()));
+              }
+            }
+          }
+          checkIterator(it, null);
+        }
+        for (int p = 0; p < t.indexes().size(); p++) {
+          long indexId = t.indexes().get(p).id();
+          byte[] prefix = LocalIndexes.prefix(tableId, indexId);
+          TreeSet<byte[]> want = expected.get(p);
+          long entries = 0;
+          long extra = 0;
+          try (Slice bound = new Slice(io.shardwise.core.doc.IndexValues.successor(prefix));
+              ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setSnapshot(snapshot);
+              RocksIterator it = db.newIterator(indexes.column(), read)) {
+            for (it.seek(prefix); it.isValid(); it.next()) {
+              entries++;
+              if (!want.remove(it.key())) {
+                extra++;
+              }
+            }
+            checkIterator(it, null);
+          }
+          out.put(indexId, new IndexCheck(rows, entries, want.size(), extra));
+        }
+        return out;
+      } finally {
+        db.releaseSnapshot(snapshot);
+        snapshot.close();
+      }
+    } finally {
+      exit();
+    }
+  }
+
+  /** One index in one store: rows of its table, its entries, entries missing for rows, entries with no row. */
+  public record IndexCheck(long rows, long entries, long missing, long extra) {
+    public boolean exact() {
+      return missing == 0 && extra == 0;
     }
   }
 

@@ -155,7 +155,8 @@ class QueryTest {
     }
   }
 
-  private static List<KeyValue> scanAll(ShardwiseClient client, String table) {
+  /** Every row of the table, by a full scan. */
+  static List<KeyValue> scanAll(ShardwiseClient client, String table) {
     List<KeyValue> out = new ArrayList<>();
     Scan scan = Scan.all(table).limit(1000);
     ScanPage page;

@@ -1,0 +1,129 @@
+package io.shardwise.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.client.IndexInfo;
+import io.shardwise.client.ShardwiseClient;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shardwise index create|drop|status}: secondary indexes of a table of JSON documents. */
+@Command(name = "index", mixinStandardHelpOptions = true,
+    description = "Secondary indexes of a table created with --format json: queries on an indexed field read its entries, not every row.",
+    subcommands = {IndexCommand.Create.class, IndexCommand.Drop.class, IndexCommand.Status.class})
+final class IndexCommand {
+
+  @Command(name = "create", mixinStandardHelpOptions = true,
+      description = {"Create an index on a field (a path: owner.id), built online: writes maintain it at once, every node indexes the",
+          "rows it already holds, and queries use it once it is ready ('index status'). A local index keeps its entries beside",
+          "each shard's rows, written in the same atomic batch: a query without the partition key still asks every shard."})
+  static final class Create implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin KvCommand.Common common;
+
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Parameters(index = "1", paramLabel = "FIELD") String field;
+
+    @Option(names = "--local", description = "Entries beside each shard's rows (the default, and for now the only kind).")
+    boolean local;
+
+    @Option(names = "--wait", paramLabel = "DURATION", description = "Wait until the index is ready (ms, s, m), printing its progress.")
+    String wait;
+
+    @Override
+    public Integer call() throws InterruptedException {
+      ShardwiseClient client = common.cluster.connect();
+      List<IndexInfo> indexes = client.createIndex(table, field);
+      if (wait != null) {
+        indexes = awaitReady(client, spec.commandLine().getErr(), table, field, Durations.parse("--wait", wait));
+      }
+      print(spec.commandLine().getOut(), common.output, table, indexes);
+      return indexes.stream().filter(i -> i.field().equals(field)).allMatch(IndexInfo::ready) || wait == null ? Main.EXIT_OK
+          : Main.EXIT_UNAVAILABLE;
+    }
+  }
+
+  @Command(name = "drop", mixinStandardHelpOptions = true,
+      description = "Drop the index on a field: queries stop using it at once; each node deletes its entries.")
+  static final class Drop implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin KvCommand.Common common;
+
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Parameters(index = "1", paramLabel = "FIELD") String field;
+
+    @Override
+    public Integer call() {
+      print(spec.commandLine().getOut(), common.output, table, common.cluster.connect().dropIndex(table, field));
+      return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "status", mixinStandardHelpOptions = true,
+      description = "A table's indexes: building or ready, replicas built, rows indexed, nodes still building.")
+  static final class Status implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin KvCommand.Common common;
+
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Override
+    public Integer call() {
+      print(spec.commandLine().getOut(), common.output, table, common.cluster.connect().indexes(table));
+      return Main.EXIT_OK;
+    }
+  }
+
+  private static List<IndexInfo> awaitReady(ShardwiseClient client, PrintWriter err, String table, String field, Duration atMost)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + atMost.toNanos();
+    String last = "";
+    while (true) {
+      List<IndexInfo> indexes = client.indexes(table);
+      IndexInfo mine = indexes.stream().filter(i -> i.field().equals(field)).findFirst().orElse(null);
+      if (mine == null || mine.ready() || System.nanoTime() > deadline) {
+        return indexes;
+      }
+      String progress = String.format(java.util.Locale.ROOT, "%s: %d of %d replicas built, %,d rows indexed", field, mine.replicasBuilt(),
+          mine.replicas(), mine.rowsIndexed());
+      if (!progress.equals(last)) {
+        err.println(progress);
+        err.flush();
+        last = progress;
+      }
+      Thread.sleep(200); // a poll of the cluster: nothing here to be told by
+    }
+  }
+
+  private static void print(PrintWriter out, OutputFormat format, String table, List<IndexInfo> indexes) {
+    if (format == OutputFormat.json) {
+      ObjectNode o = Output.object().put("table", table);
+      ArrayNode list = o.putArray("indexes");
+      for (IndexInfo i : indexes) {
+        ObjectNode n = list.addObject().put("id", i.id()).put("field", i.field()).put("scope", i.scope()).put("state", i.state())
+            .put("replicas", i.replicas()).put("replicas_built", i.replicasBuilt()).put("rows_indexed", i.rowsIndexed());
+        i.buildingOn().forEach(n.putArray("building_on")::add);
+      }
+      Output.json(out, o);
+      return;
+    }
+    List<List<String>> rows = new ArrayList<>();
+    for (IndexInfo i : indexes) {
+      rows.add(List.of(i.field(), i.scope(), i.state(), i.replicasBuilt() + " of " + i.replicas(), Output.number(i.rowsIndexed()),
+          i.buildingOn().isEmpty() ? "-" : String.join(", ", i.buildingOn())));
+    }
+    Output.table(out, List.of("FIELD", "SCOPE", "STATE", "REPLICAS BUILT", "ROWS INDEXED", "BUILDING ON"), rows);
+    out.println(indexes.size() + (indexes.size() == 1 ? " index" : " indexes") + " on table " + table);
+  }
+}

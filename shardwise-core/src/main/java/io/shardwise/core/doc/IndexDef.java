@@ -1,0 +1,92 @@
+package io.shardwise.core.doc;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+
+/**
+ * A secondary index of a document table, as the shard map keeps it with the table: on which field,
+ * local or global, and whether it may answer queries yet.
+ *
+ * <p>A <b>local</b> index keeps its entries beside the rows they index, on every replica of the
+ * shard, written in the same atomic batch as the row: it is exact at every moment, and a query
+ * without the partition key asks every shard. An index answers queries only once it is {@link
+ * State#READY}: it is created {@link State#BUILDING}, every write maintains it from then on, and the
+ * rows written before are indexed by a backfill on every node that holds them.
+ *
+ * @param id the map epoch that created it: never reused, so the entries of a dropped index are
+ *     never read as another's
+ * @param path the field's path ({@code owner.id}: names of nested objects)
+ */
+public record IndexDef(long id, List<String> path, Scope scope, State state) {
+
+  /** The most indexes one table may have. */
+  public static final int MAX_PER_TABLE = 16;
+
+  /** Where an index's entries live. */
+  public enum Scope {
+    /** Beside each shard's rows: a write touches one shard; a query asks every shard. */
+    LOCAL,
+    /** In a table of its own, partitioned by the indexed value (not built yet). */
+    GLOBAL;
+
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** Whether an index may answer queries. */
+  public enum State {
+    /** Writes maintain it; rows written before it existed are still being indexed. */
+    BUILDING,
+    /** Every row of the table is indexed: queries may use it. */
+    READY;
+
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  public IndexDef {
+    if (id < 1) {
+      throw new IllegalArgumentException("an index id is at least 1, not " + id);
+    }
+    path = List.copyOf(path);
+    if (path.isEmpty() || path.size() > Where.MAX_PATH) {
+      throw new IllegalArgumentException("an indexed field path has 1 to " + Where.MAX_PATH + " names, not " + path.size());
+    }
+    Objects.requireNonNull(scope, "scope");
+    Objects.requireNonNull(state, "state");
+  }
+
+  /** The field as users write it: names joined by dots. */
+  public String field() {
+    return String.join(".", path);
+  }
+
+  public IndexDef withState(State next) {
+    return new IndexDef(id, path, scope, next);
+  }
+
+  /**
+   * Reads a field path as {@code index create} takes it: names joined by dots, each a letter or
+   * {@code _} then letters, digits and {@code _}.
+   *
+   * @throws IllegalArgumentException naming what is wrong
+   */
+  public static List<String> parsePath(String field) {
+    List<String> out = new ArrayList<>();
+    for (String name : field.strip().split("\\.", -1)) {
+      if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+        throw new IllegalArgumentException("an indexed field is names joined by dots (letters, digits and _, not starting with a digit),"
+            + " not '" + field + "'");
+      }
+      out.add(name);
+    }
+    if (out.size() > Where.MAX_PATH) {
+      throw new IllegalArgumentException("an indexed field path has at most " + Where.MAX_PATH + " names, not " + out.size());
+    }
+    return out;
+  }
+}

@@ -1,0 +1,129 @@
+package io.shardwise.server.index;
+
+import io.shardwise.core.doc.IndexDef;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.proto.v1.IndexBuild;
+import io.shardwise.server.storage.ShardStore;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node's local indexes: which the store maintains (set from each map before requests are routed
+ * by it, {@link #define}) and the backfills that index the rows stored before an index existed
+ * here ({@link #backfill}), one table at a time on a thread of their own while writes go on. A
+ * node that restarts, that learns of an index late, or whose backfill was cut short by a crash runs
+ * it again (a store records an index built only once its backfill has ended).
+ */
+public final class IndexBuilds implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(IndexBuilds.class);
+
+  private final ShardStore store;
+  private final String node;
+  private final ExecutorService worker;
+  private final Set<Long> queued = ConcurrentHashMap.newKeySet();
+  /** Rows indexed by the backfill of each table, this process's runs. */
+  private final Map<Long, Long> rows = new ConcurrentHashMap<>();
+
+  public IndexBuilds(ShardStore store, String node) {
+    this.store = store;
+    this.node = node;
+    this.worker = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "index-backfill-" + node);
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /**
+   * Makes the store keep exactly the local indexes {@code next} gives each table (and none of
+   * tables it no longer has). Called before {@code next} routes any request.
+   */
+  public void define(ShardMap next) {
+    Set<Long> kept = store.indexedTables();
+    for (Table t : next.tables().values()) {
+      if (!t.indexes().isEmpty() || kept.contains(t.id())) {
+        List<Long> dropped = store.defineIndexes(t);
+        if (!dropped.isEmpty()) {
+          LOG.info("node {}: indexes {} of table {} dropped: their entries deleted", node, dropped, t.name());
+        }
+      }
+    }
+    for (long tableId : kept) {
+      if (next.tableById(tableId).isEmpty()) {
+        store.forgetIndexes(tableId);
+      }
+    }
+  }
+
+  /** Starts the backfill of every table whose local indexes in {@code next} are not all built here. */
+  public void backfill(ShardMap next) {
+    for (Table t : next.tables().values()) {
+      for (IndexDef i : store.definedIndexes(t.id())) {
+        if (!store.indexBuilt(t.id(), i.id())) {
+          submit(t.id(), t.name());
+          break;
+        }
+      }
+    }
+  }
+
+  private void submit(long tableId, String name) {
+    if (!queued.add(tableId)) {
+      return;
+    }
+    try {
+      worker.execute(() -> {
+        try {
+          long started = System.nanoTime();
+          ShardStore.Backfill done = store.backfillIndexes(tableId, n -> rows.put(tableId, n));
+          rows.put(tableId, done.rows());
+          LOG.info("node {}: indexes of table {} built here: {} rows, {} entries, {} ms", node, name, done.rows(), done.entries(),
+              TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+        } catch (RuntimeException e) {
+          LOG.warn("node {}: backfilling the indexes of table {} failed (the next map change tries again): {}", node, name, e.toString());
+        } finally {
+          queued.remove(tableId);
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      queued.remove(tableId);
+    }
+  }
+
+  /** Whether this node's backfill of index {@code indexId} of table {@code tableId} has ended: its entries are every row's here. */
+  public boolean built(long tableId, long indexId) {
+    return store.indexBuilt(tableId, indexId);
+  }
+
+  /** The local indexes this node keeps, each built here or not, for the node's stats. */
+  public List<IndexBuild> states() {
+    List<IndexBuild> out = new ArrayList<>();
+    for (long tableId : store.indexedTables()) {
+      for (IndexDef i : store.definedIndexes(tableId)) {
+        out.add(IndexBuild.newBuilder().setTableId(tableId).setIndexId(i.id()).setBuilt(store.indexBuilt(tableId, i.id()))
+            .setRows(rows.getOrDefault(tableId, 0L)).build());
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    worker.shutdownNow();
+    try {
+      worker.awaitTermination(10, TimeUnit.SECONDS); // a batch under way ends before the store closes
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
