@@ -16,19 +16,22 @@ import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
 /**
- * What a query without an index costs as the table has more shards: the same documents in tables
- * of 3, 6 and 12 shards (say), each document a {@code color} of {@code colors} values (a query's
- * selectivity is 1 / colors), queried {@code color = 'cN'} by several threads for the same time. A
- * query reads every shard at once and waits for the slowest (scatter/gather): its throughput does
- * not grow with shards, and its tail grows with the fan-out. A local secondary index has the same
- * fan-out (issue 15); a global one reads one index shard.
+ * What a query costs as the table has more shards, without an index and through a local one: the
+ * same documents in tables of 3, 6 and 12 shards (say), each document a {@code color} of {@code
+ * colors} values (a query's selectivity is 1 / colors), queried {@code color = 'cN'} by several
+ * threads for the same time — first every table without an index (each shard scans all its rows),
+ * then with a local index on {@code color} (each shard reads only its matching entries and rows).
+ * Both read every shard at once and wait for the slowest (scatter/gather): throughput does not
+ * grow with shards, and the tail grows with the fan-out. Between the two, the same writes (each
+ * document's color changed) without and with the index: what an indexed field costs a write.
  */
 public final class QueryBench {
 
   public record Options(int documents, int colors, int threads, Duration duration, Duration warmup, List<Integer> shardCounts, int replicas) {}
 
-  /** One table's figures (latencies in microseconds). */
-  public record Result(int shards, long queries, long failed, double seconds, long p50, long p99, double rowsPerQuery, double examinedPerQuery) {
+  /** The figures of one table's queries by one access path ("scan" or "local index"; latencies in microseconds). */
+  public record Result(String access, int shards, long queries, long failed, double seconds, long p50, long p99, double rowsPerQuery,
+      double examinedPerQuery) {
 
     public double queriesPerSecond() {
       return queries / seconds;
@@ -62,18 +65,70 @@ public final class QueryBench {
     }
   }
 
-  public static List<Result> run(ShardwiseClient client, Options o) throws Exception {
-    List<Result> out = new ArrayList<>();
-    for (int shards : o.shardCounts()) {
-      if (!o.warmup().isZero()) {
-        runOne(client, o, shards, o.warmup());
-      }
-      out.add(runOne(client, o, shards, o.duration()));
+  /** Puts of one table (each a document whose color changes) with the indexes named (latencies in microseconds). */
+  public record WriteCost(int shards, String indexes, long puts, double seconds, long p50, long p99) {
+
+    public double putsPerSecond() {
+      return puts / seconds;
     }
-    return out;
   }
 
-  private static Result runOne(ShardwiseClient client, Options o, int shards, Duration duration) throws Exception {
+  /** Queries by scan, then by local index; and the writes' cost without and with the index. */
+  public record Report(List<Result> queries, List<WriteCost> writes) {}
+
+  public static Report run(ShardwiseClient client, Options o) throws Exception {
+    List<Result> queries = new ArrayList<>();
+    List<WriteCost> writes = new ArrayList<>();
+    for (int shards : o.shardCounts()) {
+      queries.add(queries(client, o, shards, "scan"));
+      writes.add(writes(client, o, shards, "none"));
+    }
+    for (int shards : o.shardCounts()) {
+      client.createIndex(table(shards), "color");
+    }
+    long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+    for (int shards : o.shardCounts()) {
+      while (!client.indexes(table(shards)).stream().allMatch(io.shardwise.client.IndexInfo::ready)) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("the index of " + table(shards) + " was not ready within 10 minutes");
+        }
+        Thread.sleep(100); // a poll of the cluster's progress
+      }
+    }
+    for (int shards : o.shardCounts()) {
+      queries.add(queries(client, o, shards, "local index"));
+      writes.add(writes(client, o, shards, "color (local)"));
+    }
+    return new Report(queries, writes);
+  }
+
+  private static Result queries(ShardwiseClient client, Options o, int shards, String access) throws Exception {
+    if (!o.warmup().isZero()) {
+      runOne(client, o, shards, o.warmup(), access);
+    }
+    return runOne(client, o, shards, o.duration(), access);
+  }
+
+  private static WriteCost writes(ShardwiseClient client, Options o, int shards, String indexes) throws Exception {
+    String table = table(shards);
+    Recorder latencies = new Recorder(3);
+    LongAdder puts = new LongAdder();
+    Duration duration = o.duration().dividedBy(2);
+    double seconds = ForDuration.run(o.threads(), duration, () -> {
+      ThreadLocalRandom random = ThreadLocalRandom.current();
+      int d = random.nextInt(o.documents());
+      // The same document, another color: an index's entry moves from one value to another.
+      String doc = "{\"color\": \"c" + random.nextInt(o.colors()) + "\", \"n\": " + d + ", \"pad\": \"" + "x".repeat(40) + "\"}";
+      long begin = System.nanoTime();
+      client.put(table, Key.of(KeySpace.keyName(d)), doc.getBytes(StandardCharsets.UTF_8));
+      latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
+      puts.increment();
+    });
+    Histogram h = latencies.getIntervalHistogram();
+    return new WriteCost(shards, indexes, puts.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+  }
+
+  private static Result runOne(ShardwiseClient client, Options o, int shards, Duration duration, String access) throws Exception {
     String table = table(shards);
     Recorder latencies = new Recorder(3);
     LongAdder queries = new LongAdder();
@@ -84,18 +139,18 @@ public final class QueryBench {
       String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
       long begin = System.nanoTime();
       QueryResult r = client.query(table, where, 10_000, Duration.ofSeconds(10));
-      if (!r.complete()) {
+      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index")) {
         failed.increment();
         return;
       }
       latencies.recordValue(Math.max(1, (System.nanoTime() - begin) / 1000));
       queries.increment();
       rows.add(r.rows().size());
-      examined.add(r.plan().rowsExamined());
+      examined.add(r.plan().access().equals("index") ? r.plan().indexEntries() : r.plan().rowsExamined());
     });
     Histogram h = latencies.getIntervalHistogram();
     long n = Math.max(1, queries.sum());
-    return new Result(shards, queries.sum(), failed.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
+    return new Result(access, shards, queries.sum(), failed.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
         (double) rows.sum() / n, (double) examined.sum() / n);
   }
 }

@@ -231,28 +231,41 @@ final class BenchCommand implements Callable<Integer> {
     QueryBench.Options options = new QueryBench.Options((int) records, queryColors, threads, Durations.parse("--duration", duration),
         Durations.parse("--warmup", warmup), queryShards, TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR));
     PrintWriter out = spec.commandLine().getOut();
-    List<QueryBench.Result> results = onCluster(client -> {
+    QueryBench.Report report = onCluster(client -> {
       QueryBench.load(client, options);
       return QueryBench.run(client, options);
     });
     if (output == OutputFormat.json) {
-      com.fasterxml.jackson.databind.node.ArrayNode a = Output.JSON.createArrayNode();
-      for (QueryBench.Result r : results) {
-        a.addObject().put("shards", r.shards()).put("queries", r.queries()).put("incomplete", r.failed())
+      com.fasterxml.jackson.databind.node.ObjectNode o = Output.object();
+      com.fasterxml.jackson.databind.node.ArrayNode a = o.putArray("queries");
+      for (QueryBench.Result r : report.queries()) {
+        a.addObject().put("access", r.access()).put("shards", r.shards()).put("queries", r.queries()).put("incomplete", r.failed())
             .put("queries_per_second", r.queriesPerSecond()).put("p50_micros", r.p50()).put("p99_micros", r.p99())
-            .put("rows_per_query", r.rowsPerQuery()).put("rows_examined_per_query", r.examinedPerQuery());
+            .put("rows_per_query", r.rowsPerQuery()).put("examined_per_query", r.examinedPerQuery());
       }
-      Output.json(out, a);
+      com.fasterxml.jackson.databind.node.ArrayNode w = o.putArray("writes");
+      for (QueryBench.WriteCost c : report.writes()) {
+        w.addObject().put("shards", c.shards()).put("indexes", c.indexes()).put("puts_per_second", c.putsPerSecond())
+            .put("p50_micros", c.p50()).put("p99_micros", c.p99());
+      }
+      Output.json(out, o);
     } else {
-      out.printf("%d documents, 1 in %d matching each query, %d replica(s), %d threads, %s each; no index: every shard read%n", records,
+      out.printf("%d documents, 1 in %d matching each query, %d replica(s), %d threads, %s each (writes: half that)%n", records,
           queryColors, replicas, threads, duration);
       List<List<String>> rows = new ArrayList<>();
-      for (QueryBench.Result r : results) {
-        rows.add(List.of(Integer.toString(r.shards()), String.format("%,.1f", r.queriesPerSecond()), String.format("%.2f ms", r.p50() / 1000.0),
-            String.format("%.2f ms", r.p99() / 1000.0), String.format("%,.0f", r.rowsPerQuery()), String.format("%,.0f", r.examinedPerQuery()),
-            Long.toString(r.failed())));
+      for (QueryBench.Result r : report.queries()) {
+        rows.add(List.of(r.access(), Integer.toString(r.shards()), String.format("%,.1f", r.queriesPerSecond()),
+            String.format("%.2f ms", r.p50() / 1000.0), String.format("%.2f ms", r.p99() / 1000.0), String.format("%,.0f", r.rowsPerQuery()),
+            String.format("%,.0f", r.examinedPerQuery()), Long.toString(r.failed())));
       }
-      Output.table(out, List.of("SHARDS", "QUERIES/S", "P50", "P99", "ROWS/QUERY", "EXAMINED/QUERY", "INCOMPLETE"), rows);
+      Output.table(out, List.of("ACCESS", "SHARDS", "QUERIES/S", "P50", "P99", "ROWS/QUERY", "EXAMINED/QUERY", "INCOMPLETE"), rows);
+      out.println("(examined: rows read by a scan; index entries read through an index)");
+      List<List<String>> writes = new ArrayList<>();
+      for (QueryBench.WriteCost c : report.writes()) {
+        writes.add(List.of(Integer.toString(c.shards()), c.indexes(), String.format("%,.0f", c.putsPerSecond()),
+            String.format("%.2f ms", c.p50() / 1000.0), String.format("%.2f ms", c.p99() / 1000.0)));
+      }
+      Output.table(out, List.of("SHARDS", "INDEXES", "PUTS/S", "P50", "P99"), writes);
     }
     return Main.EXIT_OK;
   }

@@ -43,6 +43,9 @@ final class QueryCommand implements Callable<Integer> {
   @Option(names = "--page-token", paramLabel = "TOKEN", description = "Go on after the page that printed this token.")
   String pageToken;
 
+  @Option(names = "--key", paramLabel = "PK", description = "Only the documents of this partition key: one shard is asked.")
+  String partitionKey;
+
   @Option(names = "--explain", description = "Print how the rows were found: the access path, shards asked and missing, rows examined"
       + " and matched, bytes shipped, the slowest shard.")
   boolean explain;
@@ -59,7 +62,8 @@ final class QueryCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--page-token is not a token a query printed");
     }
-    QueryResult r = common.cluster.connect().query(table, where, limit, deadline, token);
+    QueryResult r = common.cluster.connect().query(table, partitionKey == null ? null : partitionKey.getBytes(StandardCharsets.UTF_8), where,
+        limit, deadline, token);
     String next = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(r.nextPageToken());
     PrintWriter out = spec.commandLine().getOut();
     if (common.output == OutputFormat.json) {

@@ -321,6 +321,20 @@ class MultiProcessIT {
     ServerProcesses.Result query = cli("query", "docs", "--where", "color = 'red'", "--explain");
     assertThat(query.exit()).as(query.err()).isZero();
     assertThat(query.out()).contains("car-1").contains("1 row").contains("plan: scan of 2 shards").contains("rows examined 1, matched 1");
+    // A local index, built online; the same query then reads through it.
+    assertThat(cli("kv", "put", "docs", "car-2", "{\"color\": \"blue\"}").exit()).isZero();
+    ServerProcesses.Result index = cli("index", "create", "docs", "color", "--local", "--wait", "30s");
+    assertThat(index.exit()).as(index.err()).isZero();
+    assertThat(index.out()).contains("color").contains("local").contains("ready").contains("1 index on table docs");
+    ServerProcesses.Result indexed = cli("query", "docs", "--where", "color = 'red'", "--explain");
+    assertThat(indexed.exit()).as(indexed.err()).isZero();
+    assertThat(indexed.out()).contains("car-1").contains("1 row").contains("plan: index on color (local index): color = 'red', 2 shards");
+    ServerProcesses.Result indexStatus = cli("index", "status", "docs", "-o", "json");
+    assertThat(indexStatus.out()).contains("\"state\" : \"ready\"").contains("\"rows_indexed\" : 2");
+    ServerProcesses.Result unknownField = cli("index", "drop", "docs", "make");
+    assertThat(unknownField.exit()).isNotZero();
+    assertThat(unknownField.err()).contains("table docs has no index on make");
+    assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
   }
 
   /** Live keys in the trash entries of one kind. */

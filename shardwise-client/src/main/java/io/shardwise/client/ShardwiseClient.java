@@ -870,9 +870,21 @@ public final class ShardwiseClient implements AutoCloseable {
 
   /** The page of {@link #query(String, String, int, java.time.Duration)} after the one that gave {@code pageToken} (its {@link QueryResult#nextPageToken}). */
   public QueryResult query(String table, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken) {
-    io.shardwise.proto.v1.QueryResponse r = onAnySeed(stub -> stub.query(io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
+    return query(table, null, where, limit, shardDeadline, pageToken);
+  }
+
+  /**
+   * As {@link #query(String, String, int, java.time.Duration, byte[])}, only the rows of partition
+   * key {@code partitionKey} ({@code null}: every partition): one shard is asked.
+   */
+  public QueryResult query(String table, byte[] partitionKey, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken) {
+    io.shardwise.proto.v1.QueryRequest.Builder request = io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
         .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis()))
-        .setPageToken(ByteString.copyFrom(pageToken)).build()));
+        .setPageToken(ByteString.copyFrom(pageToken));
+    if (partitionKey != null) {
+      request.setPartitionKey(ByteString.copyFrom(partitionKey)).setHasPartitionKey(true);
+    }
+    io.shardwise.proto.v1.QueryResponse r = onAnySeed(stub -> stub.query(request.build()));
     io.shardwise.proto.v1.QueryPlan p = r.getPlan();
     return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),

@@ -719,7 +719,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     try {
       page = intents.scan(table.name(), () -> {
         io.shardwise.server.storage.ShardStore.IndexPage p = ctx.shards().indexScan(ref(table, shard), probes,
-            request.getFrom().toByteArray(), limit, doc -> where == null || io.shardwise.proto.Documents.matches(doc, where));
+            request.getFrom().toByteArray(), request.getHasTo() ? request.getTo().toByteArray() : null, limit,
+            doc -> where == null || io.shardwise.proto.Documents.matches(doc, where));
         examined[0] += p.examined();
         return p.page();
       });
@@ -776,10 +777,15 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
         io.shardwise.server.index.IndexPlan index = io.shardwise.server.index.IndexPlan.choose(table, where(table, request.getWhere()))
             .orElse(null);
+        // A query of one partition key reads only that partition, in the one shard that holds it.
+        byte[] partition = request.getHasPartitionKey() ? request.getPartitionKey().toByteArray() : null;
+        int only = partition == null ? -1 : table.positionOf(table.shardFor(partition).id());
+        byte[] lower = partition == null ? new byte[0] : Key.of(partition).encode(); // the partition's first key
+        byte[] upper = partition == null ? null : Key.encodedPartitionEnd(partition);
         try {
-          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from, null, pageRows, request.getWhere(),
-              index), limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1, index)
-              .setHeader(header(map, table.shards().size() - resume.position())).build();
+          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from.length == 0 ? lower : from, upper,
+              pageRows, request.getWhere(), index), limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1, index, only)
+              .setHeader(header(map, only >= 0 ? 1 : table.shards().size() - resume.position())).build();
         } catch (TableQuery.StaleMap stale) {
           map = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
         }

@@ -99,13 +99,20 @@ final class TableQuery {
    */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
       boolean staleMapThrows, io.shardwise.server.index.IndexPlan index) {
+    return run(table, reader, limit, shardDeadlineMillis, resume, staleMapThrows, index, -1);
+  }
+
+  /** As above; with {@code onlyPosition} at least 0, only the shard at that position is read (a query of one partition key). */
+  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
+      boolean staleMapThrows, io.shardwise.server.index.IndexPlan index, int onlyPosition) {
     long started = System.nanoTime();
-    int shards = table.shards().size();
+    int shards = onlyPosition >= 0 ? onlyPosition + 1 : table.shards().size();
+    int first = Math.max(resume.position(), Math.max(0, onlyPosition));
     List<Future<ShardRows>> answers = new ArrayList<>(shards);
     for (int position = 0; position < shards; position++) {
       int p = position;
       byte[] from = p == resume.position() ? resume.after() : new byte[0];
-      answers.add(p < resume.position() ? null : Inline.BLOCKING.submit(() -> readShard(reader, p, from, limit)));
+      answers.add(p < first ? null : Inline.BLOCKING.submit(() -> readShard(reader, p, from, limit)));
     }
     long deadline = started + TimeUnit.MILLISECONDS.toNanos(shardDeadlineMillis);
     QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess(index == null ? "scan" : "index");
@@ -117,8 +124,8 @@ final class TableQuery {
     int lastPosition = -1;
     long slowest = 0;
     long staleAt = -1; // WRONG_SHARD seen: the highest map epoch it named
-    plan.setShards(shards - resume.position());
-    for (int position = resume.position(); position < shards; position++) {
+    plan.setShards(shards - first);
+    for (int position = first; position < shards; position++) {
       Future<ShardRows> answer = answers.get(position);
       String name = table.name() + "/" + table.shards().get(position).id().number();
       try {

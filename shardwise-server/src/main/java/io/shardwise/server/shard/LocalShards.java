@@ -225,11 +225,11 @@ public final class LocalShards {
 
   /** One page of the shard's rows that local index probes find, as {@link #scan} reads a page. */
   public io.shardwise.server.storage.ShardStore.IndexPage indexScan(ShardRef ref, List<io.shardwise.server.storage.ShardStore.IndexProbe> probes,
-      byte[] from, int limit, java.util.function.Predicate<byte[]> matches) {
+      byte[] from, byte[] to, int limit, java.util.function.Predicate<byte[]> matches) {
     barrierIfReplicated(ref);
     LocalShard s = enter(ref, false);
     try {
-      return store.indexScan(ref, probes, from, limit, matches);
+      return store.indexScan(ref, probes, from, to, limit, matches);
     } finally {
       s.exit();
     }

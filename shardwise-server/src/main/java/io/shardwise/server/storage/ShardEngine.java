@@ -38,7 +38,7 @@ public interface ShardEngine {
    * One page of {@code shard}'s rows that local index probes find ({@link ShardStore#indexScan});
    * an engine without indexes refuses.
    */
-  default ShardStore.IndexPage indexScan(ShardRef shard, List<ShardStore.IndexProbe> probes, byte[] from, int limit,
+  default ShardStore.IndexPage indexScan(ShardRef shard, List<ShardStore.IndexProbe> probes, byte[] from, byte[] to, int limit,
       java.util.function.Predicate<byte[]> matches) {
     throw new UnsupportedOperationException("this engine keeps no indexes");
   }

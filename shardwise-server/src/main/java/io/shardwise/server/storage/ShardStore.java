@@ -1630,13 +1630,14 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   /**
    * One page of the rows of {@code shard} that any of {@code probes} finds (a union: an OR of
    * conditions on indexed fields), those whose document meets {@code matches}, in store-key order
-   * (as a scan's), from {@code from} (inclusive; empty: the shard's start), at most {@code limit};
+   * (as a scan's), from {@code from} (inclusive; empty: the shard's start) to {@code to} (exclusive;
+   * null: the shard's end), at most {@code limit};
    * entries and rows read at one snapshot. {@code examined} counts the entries read; {@code locked}
    * the intents on candidate rows, as a scan reports them.
    *
    * @throws IllegalStateException if this store does not keep an index a probe names
    */
-  public IndexPage indexScan(ShardRef shard, List<IndexProbe> probes, byte[] from, int limit,
+  public IndexPage indexScan(ShardRef shard, List<IndexProbe> probes, byte[] from, byte[] to, int limit,
       java.util.function.Predicate<byte[]> matches) {
     enter();
     try {
@@ -1651,7 +1652,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
       traffic.read(shard);
       byte[] lower = from.length == 0 ? shard.startKey() : max(shard.storeKey(from), shard.startKey());
-      byte[] upper = shard.endKey();
+      byte[] upper = to == null ? shard.endKey() : min(shard.storeKey(to), shard.endKey());
       Candidates candidates = new Candidates(Math.max(4 * limit, 1_024), upper);
       long examined = 0;
       Snapshot snapshot = db.getSnapshot();

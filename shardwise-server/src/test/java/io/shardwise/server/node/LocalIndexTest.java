@@ -195,6 +195,54 @@ class LocalIndexTest {
     }
   }
 
+  /** A query that names the partition key asks the one shard that holds it, without and with an index, pages included. */
+  @Test
+  void aQueryOfOnePartitionKeyAsksOneShard() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.ROUTER);
+      client.createTable("orders", TableSpec.builder("hashrange").shards(6).replicas(1).format(ValueFormat.JSON).build());
+      Random random = new Random(5);
+      List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < 900; i++) {
+        String status = random.nextInt(3) == 0 ? "open" : "closed";
+        batch.add(Map.entry(Key.of("customer-" + (i % 30), String.format("order-%04d", i)),
+            ("{\"status\": \"" + status + "\", \"total\": " + random.nextInt(500) + "}").getBytes(StandardCharsets.UTF_8)));
+        if (batch.size() == 100) {
+          client.batchPut("orders", batch);
+          batch.clear();
+        }
+      }
+      for (boolean indexed : new boolean[] {false, true}) {
+        if (indexed) {
+          client.createIndex("orders", "status");
+          await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("orders").stream().allMatch(IndexInfo::ready));
+        }
+        for (int c : new int[] {0, 7, 29}) {
+          byte[] pk = ("customer-" + c).getBytes(StandardCharsets.UTF_8);
+          TreeSet<String> expected = new TreeSet<>();
+          QueryTest.scanAll(client, "orders").stream().filter(kv -> java.util.Arrays.equals(kv.key().partitionKey(), pk))
+              .filter(kv -> Documents.matches(kv.value(), Where.parse("status = 'open'"))).forEach(kv -> expected.add(kv.key().toString()));
+          assertThat(expected).isNotEmpty();
+          QueryResult r = client.query("orders", pk, "status = 'open'", 10_000, Duration.ofSeconds(5), new byte[0]);
+          assertThat(r.complete()).as("%s", r.plan()).isTrue();
+          assertThat(r.plan().shards()).isEqualTo(1);
+          assertThat(r.plan().access()).isEqualTo(indexed ? "index" : "scan");
+          assertThat(r.plan().rowsExamined()).as("only the partition's rows or entries read")
+              .isLessThanOrEqualTo(indexed ? expected.size() + 2 : 30);
+          assertThat(r.rows()).as("%s", r.plan()).extracting(kv -> kv.key().toString()).containsExactlyElementsOf(expected);
+          List<String> paged = new ArrayList<>();
+          byte[] token = new byte[0];
+          do {
+            QueryResult page = client.query("orders", pk, "status = 'open'", 3, Duration.ofSeconds(5), token);
+            page.rows().forEach(kv -> paged.add(kv.key().toString()));
+            token = page.truncated() ? page.nextPageToken() : null;
+          } while (token != null);
+          assertThat(paged).containsExactlyElementsOf(expected);
+        }
+      }
+    }
+  }
+
   @Test
   void badIndexRequestsGetOneClearErrorAndADropRemovesTheEntries() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
