@@ -19,13 +19,14 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code shardwise index create|drop|status}: secondary indexes of a table of JSON documents. */
 @Command(name = "index", mixinStandardHelpOptions = true,
     description = "Secondary indexes of a table created with --format json: queries on an indexed field read its entries, not every row.",
-    subcommands = {IndexCommand.Create.class, IndexCommand.Drop.class, IndexCommand.Status.class})
+    subcommands = {IndexCommand.Create.class, IndexCommand.Drop.class, IndexCommand.Status.class, IndexCommand.Check.class})
 final class IndexCommand {
 
   @Command(name = "create", mixinStandardHelpOptions = true,
-      description = {"Create an index on a field (a path: owner.id), built online: writes maintain it at once, every node indexes the",
-          "rows it already holds, and queries use it once it is ready ('index status'). A local index keeps its entries beside",
-          "each shard's rows, written in the same atomic batch: a query without the partition key still asks every shard."})
+      description = {"Create an index on a field (a path such as owner.id), built online.",
+          "Writes maintain it at once, every node indexes the rows it already holds, and queries use it once it is ready",
+          "('index status'). A local index keeps its entries beside each shard's rows, written in the same atomic batch:",
+          "a query without the partition key still asks every shard."})
   static final class Create implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin KvCommand.Common common;
@@ -82,6 +83,42 @@ final class IndexCommand {
     public Integer call() {
       print(spec.commandLine().getOut(), common.output, table, common.cluster.connect().indexes(table));
       return Main.EXIT_OK;
+    }
+  }
+
+  @Command(name = "check", mixinStandardHelpOptions = true,
+      description = {"The consistency checker: on every node, each local index of the table compared with the node's rows (all read).",
+          "Exit code 0 when every entry matches a row and every row has its entries, on every node; 1 otherwise."})
+  static final class Check implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin KvCommand.Common common;
+
+    @Parameters(index = "0", paramLabel = "TABLE") String table;
+
+    @Override
+    public Integer call() {
+      io.shardwise.client.IndexCheck.Report report = common.cluster.connect().checkIndexes(table);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        ObjectNode o = Output.object().put("table", table).put("exact", report.exact());
+        ArrayNode list = o.putArray("checks");
+        for (io.shardwise.client.IndexCheck c : report.checks()) {
+          list.addObject().put("node", c.node()).put("field", c.field()).put("rows", c.rows()).put("entries", c.entries())
+              .put("missing", c.missing()).put("extra", c.extra());
+        }
+        report.unreachable().forEach(o.putArray("unreachable")::add);
+        Output.json(out, o);
+      } else {
+        List<List<String>> rows = new ArrayList<>();
+        for (io.shardwise.client.IndexCheck c : report.checks()) {
+          rows.add(List.of(c.node(), c.field(), Output.number(c.rows()), Output.number(c.entries()), Output.number(c.missing()),
+              Output.number(c.extra()), c.exact() ? "exact" : "MISMATCH"));
+        }
+        Output.table(out, List.of("NODE", "FIELD", "ROWS", "ENTRIES", "MISSING", "EXTRA", ""), rows);
+        out.println(report.exact() ? "every index exact on every node"
+            : "NOT EXACT" + (report.unreachable().isEmpty() ? "" : "; not checked (no answer): " + String.join(", ", report.unreachable())));
+      }
+      return report.exact() ? Main.EXIT_OK : 1;
     }
   }
 

@@ -360,8 +360,17 @@ class MultiProcessIT {
     startServer("n2", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n2").toString(), "--id", "n2");
     ServerProcesses.Result created = cli("table", "create", "crash", "--strategy", "hashrange", "--shards", "4", "--replicas", "1");
     assertThat(created.exit()).as(created.err()).isZero();
+    // A table of documents with a local index, written to while n1 is killed: a row and its entries are one batch.
+    ServerProcesses.Result docs = cli("table", "create", "crashdocs", "--strategy", "hashrange", "--shards", "4", "--replicas", "1",
+        "--format", "json");
+    assertThat(docs.exit()).as(docs.err()).isZero();
+    ServerProcesses.Result indexed = cli("index", "create", "crashdocs", "color", "--wait", "30s");
+    assertThat(indexed.exit()).as(indexed.err()).isZero();
     java.util.Map<String, String> acknowledged = new java.util.TreeMap<>();
     List<String> seeds = List.of(servingAddress("n1"), servingAddress("n2"));
+    java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
+    java.util.concurrent.atomic.AtomicLong docWrites = new java.util.concurrent.atomic.AtomicLong();
+    Thread docWriter;
     try (io.shardwise.client.ShardwiseClient client = io.shardwise.client.ShardwiseClient.builder().seeds(seeds).build()) {
       for (int i = 0; i < 300; i++) {
         String k = "key-" + (i % 100);
@@ -369,9 +378,42 @@ class MultiProcessIT {
         acknowledged.put(k, "v" + i);
       }
     }
+    io.shardwise.client.ShardwiseClient docClient = io.shardwise.client.ShardwiseClient.builder().seeds(seeds).build();
+    docWriter = new Thread(() -> {
+      java.util.Random random = new java.util.Random(3);
+      String[] colors = {"red", "blue", "green"};
+      while (writing.get()) {
+        try {
+          docClient.put("crashdocs", io.shardwise.core.key.Key.of("doc-" + random.nextInt(200)),
+              ("{\"color\": \"" + colors[random.nextInt(3)] + "\"}").getBytes(StandardCharsets.UTF_8));
+          docWrites.incrementAndGet();
+        } catch (RuntimeException e) {
+          // refused or unknown while n1 is down: the index must match whatever the rows became
+        }
+      }
+    }, "crashdocs-writer");
+    docWriter.start();
+    long before = docWrites.get();
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> docWrites.get() >= before + 200);
     processes.kill9("n1"); // SIGKILL: no shutdown hook, no unregistration, the session lingers in ZooKeeper
     startServer("n1", "node", "--zk", zk.connectString(), "--data-dir", dir.resolve("n1").toString(), "--id", "n1",
         "--session-timeout", "4s"); // waits out the dead process's 4 s session (up to twice its own)
+    long restarted = docWrites.get();
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> docWrites.get() >= restarted + 200);
+    writing.set(false);
+    docWriter.join();
+    docClient.close();
+    ServerProcesses.Result check = cli("index", "check", "crashdocs");
+    assertThat(check.exit()).as(check.out() + check.err()).isZero();
+    assertThat(check.out()).contains("every index exact on every node").contains("n1").contains("n2");
+    ServerProcesses.Result red = cli("query", "crashdocs", "--where", "color = 'red'", "--limit", "1000", "--explain");
+    assertThat(red.exit()).as(red.err()).isZero();
+    assertThat(red.out()).contains("plan: index on color");
+    ServerProcesses.Result redByScan = cli("query", "crashdocs", "--where", "color = 'red' OR make = 'none'", // a branch no index serves: a scan
+        "--limit", "1000");
+    assertThat(redByScan.exit()).as(redByScan.err()).isZero();
+    assertThat(red.out().lines().filter(l -> l.startsWith("doc-")).sorted().toList())
+        .isEqualTo(redByScan.out().lines().filter(l -> l.startsWith("doc-")).sorted().toList());
     // Every process (two nodes, the CLI, the killed node's restart) loaded RocksDB's native library
     // from one copy: a killed process leaves no 15 MB file behind.
     try (var files = Files.walk(processes.nativeDir())) {

@@ -916,6 +916,18 @@ public final class ShardwiseClient implements AutoCloseable {
     return indexInfos(onAnySeed(stub -> stub.indexStatus(io.shardwise.proto.v1.IndexStatusRequest.newBuilder().setTable(table).build())));
   }
 
+  /**
+   * The index consistency checker: on every live node, each local index of the table compared with
+   * the node's rows (every row and entry read: a check, not a query). Each node's index is {@link
+   * IndexCheck#exact} when no entry is missing and none is left over.
+   */
+  public IndexCheck.Report checkIndexes(String table) {
+    io.shardwise.proto.v1.IndexCheckResponse r = onAnySeed(stub -> stub.checkIndexes(io.shardwise.proto.v1.IndexStatusRequest.newBuilder()
+        .setTable(table).build()));
+    return new IndexCheck.Report(r.getChecksList().stream().map(c -> new IndexCheck(c.getNode(), c.getField(), c.getRows(), c.getEntries(),
+        c.getMissing(), c.getExtra())).toList(), r.getUnreachableList());
+  }
+
   private static List<IndexInfo> indexInfos(io.shardwise.proto.v1.IndexStatusResponse r) {
     return r.getIndexesList().stream().map(i -> new IndexInfo(i.getId(), i.getField(), i.getScope(), i.getState(), i.getReplicas(),
         i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList())).toList();

@@ -1,6 +1,5 @@
 package io.shardwise.core.doc;
 
-import java.io.ByteArrayOutputStream;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -67,17 +66,22 @@ public final class IndexValues {
   /** A string's encoding. */
   public static byte[] string(String s) {
     byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
-    ByteArrayOutputStream out = new ByteArrayOutputStream(utf8.length + 3);
-    out.write(STRING);
+    int zeros = 0;
     for (byte b : utf8) {
-      out.write(b);
+      zeros += b == 0 ? 1 : 0;
+    }
+    byte[] out = new byte[utf8.length + zeros + 3];
+    int n = 0;
+    out[n++] = STRING;
+    for (byte b : utf8) {
+      out[n++] = b;
       if (b == 0) {
-        out.write(0xff);
+        out[n++] = (byte) 0xff;
       }
     }
-    out.write(0);
-    out.write(1);
-    return out.toByteArray();
+    out[n++] = 0;
+    out[n] = 1;
+    return out;
   }
 
   /**

@@ -97,6 +97,21 @@ public final class IndexAdmin {
     return out.build();
   }
 
+  /**
+   * The consistency checker, on every live node: each local index's entries compared with the
+   * node's rows (all of them read). Nodes that do not answer are named.
+   */
+  public io.shardwise.proto.v1.IndexCheckResponse check(String name) {
+    ShardMap map = ctx.map().current();
+    Table t = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
+    NodeStatsPoll.Answers answers = NodeStatsPoll.ask(ctx.peers(), ctx.coordinator().liveNodesNow().values(),
+        NodeStatsRequest.newBuilder().setSkipSizes(true).setCheckIndexesOf(t.id()).build(), Duration.ofSeconds(60));
+    io.shardwise.proto.v1.IndexCheckResponse.Builder out = io.shardwise.proto.v1.IndexCheckResponse.newBuilder().setTable(name)
+        .addAllUnreachable(answers.unreachable());
+    answers.answers().forEach(n -> out.addAllChecks(n.getIndexChecksList()));
+    return out.build();
+  }
+
   private static List<String> path(String field) {
     try {
       return IndexDef.parsePath(field);

@@ -138,6 +138,14 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
       if (indexBuilds != null) {
         b.addAllIndexBuilds(indexBuilds.states());
       }
+      if (request.getCheckIndexesOf() != 0) {
+        long tableId = request.getCheckIndexesOf();
+        java.util.List<io.shardwise.core.doc.IndexDef> defined = ctx.store().definedIndexes(tableId);
+        ctx.store().checkIndexes(tableId).forEach((indexId, c) -> b.addIndexChecks(io.shardwise.proto.v1.IndexCheck.newBuilder()
+            .setNode(ctx.self().value()).setIndexId(indexId)
+            .setField(defined.stream().filter(i -> i.id() == indexId).map(io.shardwise.core.doc.IndexDef::field).findFirst().orElse(""))
+            .setRows(c.rows()).setEntries(c.entries()).setMissing(c.missing()).setExtra(c.extra())));
+      }
       ShardMap map = ctx.map().current();
       for (Table t : map.tables().values()) {
         for (int position = 0; position < t.shards().size(); position++) {

@@ -184,6 +184,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   }
 
   @Override
+  public void checkIndexes(io.shardwise.proto.v1.IndexStatusRequest request, StreamObserver<io.shardwise.proto.v1.IndexCheckResponse> out) {
+    respond(out, () -> {
+      Inline.mayBlock();
+      return indexes.check(request.getTable());
+    });
+  }
+
+  @Override
   public void presplitTable(io.shardwise.proto.v1.PresplitTableRequest request, StreamObserver<TableInfo> out) {
     respond(out, () -> tables.presplit(request));
   }

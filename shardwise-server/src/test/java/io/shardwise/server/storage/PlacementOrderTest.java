@@ -333,7 +333,7 @@ class PlacementOrderTest {
     try (DBOptions options = new DBOptions();
         RocksDB raw = RocksDB.open(options, db.toString(), List.of(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY),
             new ColumnFamilyDescriptor(ShardTrash.COLUMN_FAMILY), new ColumnFamilyDescriptor(StoreFormat.COLUMN_FAMILY),
-            new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY)), handles)) {
+            new ColumnFamilyDescriptor(ReplicaLogs.COLUMN_FAMILY), new ColumnFamilyDescriptor(LocalIndexes.COLUMN_FAMILY)), handles)) {
       raw.delete(handles.get(2), "format".getBytes(StandardCharsets.UTF_8));
       handles.forEach(ColumnFamilyHandle::close);
     }
