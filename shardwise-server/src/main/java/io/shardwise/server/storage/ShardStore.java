@@ -1552,8 +1552,6 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       if (t == null) {
         return new Backfill(rows, entries);
       }
-      int[] positions = java.util.stream.IntStream.range(0, t.indexes().size())
-          .filter(p -> only == null || only.contains(t.indexes().get(p).id())).toArray();
       List<byte[]> keys = new ArrayList<>(BACKFILL_BATCH);
       byte[] next = null;
       try (Slice bound = new Slice(end);
@@ -1577,10 +1575,15 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         keys.forEach(k -> stripeSet.add(stripeOf(k)));
         List<ReentrantLock> held = lock(stripeSet);
         try (WriteBatch batch = new WriteBatch()) {
+          // The definitions as they are under these locks (they change only under every lock): an
+          // index dropped meanwhile gets no entry that its drop would not have deleted.
+          LocalIndexes.TableIndexes now = indexes.of(t.tableId());
+          int[] positions = now == null ? new int[0] : java.util.stream.IntStream.range(0, now.indexes().size())
+              .filter(p -> only == null || only.contains(now.indexes().get(p).id())).toArray();
           for (byte[] key : keys) {
             byte[] raw = read(key);
-            if (raw != null && raw[0] != TOMBSTONE) {
-              indexes.index(batch, t, positions, key, raw);
+            if (raw != null && raw[0] != TOMBSTONE && positions.length > 0) {
+              indexes.index(batch, now, positions, key, raw);
               rows++;
             }
           }
