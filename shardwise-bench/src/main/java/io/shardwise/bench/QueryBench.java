@@ -110,10 +110,16 @@ public final class QueryBench {
   }
 
   private static WriteCost writes(ShardwiseClient client, Options o, int shards, String indexes) throws Exception {
+    if (!o.warmup().isZero()) {
+      writesFor(client, o, shards, indexes, o.warmup().dividedBy(2));
+    }
+    return writesFor(client, o, shards, indexes, o.duration().dividedBy(2));
+  }
+
+  private static WriteCost writesFor(ShardwiseClient client, Options o, int shards, String indexes, Duration duration) throws Exception {
     String table = table(shards);
     Recorder latencies = new Recorder(3);
     LongAdder puts = new LongAdder();
-    Duration duration = o.duration().dividedBy(2);
     double seconds = ForDuration.run(o.threads(), duration, () -> {
       ThreadLocalRandom random = ThreadLocalRandom.current();
       int d = random.nextInt(o.documents());
