@@ -482,14 +482,86 @@ class KillNineIT {
   void aLeaderAndControllerKilledFailsOverToAnInSyncFollowerAndLosesNothing(long seed) throws Exception {
     startThreeNodesWithTables(REPLICATED, "hist");
     SplittableRandom random = new SplittableRandom(seed);
-    checkedRun("replicas-kill-leader", seed, Duration.ofSeconds(20), REPLICATED, () -> {
-      Thread.sleep(2_000 + random.nextInt(2_000));
-      Struck struck = killController();
-      String victim = struck.node();
-      Thread.sleep(random.nextInt(8_000));
-      startNode(victim);
-      return struck;
-    });
+    try (IndexedDocs docs = new IndexedDocs(seedAddresses(), seed)) {
+      checkedRun("replicas-kill-leader", seed, Duration.ofSeconds(20), REPLICATED, () -> {
+        Thread.sleep(2_000 + random.nextInt(2_000));
+        Struck struck = killController();
+        String victim = struck.node();
+        Thread.sleep(random.nextInt(8_000));
+        startNode(victim);
+        return struck;
+      });
+      docs.stopAndCheck("replicas-kill-leader", seed);
+    }
+  }
+
+  private List<String> seedAddresses() throws java.io.IOException {
+    return List.of(processes.address("n1"), processes.address("n2"), processes.address("n3"));
+  }
+
+  /**
+   * A replicated table of documents with a local index on {@code color}, written by a thread of its
+   * own while a scenario's fault strikes; afterwards the consistency checker ({@code index check})
+   * must find every index exact on every node — the promoted leaders', the restarted or rebuilt
+   * replicas' — within a minute (a replica being rebuilt is indexed right after its snapshot lands).
+   */
+  private static final class IndexedDocs implements AutoCloseable {
+    private final ShardwiseClient client;
+    private final java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
+    private final java.util.concurrent.atomic.AtomicLong written = new java.util.concurrent.atomic.AtomicLong();
+    private final Thread writer;
+
+    IndexedDocs(List<String> seeds, long seed) {
+      client = ShardwiseClient.builder().seeds(seeds).build();
+      client.createTable("docs", io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(3)
+          .format(io.shardwise.core.doc.ValueFormat.JSON).build());
+      client.createIndex("docs", "color");
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
+      writer = new Thread(() -> {
+        SplittableRandom random = new SplittableRandom(seed);
+        String[] colors = {"red", "blue", "green", "silver"};
+        while (writing.get()) {
+          try {
+            Key key = Key.of(("doc-" + random.nextInt(500)).getBytes(StandardCharsets.UTF_8));
+            if (random.nextInt(6) == 0) {
+              client.delete("docs", key);
+            } else {
+              client.put("docs", key, ("{\"color\": \"" + colors[random.nextInt(colors.length)] + "\"}").getBytes(StandardCharsets.UTF_8));
+            }
+            written.incrementAndGet();
+          } catch (RuntimeException e) {
+            // refused or unknown during the fault: the indexes must match whatever the rows became
+          }
+        }
+      }, "indexed-docs-writer");
+      writer.start();
+    }
+
+    void stopAndCheck(String scenario, long seed) throws InterruptedException {
+      writing.set(false);
+      writer.join();
+      long started = System.nanoTime();
+      io.shardwise.client.IndexCheck.Report[] last = new io.shardwise.client.IndexCheck.Report[1];
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
+        last[0] = client.checkIndexes("docs");
+        return last[0].exact() && last[0].checks().size() == 3;
+      });
+      long entries = last[0].checks().stream().mapToLong(io.shardwise.client.IndexCheck::entries).sum();
+      System.out.printf("INDEX-CHECK scenario=%s seed=%d writes=%d nodes=%d entries=%d exact_after_ms=%d%n", scenario, seed, written.get(),
+          last[0].checks().size(), entries, (System.nanoTime() - started) / 1_000_000);
+      assertThat(written.get()).as("the documents were written").isPositive();
+    }
+
+    @Override
+    public void close() {
+      writing.set(false);
+      try {
+        writer.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      client.close();
+    }
   }
 
   /**
@@ -509,6 +581,7 @@ class KillNineIT {
       new RebalanceRecords(admin).updateSettings(s -> s.toBuilder().setAbsentGraceSeconds(2).build());
     }
     SplittableRandom random = new SplittableRandom(seed);
+    IndexedDocs docs = new IndexedDocs(seedAddresses(), seed);
     checkedRun("replicas-kill-for-good", seed, Duration.ofSeconds(25), REPLICATED, () -> {
       Thread.sleep(2_000 + random.nextInt(2_000));
       Struck struck = killController();
@@ -525,6 +598,9 @@ class KillNineIT {
           (System.nanoTime() - struck.back()) / 1_000_000);
       return struck;
     });
+    try (docs) {
+      docs.stopAndCheck("replicas-kill-for-good", seed); // the rebuilt replicas' entries too
+    }
   }
 
   /**
