@@ -686,11 +686,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       page = intents.scan(table.name(), () -> ctx.shards().scan(ref(table, shard), request.getFrom().toByteArray(),
           request.getHasTo() ? request.getTo().toByteArray() : null, limit));
     } catch (ShardFencedException e) {
-      // The shard asked for by number is being split, merged or moved away here: the map is about to
-      // change, so the caller refreshes it and asks again (a query runs again on it: TableQuery.StaleMap).
-      throw Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
-          io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
-              .build());
+      throw fencedScan(map, shard, e);
     }
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1)).setExamined(page.entries().size());
     io.shardwise.core.doc.Where where = request.getWhere().isEmpty() ? null : where(table, request.getWhere());
@@ -703,6 +699,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));
     }
     return b.build();
+  }
+
+  /**
+   * The shard asked for by number is being split, merged or moved away here: the map is about to
+   * change, so the caller refreshes it and asks again (a query runs again on it: TableQuery.StaleMap).
+   */
+  private static io.grpc.StatusRuntimeException fencedScan(ShardMap map, ShardAssignment shard, ShardFencedException e) {
+    return Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
+        io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
+            .build());
   }
 
   /**
@@ -733,9 +739,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         return p.page();
       });
     } catch (ShardFencedException e) {
-      throw Errors.of(Status.FAILED_PRECONDITION, "WRONG_SHARD: shard " + shard.id() + " " + e.getMessage() + "; refresh and retry",
-          io.shardwise.proto.v1.ErrorInfo.newBuilder().setCode(io.shardwise.proto.v1.ErrorInfo.Code.WRONG_SHARD).setMapEpoch(map.epoch())
-              .build());
+      throw fencedScan(map, shard, e);
     } catch (IllegalStateException e) {
       throw Status.UNAVAILABLE.withDescription(e.getMessage() + " (node " + ctx.self() + ")").asRuntimeException();
     }
