@@ -15,7 +15,8 @@
 #
 # Every scenario runs here, those tagged "campaign" too (mvn verify leaves them out).
 #
-# Each seed takes about 9 minutes on 2 cores (fifteen scenarios, 30-50 s each). The output's FAULT-RUN lines are what docs/reliability.md records.
+# Each seed takes about 9 minutes on 2 cores (fifteen scenarios, 30-50 s each). The output's FAULT-RUN lines (and INDEX-CHECK lines of
+# the scenarios with an indexed table) are what docs/reliability.md records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="1"
@@ -34,7 +35,7 @@ log=$(mktemp -t shardwise-faults.XXXXXX)
 status=0
 mvn -B -q -o verify -pl shardwise-cli -am -DskipUTs -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test="KillNineIT$only" \
   -Dshardwise.faults.seeds="$seeds" -Dshardwise.it.excludedGroups=none $extra >"$log" 2>&1 || status=$?
-runs=$(grep -h '^FAULT-RUN' shardwise-cli/target/failsafe-reports/io.shardwise.cli.KillNineIT-output.txt 2>/dev/null | sort -u || true)
+runs=$(grep -h '^FAULT-RUN\|^INDEX-CHECK' shardwise-cli/target/failsafe-reports/io.shardwise.cli.KillNineIT-output.txt 2>/dev/null | sort -u || true)
 echo "$runs"
 echo "$runs" | awk '
   /^FAULT-RUN/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -42,7 +43,11 @@ echo "$runs" | awk '
                  unk[s] += f["unknown"]; bad[s] += f["violations"]; if (f["longest_gap_ms"] > gap[s]) gap[s] = f["longest_gap_ms"];
                  of[s] += f["others_failed"]; if (f["others_gap_ms"] > og[s]) og[s] = f["others_gap_ms"];
                  if (f["struck_writable_ms"] > sw[s]) sw[s] = f["struck_writable_ms"]; if (f["struck_writable_ms"] == -1) never[s]++ }
-  END { for (s in runs) printf "%s: %d runs, %d operations, %d acknowledged writes, %d unknown, %d non-linearizable, longest time without any answer %d ms; probe: %d failed writes to other nodes, longest gap on them %d ms, struck node writable again within %d ms (%d runs: not measured)\n",
+  /^INDEX-CHECK/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); g[kv[1]] = kv[2] }
+                   t = g["scenario"]; iruns[t]++; iw[t] += g["writes"]; if (g["exact_after_ms"] > ie[t]) ie[t] = g["exact_after_ms"] }
+  END { for (t in iruns) printf "%s: %d runs with an indexed table, %d indexed writes, every index exact on every node within %d ms of the run\n",
+                                t, iruns[t], iw[t], ie[t];
+        for (s in runs) printf "%s: %d runs, %d operations, %d acknowledged writes, %d unknown, %d non-linearizable, longest time without any answer %d ms; probe: %d failed writes to other nodes, longest gap on them %d ms, struck node writable again within %d ms (%d runs: not measured)\n",
                                s, runs[s], ops[s], ack[s], unk[s], bad[s], gap[s], of[s], og[s], sw[s], never[s] }'
 if [ "$status" -ne 0 ]; then
   echo "some runs failed; the Maven log is $log" >&2
