@@ -99,6 +99,8 @@ function drawTables(c) {
       el("td", { class: "num largest" }, ofLimit(t.largestShardBytes, p && p.splitBytes, fmtBytes)),
       el("td", { class: "num busiest" }, ofLimit(t.busiestShardRequestsPerSecond, p && p.splitRequestsPerSecond, fmtRate)),
       el("td", { class: "muted policy" }, policyText(p)),
+      el("td", { class: "indexes" }, (t.indexes || []).map((i) => `${i.field} (${i.scope}${i.state === "ready" ? "" : ", " + i.state})`)
+        .join(", ") || (t.format === "json" ? "none" : "–")),
       el("td", { class: "ring-members", title: "simulate's nodes 0, 1, … in order: each added its own points to the ring" },
         t.ringMembers ? t.ringMembers.join(", ") : "–"));
   });

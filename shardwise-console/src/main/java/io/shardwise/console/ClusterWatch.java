@@ -209,6 +209,9 @@ final class ClusterWatch {
       if (t.layout().splittable()) {
         PlanJson.policy(to.putObject("resizePolicy"), settings, t.name());
       }
+      to.put("format", t.format().label());
+      ArrayNode indexes = to.putArray("indexes"); // as the map has them: field, scope, building or ready
+      t.indexes().forEach(i -> indexes.addObject().put("field", i.field()).put("scope", i.scope().label()).put("state", i.state().label()));
       long largestBytes = 0;
       double busiest = 0;
       int underReplicated = 0;

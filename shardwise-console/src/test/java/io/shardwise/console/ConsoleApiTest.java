@@ -158,6 +158,24 @@ class ConsoleApiTest {
     assertThat(bad.body().get("error").asText()).contains("bad condition at character 9");
     assertThat(get("/api/v1/query?" + query(Map.of("table", "nope", "where", "a = 1"))).status()).isEqualTo(404);
     assertThat(get("/api/v1/query?table=cars").status()).isEqualTo(400);
+
+    // With a local index on color, the same query reads through it, and the cluster view lists the index.
+    client.createIndex("cars", "color");
+    await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("cars").get(0).ready());
+    Reply indexed = get("/api/v1/query?" + query(Map.of("table", "cars", "where", "color = 'red' AND n >= 3", "limit", "100")));
+    assertThat(indexed.body().get("rows")).hasSize(9);
+    assertThat(indexed.body().get("plan").get("access").asText()).isEqualTo("index");
+    assertThat(indexed.body().get("plan").get("index").asText()).isEqualTo("color (local index): color = 'red'");
+    assertThat(indexed.body().get("plan").get("index_entries").asLong()).isBetween(10L, 10L + 2 * 3);
+    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+      JsonNode cars = null;
+      for (JsonNode t : get("/api/v1/cluster").body().get("tableList")) {
+        cars = t.get("name").asText().equals("cars") ? t : cars;
+      }
+      assertThat(cars).isNotNull();
+      assertThat(cars.get("indexes").get(0).get("field").asText()).isEqualTo("color");
+      assertThat(cars.get("indexes").get(0).get("state").asText()).isEqualTo("ready");
+    });
   }
 
   @Test
