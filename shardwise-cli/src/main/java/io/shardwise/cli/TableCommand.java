@@ -411,6 +411,10 @@ final class TableCommand {
     ObjectNode o = Output.object().put("name", t.name()).put("id", t.id()).put("strategy", t.spec().strategy())
         .put("hash", t.spec().hash().orElse("")).put("epoch", t.mapEpoch()).put("replicas", t.replicas()).put("minInSync", t.minInSync())
         .put("format", t.spec().format().label());
+    if (!t.indexes().isEmpty()) {
+      ArrayNode indexes = o.putArray("indexes");
+      t.indexes().forEach(i -> indexes.addObject().put("field", i.field()).put("scope", i.scope()).put("state", i.state()));
+    }
     if (!t.ringMembers().isEmpty()) {
       ArrayNode members = o.putArray("ringMembers");
       t.ringMembers().forEach(members::add);
@@ -460,6 +464,10 @@ final class TableCommand {
     }
     out.printf("table %s (id %d): %s, hash %s, %s, %s, %s values, map epoch %d%n%n", t.name(), t.id(), t.spec().strategy(),
         t.spec().hash().orElse("-"), Output.count(t.shards().size(), "shard"), replication(t), t.spec().format().label(), t.mapEpoch());
+    if (!t.indexes().isEmpty()) {
+      out.printf("indexes: %s%n%n", String.join(", ", t.indexes().stream().map(i -> i.field() + " (" + i.scope() + ", " + i.state() + ")")
+          .toList()));
+    }
     if (!t.ringMembers().isEmpty()) {
       out.printf("ring members (simulate's nodes 0..%d): %s; a node that joins adds its own points%n%n", t.ringMembers().size() - 1,
           String.join(", ", t.ringMembers()));

@@ -329,6 +329,7 @@ class MultiProcessIT {
     ServerProcesses.Result indexed = cli("query", "docs", "--where", "color = 'red'", "--explain");
     assertThat(indexed.exit()).as(indexed.err()).isZero();
     assertThat(indexed.out()).contains("car-1").contains("1 row").contains("plan: index on color (local index): color = 'red', 2 shards");
+    assertThat(cli("table", "describe", "docs").out()).contains("indexes: color (local, ready)");
     ServerProcesses.Result indexStatus = cli("index", "status", "docs", "-o", "json");
     assertThat(indexStatus.out()).contains("\"state\" : \"ready\"").contains("\"rows_indexed\" : 2");
     ServerProcesses.Result unknownField = cli("index", "drop", "docs", "make");

@@ -79,7 +79,8 @@ final class Protos {
     boolean range = t.getSpec().getStrategy().equals("range");
     List<ShardDescription> shards = t.getShardsList().stream().map(s -> shard(t.getName(), range, s)).toList();
     return new TableDescription(t.getName(), t.getId(), spec(t.getSpec(), t.getValueFormat()), shards, t.getMapEpoch(), t.getRingMembersList(),
-        Math.max(1, t.getReplicas()), Math.max(1, t.getMinInSync()));
+        Math.max(1, t.getReplicas()), Math.max(1, t.getMinInSync()), t.getIndexesList().stream()
+            .map(i -> new TableDescription.Index(String.join(".", i.getPathList()), i.getScope(), i.getState())).toList());
   }
 
   private static ShardDescription shard(String table, boolean range, ShardInfo s) {

@@ -13,12 +13,16 @@ import java.util.List;
  * @param minInSync the fewest in-sync replicas a write needs
  */
 public record TableDescription(String name, long id, TableSpec spec, List<ShardDescription> shards, long mapEpoch, List<String> ringMembers,
-    int replicas, int minInSync) {
+    int replicas, int minInSync, List<Index> indexes) {
 
   public TableDescription {
     shards = List.copyOf(shards);
     ringMembers = List.copyOf(ringMembers);
+    indexes = List.copyOf(indexes);
   }
+
+  /** A secondary index as the map has it: its field, "local" or "global", "building" or "ready" ({@link ShardwiseClient#indexes} tells its progress). */
+  public record Index(String field, String scope, String state) {}
 
   /** True if every shard is a range of hashes, {@code [hashFirst, hashLast]}: hashrange, and rings of hash ranges. */
   public boolean hashRanges() {

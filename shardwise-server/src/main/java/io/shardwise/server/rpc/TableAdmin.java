@@ -316,6 +316,7 @@ public final class TableAdmin {
         .addAllRingMembers(table.layout().ringMembers())
         .setReplicas(table.replication().factor())
         .setMinInSync(table.replication().minInSync()).setValueFormat(table.format().label());
+    table.indexes().forEach(i -> b.addIndexes(MapCodec.toProto(i)));
     long[] hashValues = table.layout().hashValues();
     for (int position = 0; position < table.shards().size(); position++) {
       ShardAssignment s = table.shards().get(position);

@@ -11,6 +11,7 @@ import io.shardwise.client.QueryResult;
 import io.shardwise.client.Routing;
 import io.shardwise.client.ShardwiseClient;
 import io.shardwise.client.ShardwiseException;
+import io.shardwise.client.TableDescription;
 import io.shardwise.client.TableSpec;
 import io.shardwise.core.doc.ValueFormat;
 import io.shardwise.core.doc.Where;
@@ -262,6 +263,7 @@ class LocalIndexTest {
           assertThat(((ShardwiseException) e).code()).isEqualTo(Status.Code.ALREADY_EXISTS));
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
       assertThat(client.indexes("docs").get(0).rowsIndexed()).isEqualTo(200);
+      assertThat(client.describeTable("docs", false).indexes()).containsExactly(new TableDescription.Index("color", "local", "ready"));
       assertExact(cluster, "docs");
       assertThat(client.query("docs", "color = 'c3'", 1_000, Duration.ofSeconds(5)).rows()).hasSize(29);
 
