@@ -85,6 +85,8 @@ final class QueryCommand implements Callable<Integer> {
           .put("bytes_shipped", r.plan().bytesShipped()).put("slowest_shard_micros", r.plan().slowestShardMicros());
       if (!r.plan().index().isEmpty()) {
         plan.put("index", r.plan().index()).put("index_entries", r.plan().indexEntries());
+        ArrayNode lists = plan.putArray("posting_lists");
+        r.plan().postingLists().forEach(l -> lists.addObject().put("probe", l.probe()).put("entries", l.entries()));
       }
       r.plan().missingShards().forEach(plan.putArray("missing_shards")::add);
       Output.json(out, o);
@@ -106,6 +108,9 @@ final class QueryCommand implements Callable<Integer> {
           out.printf(java.util.Locale.ROOT, "plan: %s on %s, %s (each read through its local index), rows checked at each owner%n",
               p.access(), p.index(), Output.count(p.shards(), "shard"));
           out.printf(java.util.Locale.ROOT, "  index entries read %,d (all shards)%n", p.indexEntries());
+          for (QueryResult.PostingList l : p.postingLists()) {
+            out.printf(java.util.Locale.ROOT, "  posting list %s: %,d entries%n", l.probe(), l.entries());
+          }
         }
         out.printf(java.util.Locale.ROOT, "  rows examined %,d, matched %,d, shipped %,d bytes; slowest shard %.1f ms%n", p.rowsExamined(),
             p.rowsMatched(), p.bytesShipped(), p.slowestShardMicros() / 1000.0);

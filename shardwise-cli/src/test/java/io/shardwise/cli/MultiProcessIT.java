@@ -328,7 +328,8 @@ class MultiProcessIT {
     assertThat(index.out()).contains("color").contains("local").contains("ready").contains("1 index on table docs");
     ServerProcesses.Result indexed = cli("query", "docs", "--where", "color = 'red'", "--explain");
     assertThat(indexed.exit()).as(indexed.err()).isZero();
-    assertThat(indexed.out()).contains("car-1").contains("1 row").contains("plan: index on color (local index): color = 'red', 2 shards");
+    assertThat(indexed.out()).contains("car-1").contains("1 row").contains("plan: index on color (local index): color = 'red', 2 shards")
+        .containsPattern("posting list color \\(local index\\): color = 'red': [1-5] entries");
     assertThat(cli("table", "describe", "docs").out()).contains("indexes: color (local, ready)");
     ServerProcesses.Result indexStatus = cli("index", "status", "docs", "-o", "json");
     assertThat(indexStatus.out()).contains("\"state\" : \"ready\"").contains("\"rows_indexed\" : 2");

@@ -42,15 +42,21 @@ public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, bool
   /**
    * How a query was answered: {@code access} "scan" (every shard read, filtered at its owner) or
    * "index" (every shard read through its local indexes: {@code index} names them and the ranges
-   * read, {@code indexEntries} counts the entries read), the shards asked and those missing (with
+   * read, {@code indexEntries} counts the entries read, and {@code postingLists} each probe's — an OR
+   * branch's index and range — with the entries it read), the shards asked and those missing (with
    * why), rows examined and matched, the bytes of matching rows shipped to the node that merged
    * them, and the slowest shard's time.
    */
   public record Plan(String access, int shards, List<String> missingShards, long rowsExamined, long rowsMatched, long bytesShipped,
-      long slowestShardMicros, String index, long indexEntries) {
+      long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists) {
 
     public Plan {
       missingShards = List.copyOf(missingShards);
+      postingLists = List.copyOf(postingLists);
     }
+  }
+
+  /** One probe of a query through an index, and how many entries it read over every shard: its posting list's length. */
+  public record PostingList(String probe, long entries) {
   }
 }

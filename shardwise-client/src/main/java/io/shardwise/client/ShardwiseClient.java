@@ -888,7 +888,8 @@ public final class ShardwiseClient implements AutoCloseable {
     io.shardwise.proto.v1.QueryPlan p = r.getPlan();
     return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),
-        p.getIndexEntries()),
+        p.getIndexEntries(), java.util.stream.IntStream.range(0, Math.min(p.getIndexProbesCount(), p.getIndexProbeEntriesCount()))
+            .mapToObj(i -> new QueryResult.PostingList(p.getIndexProbes(i), p.getIndexProbeEntries(i))).toList()),
         r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
   }
 

@@ -216,6 +216,10 @@ public final class Console implements AutoCloseable {
         .put("slowest_shard_micros", p.getSlowestShardMicros()).put("index", p.getIndex()).put("index_entries", p.getIndexEntries());
     ArrayNode missing = plan.putArray("missing_shards");
     p.getMissingShardsList().forEach(missing::add);
+    ArrayNode lists = plan.putArray("posting_lists");
+    for (int i = 0; i < Math.min(p.getIndexProbesCount(), p.getIndexProbeEntriesCount()); i++) {
+      lists.addObject().put("probe", p.getIndexProbes(i)).put("entries", p.getIndexProbeEntries(i));
+    }
     json(ctx, out);
   }
 

@@ -729,6 +729,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     io.shardwise.core.doc.Where where = request.getWhere().isEmpty() ? null : where(table, request.getWhere());
     long[] examined = {0};
+    long[] perProbe = new long[probes.size()];
     ScanPage page;
     try {
       page = intents.scan(table.name(), () -> {
@@ -736,6 +737,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             request.getFrom().toByteArray(), request.getHasTo() ? request.getTo().toByteArray() : null, limit,
             doc -> where == null || io.shardwise.proto.Documents.matches(doc, where));
         examined[0] += p.examined();
+        for (int i = 0; i < perProbe.length; i++) {
+          perProbe[i] += p.perProbe()[i];
+        }
         return p.page();
       });
     } catch (ShardFencedException e) {
@@ -745,6 +749,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     ShardScanResponse.Builder b = ShardScanResponse.newBuilder().setHeader(header(map, 1)).setExamined((int) Math.min(Integer.MAX_VALUE,
         examined[0]));
+    for (long n : perProbe) {
+      b.addProbeEntries(n);
+    }
     page.entries().forEach(e -> b.addRows(row(e)));
     if (page.hasMore()) {
       b.setHasMore(true).setResumeFrom(ByteString.copyFrom(page.resumeFrom()));

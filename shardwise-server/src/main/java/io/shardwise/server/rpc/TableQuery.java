@@ -33,7 +33,7 @@ final class TableQuery {
     ShardScanResponse read(int position, byte[] from, int limit);
   }
 
-  private record ShardRows(List<KeyValue> rows, long examined, long bytes, boolean more) {}
+  private record ShardRows(List<KeyValue> rows, long examined, long bytes, boolean more, long[] probeEntries) {}
 
   /** A shard of the query's map was split, merged or moved since (its owner said so): run the query again on the map of {@code epoch}. */
   static final class StaleMap extends RuntimeException {
@@ -116,8 +116,10 @@ final class TableQuery {
     }
     long deadline = started + TimeUnit.MILLISECONDS.toNanos(shardDeadlineMillis);
     QueryPlan.Builder plan = QueryPlan.newBuilder().setAccess(index == null ? "scan" : "index");
+    long[] probeEntries = new long[index == null ? 0 : index.probes().size()];
     if (index != null) {
       plan.setIndex(index.describe());
+      index.probes().forEach(p -> plan.addIndexProbes(p.describe()));
     }
     List<KeyValue> rows = new ArrayList<>();
     boolean truncated = false;
@@ -133,6 +135,9 @@ final class TableQuery {
         slowest = Math.max(slowest, System.nanoTime() - started);
         plan.setRowsExamined(plan.getRowsExamined() + r.examined()).setRowsMatched(plan.getRowsMatched() + r.rows().size())
             .setBytesShipped(plan.getBytesShipped() + r.bytes());
+        for (int i = 0; i < probeEntries.length && i < r.probeEntries().length; i++) {
+          probeEntries[i] += r.probeEntries()[i];
+        }
         for (KeyValue row : r.rows()) {
           if (rows.size() == limit) {
             truncated = true;
@@ -162,6 +167,9 @@ final class TableQuery {
     plan.setSlowestShardMicros(slowest / 1_000);
     if (index != null) {
       plan.setIndexEntries(plan.getRowsExamined()); // through an index, the shards read its entries, then only the rows they name
+      for (long n : probeEntries) {
+        plan.addIndexProbeEntries(n);
+      }
     }
     QueryResponse.Builder out = QueryResponse.newBuilder().addAllRows(rows).setPlan(plan).setComplete(plan.getMissingShardsCount() == 0)
         .setTruncated(truncated);
@@ -181,10 +189,17 @@ final class TableQuery {
     List<KeyValue> rows = new ArrayList<>();
     long examined = 0;
     long bytes = 0;
+    long[] probeEntries = new long[0];
     byte[] from = after;
     while (true) {
       ShardScanResponse page = reader.read(position, from, PAGE_ROWS);
       examined += page.getExamined();
+      if (probeEntries.length < page.getProbeEntriesCount()) {
+        probeEntries = java.util.Arrays.copyOf(probeEntries, page.getProbeEntriesCount());
+      }
+      for (int i = 0; i < page.getProbeEntriesCount(); i++) {
+        probeEntries[i] += page.getProbeEntries(i);
+      }
       for (KeyValue row : page.getRowsList()) {
         if (after.length > 0 && java.util.Arrays.equals(io.shardwise.core.key.Key.of(row.getKey().getPartitionKey().toByteArray(),
             row.getKey().getSortKey().toByteArray()).encode(), after)) {
@@ -194,10 +209,10 @@ final class TableQuery {
         bytes += row.getKey().getPartitionKey().size() + row.getKey().getSortKey().size() + row.getValue().size();
       }
       if (!page.getHasMore()) {
-        return new ShardRows(rows, examined, bytes, false);
+        return new ShardRows(rows, examined, bytes, false, probeEntries);
       }
       if (rows.size() > limit) {
-        return new ShardRows(rows, examined, bytes, true);
+        return new ShardRows(rows, examined, bytes, true, probeEntries);
       }
       from = page.getResumeFrom().toByteArray();
     }

@@ -1660,8 +1660,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       long examined = 0;
       Snapshot snapshot = db.getSnapshot();
       try {
-        for (IndexProbe p : probes) {
-          examined += candidates(p, snapshot, lower, candidates);
+        long[] perProbe = new long[probes.size()];
+        for (int i = 0; i < probes.size(); i++) {
+          perProbe[i] = candidates(probes.get(i), snapshot, lower, candidates);
+          examined += perProbe[i];
         }
         List<StoredEntry> out = new ArrayList<>();
         List<ScanPage.Locked> locked = new ArrayList<>();
@@ -1692,7 +1694,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         if (resumeFrom == null && candidates.dropped != null) {
           resumeFrom = shard.userKey(candidates.dropped); // more rows than a page holds: the next page starts at the first left out
         }
-        return new IndexPage(new ScanPage(out, resumeFrom, locked), examined);
+        return new IndexPage(new ScanPage(out, resumeFrom, locked), examined, perProbe);
       } catch (RocksDBException e) {
         throw new StorageException("reading the indexes of shard " + shard + " failed: " + e.getMessage(), e);
       } finally {
@@ -1764,8 +1766,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
   }
 
-  /** A page read through an index, and how many index entries it read. */
-  public record IndexPage(ScanPage page, long examined) {}
+  /** A page read through an index, and how many index entries it read, in all and per probe (in the probes' order). */
+  public record IndexPage(ScanPage page, long examined, long[] perProbe) {}
 
   /**
    * How this store's entries of table {@code tableId}'s indexes compare with its rows, as the

@@ -127,6 +127,14 @@ class LocalIndexTest {
       assertThat(red.plan().index()).isEqualTo("color (local index): color = 'red'");
       // Only red entries read: a shard's rows of a value lie together; an entry before them and one after tell where they are.
       assertThat(red.plan().indexEntries()).as("only red entries read").isBetween((long) red.rows().size(), red.rows().size() + 2 * 6L);
+      assertThat(red.plan().postingLists()).singleElement().satisfies(l -> {
+        assertThat(l.probe()).isEqualTo("color (local index): color = 'red'");
+        assertThat(l.entries()).isEqualTo(red.plan().indexEntries());
+      });
+      QueryResult either = client.query("cars", "color = 'blue' OR year = 2024", 10_000, Duration.ofSeconds(10));
+      assertThat(either.plan().postingLists()).extracting(QueryResult.PostingList::probe)
+          .containsExactly("color (local index): color = 'blue'", "year (local index): year = 2024");
+      assertThat(either.plan().postingLists().stream().mapToLong(QueryResult.PostingList::entries).sum()).isEqualTo(either.plan().indexEntries());
       QueryResult notRed = client.query("cars", "color != 'red'", 10_000, Duration.ofSeconds(10));
       assertThat(notRed.plan().access()).as("!= holds for missing fields: no index serves it").isEqualTo("scan");
     }
