@@ -30,7 +30,7 @@ import java.util.Optional;
 public final class IndexAdmin {
 
   private static final Duration APPLY_WAIT = Duration.ofSeconds(10);
-  private static final NodeStatsRequest INDEX_STATS = NodeStatsRequest.newBuilder().setSkipSizes(true).build();
+  private static final NodeStatsRequest INDEX_STATS = NodeStatsRequest.newBuilder().setIndexBuildsOnly(true).build();
 
   private final ClusterContext ctx;
 
@@ -105,7 +105,7 @@ public final class IndexAdmin {
     ShardMap map = ctx.map().current();
     Table t = map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
     NodeStatsPoll.Answers answers = NodeStatsPoll.ask(ctx.peers(), ctx.coordinator().liveNodesNow().values(),
-        NodeStatsRequest.newBuilder().setSkipSizes(true).setCheckIndexesOf(t.id()).build(), Duration.ofSeconds(60));
+        NodeStatsRequest.newBuilder().setIndexBuildsOnly(true).setCheckIndexesOf(t.id()).build(), Duration.ofSeconds(60));
     io.shardwise.proto.v1.IndexCheckResponse.Builder out = io.shardwise.proto.v1.IndexCheckResponse.newBuilder().setTable(name)
         .addAllUnreachable(answers.unreachable());
     answers.answers().forEach(n -> out.addAllChecks(n.getIndexChecksList()));

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 public final class IndexReadiness {
 
   private static final Logger LOG = LoggerFactory.getLogger(IndexReadiness.class);
-  private static final NodeStatsRequest INDEX_STATS = NodeStatsRequest.newBuilder().setSkipSizes(true).build();
+  private static final NodeStatsRequest INDEX_STATS = NodeStatsRequest.newBuilder().setIndexBuildsOnly(true).build();
 
   private final Coordinator coordinator;
   private final Peers peers;

@@ -132,7 +132,7 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
         return b.build();
       }
       b.setNode(ctx.self().value());
-      if (trash != null) {
+      if (trash != null && !request.getIndexBuildsOnly()) {
         b.addAllTrash(trash.list());
       }
       if (indexBuilds != null) {
@@ -145,6 +145,9 @@ public final class AdminServiceImpl extends AdminServiceGrpc.AdminServiceImplBas
             .setNode(ctx.self().value()).setIndexId(indexId)
             .setField(defined.stream().filter(i -> i.id() == indexId).map(io.shardwise.core.doc.IndexDef::field).findFirst().orElse(""))
             .setRows(c.rows()).setEntries(c.entries()).setMissing(c.missing()).setExtra(c.extra())));
+      }
+      if (request.getIndexBuildsOnly()) {
+        return b.build(); // what the controller polls while an index builds: no shard is measured
       }
       ShardMap map = ctx.map().current();
       for (Table t : map.tables().values()) {
