@@ -112,38 +112,81 @@ public final class Documents {
    * @throws NotADocumentException if {@code document} is not JSON
    */
   public static byte[][] indexValues(byte[] document, List<List<String>> paths) {
-    com.fasterxml.jackson.databind.JsonNode root;
-    try {
-      root = TREES.readTree(document);
-    } catch (IOException e) {
-      throw new NotADocumentException(e.getMessage(), 0);
+    // One streaming pass that looks only at the indexed paths (no tree of the whole document): a
+    // write of an indexed row extracts its old and its new values on every write.
+    PathNode root = new PathNode();
+    for (int i = 0; i < paths.size(); i++) {
+      PathNode n = root;
+      for (String name : paths.get(i)) {
+        n = n.children.computeIfAbsent(name, k -> new PathNode());
+      }
+      n.outputs.add(i);
     }
     byte[][] out = new byte[paths.size()][];
-    for (int i = 0; i < out.length; i++) {
-      com.fasterxml.jackson.databind.JsonNode node = root;
-      for (String name : paths.get(i)) {
-        node = node != null && node.isObject() ? node.get(name) : null;
+    try (JsonParser p = JSON.createParser(document)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        throw new NotADocumentException("a document is a JSON object", 0);
       }
-      out[i] = node == null ? null : scalar(node);
+      walk(p, root, out);
+    } catch (IOException e) {
+      throw new NotADocumentException(e.getMessage(), 0);
     }
     return out;
   }
 
-  private static byte[] scalar(com.fasterxml.jackson.databind.JsonNode node) {
-    if (node.isNull()) {
-      return io.shardwise.core.doc.IndexValues.encode(io.shardwise.core.doc.Where.NULL);
+  /** The indexed paths below one object, as a tree of names; {@code outputs}: the paths that end here. */
+  private static final class PathNode {
+    final java.util.Map<String, PathNode> children = new java.util.HashMap<>();
+    final List<Integer> outputs = new java.util.ArrayList<>(1);
+
+    void clear(byte[][] out) {
+      outputs.forEach(i -> out[i] = null);
+      children.values().forEach(c -> c.clear(out));
     }
-    if (node.isBoolean()) {
-      return io.shardwise.core.doc.IndexValues.encode(node.booleanValue());
+  }
+
+  /**
+   * Reads the object whose START_OBJECT {@code p} has just read, setting the values of the paths
+   * under {@code node}. A name that repeats counts by its last value, as a parsed tree keeps it.
+   */
+  private static void walk(JsonParser p, PathNode node, byte[][] out) throws IOException {
+    for (JsonToken t = p.nextToken(); t != JsonToken.END_OBJECT; t = p.nextToken()) {
+      PathNode child = node.children.get(p.currentName());
+      JsonToken value = p.nextToken();
+      if (child == null) {
+        p.skipChildren();
+        continue;
+      }
+      child.clear(out); // a later value of the same name replaces all an earlier one set
+      if (value == JsonToken.START_OBJECT) {
+        walk(p, child, out); // an object is no indexed value itself: the paths ending here stay null
+      } else if (value == JsonToken.START_ARRAY) {
+        p.skipChildren();
+      } else {
+        byte[] v = scalar(p, value);
+        child.outputs.forEach(i -> out[i] = v);
+      }
     }
-    if (node.isNumber()) {
-      return io.shardwise.core.doc.IndexValues.number(node.isBigDecimal() || node.isBigInteger() ? node.decimalValue().doubleValue()
-          : node.doubleValue());
+  }
+
+  private static byte[] scalar(JsonParser p, JsonToken t) throws IOException {
+    switch (t) {
+      case VALUE_NULL:
+        return io.shardwise.core.doc.IndexValues.encode(io.shardwise.core.doc.Where.NULL);
+      case VALUE_TRUE:
+        return io.shardwise.core.doc.IndexValues.encode(Boolean.TRUE);
+      case VALUE_FALSE:
+        return io.shardwise.core.doc.IndexValues.encode(Boolean.FALSE);
+      case VALUE_NUMBER_INT:
+        return io.shardwise.core.doc.IndexValues.number(p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+            ? new java.math.BigDecimal(p.getBigIntegerValue()).doubleValue() : (double) p.getLongValue());
+      case VALUE_NUMBER_FLOAT:
+        return io.shardwise.core.doc.IndexValues.number(p.getDecimalValue().doubleValue()); // exact decimal, then rounded once
+      case VALUE_STRING:
+        return io.shardwise.core.doc.IndexValues.string(p.getText());
+      default:
+        return null;
     }
-    if (node.isTextual()) {
-      return io.shardwise.core.doc.IndexValues.string(node.textValue());
-    }
-    return null;
   }
 
   /** A value that is not a document: why, and at which byte of the value (0-based). */

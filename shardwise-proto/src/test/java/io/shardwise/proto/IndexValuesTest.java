@@ -50,6 +50,52 @@ class IndexValuesTest {
     }
   }
 
+  /**
+   * {@link Documents#indexValues} reads the indexed paths in one streaming pass; a parsed tree is
+   * the oracle: nested objects, arrays, missing fields, and names that repeat (the last counts).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @ValueSource(longs = {1, 2, 3})
+  void theStreamingExtractionAgreesWithAParsedTree(long seed) throws Exception {
+    Random random = new Random(seed);
+    com.fasterxml.jackson.databind.ObjectMapper trees = new com.fasterxml.jackson.databind.ObjectMapper()
+        .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
+    List<List<String>> paths = List.of(List.of("a"), List.of("b"), List.of("a", "b"), List.of("c", "a", "b"), List.of("c", "a"));
+    for (int i = 0; i < 20_000; i++) {
+      String json = object(random, 3);
+      byte[] doc = json.getBytes(StandardCharsets.UTF_8);
+      byte[][] streamed = Documents.indexValues(doc, paths);
+      com.fasterxml.jackson.databind.JsonNode root = trees.readTree(doc);
+      for (int p = 0; p < paths.size(); p++) {
+        com.fasterxml.jackson.databind.JsonNode node = root;
+        for (String name : paths.get(p)) {
+          node = node != null && node.isObject() ? node.get(name) : null;
+        }
+        byte[] expected = node == null || node.isObject() || node.isArray() ? null
+            : Documents.indexValues(("{\"v\": " + node.toString() + "}").getBytes(StandardCharsets.UTF_8), List.of(List.of("v")))[0];
+        assertThat(streamed[p]).as("%s in %s", paths.get(p), json).isEqualTo(expected);
+      }
+    }
+  }
+
+  /** A random object over the names a, b, c (repeats allowed), nesting at most {@code depth} deep. */
+  private static String object(Random random, int depth) {
+    StringBuilder b = new StringBuilder("{");
+    int n = random.nextInt(5);
+    for (int i = 0; i < n; i++) {
+      b.append(i == 0 ? "" : ", ").append('"').append("abc".charAt(random.nextInt(3))).append("\": ");
+      int kind = random.nextInt(6);
+      if (kind == 0 && depth > 0) {
+        b.append(object(random, depth - 1));
+      } else if (kind == 1) {
+        b.append("[1, {\"a\": 2}]");
+      } else {
+        b.append(jsonValue(random).replace("{\"x\": 1}", "7"));
+      }
+    }
+    return b.append('}').toString();
+  }
+
   private static boolean in(byte[] v, IndexValues.Range r) {
     if (Arrays.compareUnsigned(v, r.low()) < 0) {
       return false;
