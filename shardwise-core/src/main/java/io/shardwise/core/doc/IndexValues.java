@@ -165,16 +165,6 @@ public final class IndexValues {
     public byte[] startKey(byte[] prefix) {
       return concat(prefix, low);
     }
-
-    /** Whether the range can hold no value at all. */
-    public boolean empty() {
-      int c = Arrays.compareUnsigned(low, high);
-      return highInclusive ? c > 0 && !startsWith(low, high) : c >= 0;
-    }
-  }
-
-  static boolean startsWith(byte[] a, byte[] prefix) {
-    return a.length >= prefix.length && Arrays.equals(a, 0, prefix.length, prefix, 0, prefix.length);
   }
 
   /** The first byte string after every string that starts with {@code prefix}. */

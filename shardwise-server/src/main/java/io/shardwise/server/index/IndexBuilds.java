@@ -100,11 +100,6 @@ public final class IndexBuilds implements AutoCloseable {
     }
   }
 
-  /** Whether this node's backfill of index {@code indexId} of table {@code tableId} has ended: its entries are every row's here. */
-  public boolean built(long tableId, long indexId) {
-    return store.indexBuilt(tableId, indexId);
-  }
-
   /** The local indexes this node keeps, each built here or not, for the node's stats. */
   public List<IndexBuild> states() {
     List<IndexBuild> out = new ArrayList<>();

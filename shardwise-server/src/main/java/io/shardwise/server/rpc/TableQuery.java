@@ -97,12 +97,7 @@ final class TableQuery {
    * StaleMap} once every shard has answered or timed out, so that the caller runs the query again on
    * the newer map; without, such a shard is named missing like any other.
    */
-  static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
-      boolean staleMapThrows, io.shardwise.server.index.IndexPlan index) {
-    return run(table, reader, limit, shardDeadlineMillis, resume, staleMapThrows, index, -1);
-  }
-
-  /** As above; with {@code onlyPosition} at least 0, only the shard at that position is read (a query of one partition key). */
+  /** With {@code onlyPosition} at least 0, only the shard at that position is read (a query of one partition key). */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
       boolean staleMapThrows, io.shardwise.server.index.IndexPlan index, int onlyPosition) {
     long started = System.nanoTime();
