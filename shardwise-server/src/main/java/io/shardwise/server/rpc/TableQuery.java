@@ -95,9 +95,10 @@ final class TableQuery {
    * rows, {@code truncated} with a page token if more match. With {@code staleMapThrows}, a shard
    * whose owner says it was split, merged or moved since the query's map (WRONG_SHARD) throws {@link
    * StaleMap} once every shard has answered or timed out, so that the caller runs the query again on
-   * the newer map; without, such a shard is named missing like any other.
+   * the newer map; without, such a shard is named missing like any other. With {@code index}, every
+   * shard is read through those probes; with {@code onlyPosition} at least 0, only the shard at that
+   * position is read (a query of one partition key).
    */
-  /** With {@code onlyPosition} at least 0, only the shard at that position is read (a query of one partition key). */
   static QueryResponse.Builder run(Table table, ShardReader reader, int limit, long shardDeadlineMillis, Resume resume,
       boolean staleMapThrows, io.shardwise.server.index.IndexPlan index, int onlyPosition) {
     long started = System.nanoTime();
