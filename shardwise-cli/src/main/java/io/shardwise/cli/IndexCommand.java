@@ -26,7 +26,9 @@ final class IndexCommand {
       description = {"Create an index on a field (a path such as owner.id), built online.",
           "Writes maintain it at once, every node indexes the rows it already holds, and queries use it once it is ready",
           "('index status'). A local index keeps its entries beside each shard's rows, written in the same atomic batch:",
-          "a query without the partition key still asks every shard."})
+          "a query without the partition key still asks every shard. A global index keeps them in a table of its own,",
+          "partitioned by value: a query of one value reads one index shard, then fetches the rows; every write of a row",
+          "changes its entries in the same transaction (never stale; a write costs a two-phase commit)."})
   static final class Create implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin KvCommand.Common common;
@@ -35,8 +37,24 @@ final class IndexCommand {
 
     @Parameters(index = "1", paramLabel = "FIELD") String field;
 
-    @Option(names = "--local", description = "Entries beside each shard's rows (the default, and for now the only kind).")
-    boolean local;
+    @picocli.CommandLine.ArgGroup(exclusive = true)
+    Scope scope = new Scope();
+
+    static final class Scope {
+      @Option(names = "--local", description = "Entries beside each shard's rows, in the same atomic batch (the default).")
+      boolean local;
+
+      @Option(names = "--global", description = {"Entries in a table of their own (TABLE.FIELD), partitioned by the value: a query of one",
+          "value reads one index shard; every write of a row is a transaction with its entries."})
+      boolean global;
+    }
+
+    @Option(names = "--strategy", paramLabel = "hashrange|range",
+        description = "A global index's partitioning by value: hashrange (default; values spread) or range (values in order).")
+    String strategy;
+
+    @Option(names = "--shards", paramLabel = "N", description = "A global index's shards (hashrange; default one per live node).")
+    int shards;
 
     @Option(names = "--wait", paramLabel = "DURATION", description = "Wait until the index is ready (ms, s, m), printing its progress.")
     String wait;
@@ -44,7 +62,10 @@ final class IndexCommand {
     @Override
     public Integer call() throws InterruptedException {
       ShardwiseClient client = common.cluster.connect();
-      List<IndexInfo> indexes = client.createIndex(table, field);
+      if (!scope.global && (strategy != null || shards != 0)) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy and --shards are for a global index (--global)");
+      }
+      List<IndexInfo> indexes = scope.global ? client.createGlobalIndex(table, field, strategy, shards) : client.createIndex(table, field);
       if (wait != null) {
         indexes = awaitReady(client, spec.commandLine().getErr(), table, field, Durations.parse("--wait", wait));
       }
@@ -87,7 +108,8 @@ final class IndexCommand {
   }
 
   @Command(name = "check", mixinStandardHelpOptions = true,
-      description = {"The consistency checker: on every node, each local index of the table compared with the node's rows (all read).",
+      description = {"The consistency checker: on every node, each local index of the table compared with the node's rows (all read);",
+          "each ready global index's table compared with every row of the table (NODE 'global').",
           "Exit code 0 when every entry matches a row and every row has its entries, on every node; 1 otherwise."})
   static final class Check implements Callable<Integer> {
     @Spec CommandSpec spec;
@@ -150,6 +172,9 @@ final class IndexCommand {
       for (IndexInfo i : indexes) {
         ObjectNode n = list.addObject().put("id", i.id()).put("field", i.field()).put("scope", i.scope()).put("state", i.state())
             .put("replicas", i.replicas()).put("replicas_built", i.replicasBuilt()).put("rows_indexed", i.rowsIndexed());
+        if (!i.indexTable().isEmpty()) {
+          n.put("index_table", i.indexTable());
+        }
         i.buildingOn().forEach(n.putArray("building_on")::add);
       }
       Output.json(out, o);
@@ -157,7 +182,8 @@ final class IndexCommand {
     }
     List<List<String>> rows = new ArrayList<>();
     for (IndexInfo i : indexes) {
-      rows.add(List.of(i.field(), i.scope(), i.state(), i.replicasBuilt() + " of " + i.replicas(), Output.number(i.rowsIndexed()),
+      rows.add(List.of(i.field(), i.indexTable().isEmpty() ? i.scope() : i.scope() + " (" + i.indexTable() + ")", i.state(),
+          i.replicasBuilt() + " of " + i.replicas(), Output.number(i.rowsIndexed()),
           i.buildingOn().isEmpty() ? "-" : String.join(", ", i.buildingOn())));
     }
     Output.table(out, List.of("FIELD", "SCOPE", "STATE", "REPLICAS BUILT", "ROWS INDEXED", "BUILDING ON"), rows);

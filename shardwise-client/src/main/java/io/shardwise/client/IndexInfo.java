@@ -8,11 +8,16 @@ import java.util.List;
  * holds; {@code replicasBuilt} of {@code replicas} have ended their backfill, and {@code buildingOn}
  * names the nodes still at it (or not answering).
  *
+ * <p>A global index counts a replica built once its node has fenced the writes planned without
+ * the index; the controller then writes every row's entry, and marks it ready.
+ *
  * @param id the map epoch that created it
+ * @param scope "local" or "global"
  * @param state "building" (writes maintain it; queries do not use it yet) or "ready"
+ * @param indexTable a global index's table ({@code table.field}); empty for a local index
  */
 public record IndexInfo(long id, String field, String scope, String state, int replicas, int replicasBuilt, long rowsIndexed,
-    List<String> buildingOn) {
+    List<String> buildingOn, String indexTable) {
 
   public IndexInfo {
     buildingOn = List.copyOf(buildingOn);

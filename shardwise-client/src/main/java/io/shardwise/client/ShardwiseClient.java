@@ -906,6 +906,18 @@ public final class ShardwiseClient implements AutoCloseable {
         .setField(field).setScope("local").build())));
   }
 
+  /**
+   * Creates a global secondary index on {@code field}: a table of its own ({@code table.field}),
+   * partitioned by the indexed value ({@code strategy} "hashrange" or "range"; empty: hashrange) over
+   * {@code shards} shards (0: one per live node). Every write of a row then changes its entries in
+   * one transaction with it: a query of one value reads one index shard and is never stale, and a
+   * write costs a two-phase commit. Built online like a local index ({@link #indexes}).
+   */
+  public List<IndexInfo> createGlobalIndex(String table, String field, String strategy, int shards) {
+    return indexInfos(onSeed(stub -> stub.createIndex(io.shardwise.proto.v1.CreateIndexRequest.newBuilder().setTable(table)
+        .setField(field).setScope("global").setStrategy(strategy == null ? "" : strategy).setShards(shards).build())));
+  }
+
   /** Drops the index on {@code field}: queries stop using it at once, each node deletes its entries. */
   public List<IndexInfo> dropIndex(String table, String field) {
     return indexInfos(onSeed(stub -> stub.dropIndex(io.shardwise.proto.v1.DropIndexRequest.newBuilder().setTable(table).setField(field)
@@ -919,8 +931,9 @@ public final class ShardwiseClient implements AutoCloseable {
 
   /**
    * The index consistency checker: on every live node, each local index of the table compared with
-   * the node's rows (every row and entry read: a check, not a query). Each node's index is {@link
-   * IndexCheck#exact} when no entry is missing and none is left over.
+   * the node's rows; each ready global index's table compared with every row (node "global"). Every
+   * row and entry is read: a check, not a query, exact when no write runs meanwhile. An index is
+   * {@link IndexCheck#exact} when no entry is missing and none is left over.
    */
   public IndexCheck.Report checkIndexes(String table) {
     io.shardwise.proto.v1.IndexCheckResponse r = onAnySeed(stub -> stub.checkIndexes(io.shardwise.proto.v1.IndexStatusRequest.newBuilder()
@@ -931,7 +944,7 @@ public final class ShardwiseClient implements AutoCloseable {
 
   private static List<IndexInfo> indexInfos(io.shardwise.proto.v1.IndexStatusResponse r) {
     return r.getIndexesList().stream().map(i -> new IndexInfo(i.getId(), i.getField(), i.getScope(), i.getState(), i.getReplicas(),
-        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList())).toList();
+        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList(), i.getIndexTable())).toList();
   }
 
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */

@@ -28,7 +28,11 @@ public record IndexDef(long id, List<String> path, Scope scope, State state) {
   public enum Scope {
     /** Beside each shard's rows: a write touches one shard; a query asks every shard. */
     LOCAL,
-    /** In a table of its own, partitioned by the indexed value (not built yet). */
+    /**
+     * In a table of its own, partitioned by the indexed value ({@link #globalTable}): a query of one
+     * value reads one shard of it, and a write of a row changes its entries in one transaction with
+     * the row (the index is never stale).
+     */
     GLOBAL;
 
     public String label() {
@@ -63,6 +67,16 @@ public record IndexDef(long id, List<String> path, Scope scope, State state) {
   /** The field as users write it: names joined by dots. */
   public String field() {
     return String.join(".", path);
+  }
+
+  /**
+   * The name of a global index's own table: {@code table}'s name, a dot, the field's path
+   * ({@code orders.owner.id}). Its rows are the index's entries: partition key the indexed value's
+   * {@link IndexValues} encoding (a value's entries are one partition), sort key the indexed row's
+   * {@linkplain io.shardwise.core.key.Key#encode() encoded key}.
+   */
+  public String globalTable(String table) {
+    return table + "." + field();
   }
 
   public IndexDef withState(State next) {

@@ -215,6 +215,22 @@ public final class Table {
     return indexes.stream().filter(i -> i.path().equals(path) && i.scope() == scope).findFirst();
   }
 
+  /** The table's global indexes (each with a table of its own), in creation order. */
+  public List<io.shardwise.core.doc.IndexDef> globalIndexes() {
+    return indexes.stream().filter(i -> i.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL).toList();
+  }
+
+  /** The id (the creating epoch) of the table's newest global index; 0 if it has none. */
+  public long newestGlobalIndex() {
+    long newest = 0;
+    for (io.shardwise.core.doc.IndexDef i : indexes) {
+      if (i.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL) {
+        newest = Math.max(newest, i.id());
+      }
+    }
+    return newest;
+  }
+
   /** The map epoch at which {@link #indexes} last changed (the table's id if never). */
   public long indexesChangedAt() {
     return indexesChangedAt;

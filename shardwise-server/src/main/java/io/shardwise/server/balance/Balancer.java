@@ -106,7 +106,8 @@ public final class Balancer implements AutoCloseable {
   private final ReplicaMoves replicaMoves;
   private final long snapshotBytesPerSecond; // of the nodes' replication (each node's own; the same across a cluster started alike)
 
-  private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics, long snapshotBytesPerSecond) {
+  private Balancer(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics, long snapshotBytesPerSecond,
+      io.shardwise.server.index.IndexReadiness.Backfill globalBackfill) {
     this.self = self;
     this.snapshotBytesPerSecond = snapshotBytesPerSecond;
     this.coordinator = coordinator;
@@ -115,7 +116,7 @@ public final class Balancer implements AutoCloseable {
     this.schedule = new Schedule(coordinator);
     this.failover = new Failover(coordinator);
     this.repair = new ReplicaRepair(coordinator);
-    this.indexes = new io.shardwise.server.index.IndexReadiness(coordinator, peers);
+    this.indexes = new io.shardwise.server.index.IndexReadiness(coordinator, peers, globalBackfill);
     io.shardwise.server.rpc.ShardSplits splits = new io.shardwise.server.rpc.ShardSplits(coordinator, peers);
     this.replicaMoves = new ReplicaMoves(coordinator, splits::handOver);
     this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
@@ -149,8 +150,8 @@ public final class Balancer implements AutoCloseable {
    *     how long a replica move waits for its follower to catch up follows from it
    */
   public static Balancer start(NodeId self, Coordinator coordinator, Peers peers, Duration tick, MeterRegistry metrics,
-      long snapshotBytesPerSecond) {
-    Balancer b = new Balancer(self, coordinator, peers, tick, metrics, snapshotBytesPerSecond);
+      long snapshotBytesPerSecond, io.shardwise.server.index.IndexReadiness.Backfill globalBackfill) {
+    Balancer b = new Balancer(self, coordinator, peers, tick, metrics, snapshotBytesPerSecond, globalBackfill);
     Gauge.builder("shardwise.balancer.moves.in.flight", b.inFlight, Map::size)
         .description("moves the balancer is driving (non-zero only on the leader)").register(metrics);
     b.ticker.scheduleWithFixedDelay(b::safeTick, tick.toMillis(), tick.toMillis(), TimeUnit.MILLISECONDS);
@@ -788,6 +789,7 @@ public final class Balancer implements AutoCloseable {
   @Override
   public void close() {
     ticker.shutdownNow();
+    indexes.close();
     inFlight.values().forEach(c -> c.cancel(null));
     movers.shutdownNow();
     try {

@@ -22,6 +22,10 @@ import org.slf4j.LoggerFactory;
  * here ({@link #backfill}), one table at a time on a thread of their own while writes go on. A
  * node that restarts, that learns of an index late, or whose backfill was cut short by a crash runs
  * it again (a store records an index built only once its backfill has ended).
+ *
+ * <p>A global index has no entries here; a node counts it built once it has drained the writes it
+ * took under a map without it ({@link GlobalIndexFence#drain}), so that the controller's backfill
+ * reads no row such a write may still change.
  */
 public final class IndexBuilds implements AutoCloseable {
 
@@ -33,6 +37,10 @@ public final class IndexBuilds implements AutoCloseable {
   private final Set<Long> queued = ConcurrentHashMap.newKeySet();
   /** Rows indexed by the backfill of each table, this process's runs. */
   private final Map<Long, Long> rows = new ConcurrentHashMap<>();
+  /** Global indexes whose earlier writes have drained here (by index id), this process's run. */
+  private final Set<Long> drained = ConcurrentHashMap.newKeySet();
+  private volatile GlobalIndexFence fence;
+  private volatile ShardMap last;
 
   public IndexBuilds(ShardStore store, String node) {
     this.store = store;
@@ -65,8 +73,25 @@ public final class IndexBuilds implements AutoCloseable {
     }
   }
 
-  /** Starts the backfill of every table whose local indexes in {@code next} are not all built here. */
+  /** The fence this node's writes pass (none yet: no write has been taken, nothing to drain). */
+  public void fenceWith(GlobalIndexFence fence) {
+    this.fence = fence;
+  }
+
+  /**
+   * Starts the backfill of every table whose local indexes in {@code next} are not all built here,
+   * and the drain of the writes taken before each global index of {@code next} this node has not
+   * drained yet. Called once {@code next} routes requests.
+   */
   public void backfill(ShardMap next) {
+    last = next;
+    for (Table t : next.tables().values()) {
+      for (IndexDef i : t.globalIndexes()) {
+        if (i.state() == IndexDef.State.BUILDING && !drained.contains(i.id())) {
+          drain(i.id());
+        }
+      }
+    }
     for (Table t : next.tables().values()) {
       for (IndexDef i : store.definedIndexes(t.id())) {
         if (!store.indexBuilt(t.id(), i.id())) {
@@ -74,6 +99,20 @@ public final class IndexBuilds implements AutoCloseable {
           break;
         }
       }
+    }
+  }
+
+  private void drain(long indexId) {
+    try {
+      worker.execute(() -> {
+        GlobalIndexFence f = fence;
+        if (f != null) {
+          f.drain();
+        }
+        drained.add(indexId);
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      // closing: nothing more is reported
     }
   }
 
@@ -100,9 +139,18 @@ public final class IndexBuilds implements AutoCloseable {
     }
   }
 
-  /** The local indexes this node keeps, each built here or not, for the node's stats. */
+  /** The indexes this node keeps (local) or fences (global), each built (drained) here or not, for the node's stats. */
   public List<IndexBuild> states() {
     List<IndexBuild> out = new ArrayList<>();
+    ShardMap map = last;
+    if (map != null) {
+      for (Table t : map.tables().values()) {
+        for (IndexDef i : t.globalIndexes()) {
+          out.add(IndexBuild.newBuilder().setTableId(t.id()).setIndexId(i.id()).setBuilt(i.state() == IndexDef.State.READY
+              || drained.contains(i.id())).build());
+        }
+      }
+    }
     for (long tableId : store.indexedTables()) {
       for (IndexDef i : store.definedIndexes(tableId)) {
         out.add(IndexBuild.newBuilder().setTableId(tableId).setIndexId(i.id()).setBuilt(store.indexBuilt(tableId, i.id()))

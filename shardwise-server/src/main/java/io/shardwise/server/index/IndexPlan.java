@@ -11,7 +11,9 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * How a query reads a table through its ready local indexes, if it can: each branch of an OR (the
+ * How a query reads a table through its ready indexes, if it can — all through global indexes, or
+ * all through local ones (global first: a value's entries are in one index shard, where a local
+ * index asks every shard). Each branch of an OR (the
  * whole condition when there is none) needs an AND-ed comparison ({@code = < <= > >=}) on an
  * indexed field; the comparisons on one field narrow one range, and an equality is preferred to a
  * range. Each branch becomes a probe; a shard's rows are those any probe finds, then checked
@@ -20,29 +22,35 @@ import java.util.Optional;
  *
  * @param probes one per OR branch (duplicates merged)
  * @param describe the plan in words, for {@code --explain}: "color (local) = 'red'"
+ * @param scope where every probe's index lives
  */
-public record IndexPlan(List<Probe> probes, String describe) {
+public record IndexPlan(List<Probe> probes, String describe, IndexDef.Scope scope) {
 
   /** One range of one index. */
   public record Probe(IndexDef index, IndexValues.Range range, String describe) {}
 
-  /** The plan for {@code where} over {@code table}'s ready local indexes, or empty: a scan. */
+  /** The plan for {@code where} over {@code table}'s ready indexes, or empty: a scan. */
   public static Optional<IndexPlan> choose(Table table, Where where) {
+    Optional<IndexPlan> global = choose(table, where, IndexDef.Scope.GLOBAL);
+    return global.isPresent() ? global : choose(table, where, IndexDef.Scope.LOCAL);
+  }
+
+  private static Optional<IndexPlan> choose(Table table, Where where, IndexDef.Scope scope) {
     List<Where> branches = where instanceof Where.Or or ? or.parts() : List.of(where);
     Map<String, Probe> probes = new LinkedHashMap<>();
     for (Where branch : branches) {
-      Optional<Probe> p = probe(table, branch);
+      Optional<Probe> p = probe(table, branch, scope);
       if (p.isEmpty()) {
         return Optional.empty();
       }
       probes.putIfAbsent(p.get().describe(), p.get());
     }
     List<Probe> list = new ArrayList<>(probes.values());
-    return Optional.of(new IndexPlan(list, String.join(" OR ", list.stream().map(Probe::describe).toList())));
+    return Optional.of(new IndexPlan(list, String.join(" OR ", list.stream().map(Probe::describe).toList()), scope));
   }
 
-  /** The best probe for one AND-ed branch, or empty if no comparison in it is on a ready local index. */
-  private static Optional<Probe> probe(Table table, Where branch) {
+  /** The best probe for one AND-ed branch, or empty if no comparison in it is on a ready index of {@code scope}. */
+  private static Optional<Probe> probe(Table table, Where branch, IndexDef.Scope scope) {
     List<Where> conjuncts = branch instanceof Where.And and ? and.parts() : List.of(branch);
     Map<Long, List<Where.Compare>> byIndex = new LinkedHashMap<>();
     Map<Long, IndexDef> indexes = new LinkedHashMap<>();
@@ -50,7 +58,7 @@ public record IndexPlan(List<Probe> probes, String describe) {
       if (!(w instanceof Where.Compare c) || c.op() == Where.Op.NE) {
         continue; // a nested OR or a != narrows nothing here; the rows are checked against it anyway
       }
-      Optional<IndexDef> index = table.index(c.path(), IndexDef.Scope.LOCAL).filter(i -> i.state() == IndexDef.State.READY);
+      Optional<IndexDef> index = table.index(c.path(), scope).filter(i -> i.state() == IndexDef.State.READY);
       if (index.isPresent()) {
         byIndex.computeIfAbsent(index.get().id(), k -> new ArrayList<>()).add(c);
         indexes.put(index.get().id(), index.get());
@@ -68,7 +76,7 @@ public record IndexPlan(List<Probe> probes, String describe) {
       }
       IndexDef index = indexes.get(e.getKey());
       String words = e.getValue().stream().map(Where.Compare::toString).reduce((a, b) -> a + " AND " + b).orElseThrow();
-      Probe p = new Probe(index, range, index.field() + " (local index): " + words);
+      Probe p = new Probe(index, range, index.field() + " (" + scope.label() + " index): " + words);
       if (best == null || (equality && !bestIsEquality)) {
         best = p;
         bestIsEquality = equality;

@@ -22,25 +22,47 @@ import org.slf4j.LoggerFactory;
  * every replica of a table is on a node whose backfill of a building index has ended ({@link
  * IndexProgress}), it marks the index ready in the map, by compare-and-set — from then on queries
  * use it. A controller that dies before does nothing harmful: the next leader looks again.
+ *
+ * <p>A global index counts a replica built once its node has drained the writes planned without the
+ * index; then the controller backfills it ({@link GlobalIndexes#backfill}, on a thread of its own:
+ * ticks go on) and marks it ready when the backfill has read every row. A backfill cut short (the
+ * controller died, a row too long) is run again from the start by the next look: it only writes
+ * entries rows call for, each checked against its row.
  */
 public final class IndexReadiness {
+
+  /** Writes a global index's entries for every row of its table; returns the rows indexed. */
+  @FunctionalInterface
+  public interface Backfill {
+    long run(Table table, IndexDef index);
+  }
 
   private static final Logger LOG = LoggerFactory.getLogger(IndexReadiness.class);
   private static final NodeStatsRequest INDEX_STATS = NodeStatsRequest.newBuilder().setIndexBuildsOnly(true).build();
 
   private final Coordinator coordinator;
   private final Peers peers;
+  private final Backfill backfill;
+  private final java.util.concurrent.ExecutorService backfills = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "global-index-backfill");
+    t.setDaemon(true);
+    return t;
+  });
+  /** Global indexes (by id) whose backfill runs now. */
+  private final java.util.Set<Long> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-  public IndexReadiness(Coordinator coordinator, Peers peers) {
+  /** @param backfill how a global index is backfilled (null: global indexes are never made ready here) */
+  public IndexReadiness(Coordinator coordinator, Peers peers, Backfill backfill) {
     this.coordinator = coordinator;
     this.peers = peers;
+    this.backfill = backfill;
   }
 
-  /** Marks ready every local index of {@code map} whose backfills have all ended; returns how many. */
+  /** Marks ready every index of {@code map} whose backfills have all ended (global: starts its backfill); returns how many. */
   public int run(ShardMap map) {
     List<Table> building = new ArrayList<>();
     for (Table t : map.tables().values()) {
-      if (t.indexes().stream().anyMatch(i -> i.scope() == IndexDef.Scope.LOCAL && i.state() == IndexDef.State.BUILDING)) {
+      if (t.indexes().stream().anyMatch(i -> i.state() == IndexDef.State.BUILDING)) {
         building.add(t);
       }
     }
@@ -52,10 +74,16 @@ public final class IndexReadiness {
     int ready = 0;
     for (Table t : building) {
       for (IndexDef i : t.indexes()) {
-        if (i.scope() != IndexDef.Scope.LOCAL || i.state() != IndexDef.State.BUILDING) {
+        if (i.state() != IndexDef.State.BUILDING) {
           continue;
         }
         IndexStatus status = IndexProgress.of(t, i, stats);
+        if (i.scope() == IndexDef.Scope.GLOBAL) {
+          if (IndexProgress.complete(status)) {
+            startBackfill(t, i);
+          }
+          continue;
+        }
         if (IndexProgress.complete(status) && markReady(t.name(), i.id())) {
           LOG.info("index {} of table {} is ready: {} rows indexed over {} replicas", i.field(), t.name(), status.getRowsIndexed(),
               status.getReplicas());
@@ -64,6 +92,36 @@ public final class IndexReadiness {
       }
     }
     return ready;
+  }
+
+  private void startBackfill(Table table, IndexDef index) {
+    if (backfill == null || !running.add(index.id())) {
+      return;
+    }
+    try {
+      backfills.execute(() -> {
+        try {
+          long started = System.nanoTime();
+          long rows = backfill.run(table, index);
+          if (markReady(table.name(), index.id())) {
+            LOG.info("global index {} of table {} is ready: {} rows indexed in {} ms", index.field(), table.name(), rows,
+                java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+          }
+        } catch (RuntimeException e) {
+          LOG.warn("backfilling global index {} of table {} failed (tried again at a later tick): {}", index.field(), table.name(),
+              e.toString());
+        } finally {
+          running.remove(index.id());
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      running.remove(index.id());
+    }
+  }
+
+  /** Stops a backfill under way (the next controller runs it again). */
+  public void close() {
+    backfills.shutdownNow();
   }
 
   private boolean markReady(String table, long indexId) {

@@ -190,6 +190,7 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(() -> purgeTombstones(tombstoneGrace), tombstonesEvery, tombstonesEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
     data = new DataServiceImpl(ctx, tables, config.txnTimeout());
+    indexBuilds.fenceWith(data.indexFence());
     cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
@@ -200,7 +201,8 @@ public final class ShardwiseNode implements AutoCloseable {
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
     coordinator.register(false, info.build(), Duration.ofSeconds(20), config.sessionTimeout().multipliedBy(2));
-    balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics, config.replication().snapshotBytesPerSecond());
+    balancer = Balancer.start(id, coordinator, peers, config.balancerTick(), metrics, config.replication().snapshotBytesPerSecond(),
+        data.globalIndexes()::backfill);
     coordinator.onLiveNodesChange(balancer::nodesChanged); // a leader's node gone: its shards fail over at once
     if (config.metricsPort() >= 0) {
       metricsEndpoint = MetricsEndpoint.start(config.host(), config.metricsPort(), metrics);

@@ -86,6 +86,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.shardwise.server.txn.ShardSteps txnSteps;
   /** What a request does when it meets a transaction's intent. */
   private final MeetingIntents intents;
+  /** Global indexes: writes of indexed tables planned with their entries, queries through them, backfills, the checker. */
+  private final io.shardwise.server.index.GlobalIndexes globals;
+  /** Where this node's shards take writes of document tables ({@link io.shardwise.server.index.GlobalIndexFence}). */
+  private final io.shardwise.server.index.GlobalIndexFence fence;
 
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this(ctx, tables, Duration.ofSeconds(5));
@@ -95,7 +99,6 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables, Duration txnTimeout) {
     this.ctx = ctx;
     this.tables = tables;
-    this.indexes = new io.shardwise.server.index.IndexAdmin(ctx);
     this.txnSteps = new io.shardwise.server.txn.ShardSteps(batch -> ctx.shards().apply(batch), System::currentTimeMillis);
     this.txns = new io.shardwise.server.txn.Transactions(new RoutedParticipants(this), txnTimeout, io.shardwise.server.txn.TxnClock.SYSTEM,
         new io.shardwise.server.txn.Transactions.Phases() {
@@ -110,11 +113,49 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           }
         });
     this.intents = new MeetingIntents(txns);
+    this.fence = new io.shardwise.server.index.GlobalIndexFence(() -> ctx.map().current());
+    this.globals = new io.shardwise.server.index.GlobalIndexes(new io.shardwise.server.index.GlobalIndexes.Cluster() {
+      @Override
+      public ShardMap map() {
+        return ctx.map().current();
+      }
+
+      @Override
+      public ShardMap awaitMap(long epoch) {
+        return ctx.map().await(epoch, CATCH_UP);
+      }
+
+      @Override
+      public ScanResponse scan(ScanRequest request) {
+        return scanRows(request.toBuilder().setHeader(RequestHeader.newBuilder().setForward(true)).build()); // to the owners, as a router
+      }
+
+      @Override
+      public List<GetResponse> get(String table, List<Key> keys) {
+        GetResponse[] results = new GetResponse[keys.size()];
+        BatchGetRequest.Builder b = BatchGetRequest.newBuilder().setHeader(RequestHeader.newBuilder().setForward(true)).setTable(table);
+        keys.forEach(k -> b.addKeys(io.shardwise.proto.v1.Key.newBuilder().setPartitionKey(ByteString.copyFrom(k.partitionKey()))
+            .setSortKey(ByteString.copyFrom(k.sortKey()))));
+        batchGetAtLeaders(b.build(), keys, results);
+        return List.of(results);
+      }
+    }, txns);
+    this.indexes = new io.shardwise.server.index.IndexAdmin(ctx, tables, globals);
     this.requests = new RequestMetrics(ctx.metrics());
     this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
         .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "answered").register(ctx.metrics());
     this.followerReadsStale = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
         .description("bounded-staleness reads answered by this node as a follower").tag("outcome", "too_stale").register(ctx.metrics());
+  }
+
+  /** The fence this node's shards take writes of document tables inside (its drain is the index builds'). */
+  public io.shardwise.server.index.GlobalIndexFence indexFence() {
+    return fence;
+  }
+
+  /** This node's side of global indexes (the controller's backfill runs through it). */
+  public io.shardwise.server.index.GlobalIndexes globalIndexes() {
+    return globals;
   }
 
   // ------------------------------------------------------------------ tables
@@ -215,22 +256,100 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           ? CounterOps.transform(request.getCounter(), key, CounterOps::nowMicros, ctx.limits().maxValueBytes()) : null;
       byte[] requestId = requestId(request.getHeader().getRequestId());
       boolean merge = counter && (request.getCounter().hasIncrement() || request.getCounter().hasAppend()); // salting can spread it
-      return keyed(request.getHeader(), request.getTable(), key, true, merge,
-          (map, shard) -> {
-            long version;
-            try {
-              version = counter ? ctx.shards().apply(List.of(Mutation.transform(shard, key.encode(), transform).withRequestId(requestId)))[0]
-                  : ctx.shards().write(shard, key.encode(), request.getValue().toByteArray(),
-                      request.getConditional() ? request.getExpectedVersion() : Mutation.ANY, requestId);
-            } catch (VersionMismatchException e) {
-              throw Errors.versionMismatch(e.getMessage(), e.actual());
-            } catch (io.shardwise.core.key.Counters.CounterException e) {
-              throw CounterOps.refused(e);
-            }
-            return PutResponse.newBuilder().setHeader(header(map, 1)).setVersion(version).build();
-          },
-          (stub, header) -> stub.put(request.toBuilder().setHeader(header).build()));
+      writableByUser(request.getTable());
+      java.util.function.Supplier<PutResponse> indexed = () -> {
+        long expected = request.getConditional() ? request.getExpectedVersion() : io.shardwise.core.txn.TxnItem.ANY;
+        io.shardwise.core.txn.TxnOutcome o = indexedWrite(List.of(new io.shardwise.core.txn.TxnItem(request.getTable(), key,
+            io.shardwise.core.txn.TxnItem.Op.PUT, request.getValue().toByteArray(), expected)), requestId);
+        return PutResponse.newBuilder().setHeader(header(ctx.map().current(), 1 + o.versions().length)).setVersion(o.versions()[0]).build();
+      };
+      if (!counter && globallyIndexed(request.getHeader(), request.getTable())) {
+        return indexed.get();
+      }
+      try {
+        return keyed(request.getHeader(), request.getTable(), key, true, merge,
+            (map, shard) -> fenced(map, request.getTable(), 0, () -> {
+              long version;
+              try {
+                version = counter ? ctx.shards().apply(List.of(Mutation.transform(shard, key.encode(), transform).withRequestId(requestId)))[0]
+                    : ctx.shards().write(shard, key.encode(), request.getValue().toByteArray(),
+                        request.getConditional() ? request.getExpectedVersion() : Mutation.ANY, requestId);
+              } catch (VersionMismatchException e) {
+                throw Errors.versionMismatch(e.getMessage(), e.actual());
+              } catch (io.shardwise.core.key.Counters.CounterException e) {
+                throw CounterOps.refused(e);
+              }
+              return PutResponse.newBuilder().setHeader(header(map, 1)).setVersion(version).build();
+            }),
+            (stub, header) -> stub.put(request.toBuilder().setHeader(header).build()));
+      } catch (StatusRuntimeException e) {
+        awaitIndexedMap(e);
+        return indexed.get();
+      }
     });
+  }
+
+  // ------------------------------------------------------------------ global indexes
+
+  /** Refuses a write a user asked of a global index's table: its entries are written by its index only. */
+  private static void writableByUser(String table) {
+    if (io.shardwise.core.map.Tables.indexTable(table)) {
+      throw Errors.invalid("table " + table + " is a global index of table " + io.shardwise.core.map.Tables.indexedTable(table)
+          + ": its entries are written by the index only (write the table's rows)");
+    }
+  }
+
+  /** True if, by this node's map, {@code table} has a global index: its writes are planned with their entries. */
+  private boolean globallyIndexed(RequestHeader h, String table) {
+    ShardMap map = mapFor(h);
+    return map.table(table).map(io.shardwise.server.index.GlobalIndexes::indexed).orElse(false);
+  }
+
+  /**
+   * A write served at this node's shard of {@code table}, planned on the map of {@code plannedEpoch}
+   * (0: a plain write): inside the fence for document tables, which refuses it if the table has a
+   * newer global index ({@link io.shardwise.server.index.GlobalIndexFence}).
+   */
+  private <R> R fenced(ShardMap map, String table, long plannedEpoch, Supplier<R> write) {
+    Table t = map.table(table).orElse(null);
+    if (t == null || t.format() != io.shardwise.core.doc.ValueFormat.JSON) {
+      return write.get(); // bytes tables have no indexes
+    }
+    return fence.write(table, plannedEpoch, write);
+  }
+
+  /** After a plain write was refused because its table has a global index: waits for the map that has it; rethrows anything else. */
+  private void awaitIndexedMap(StatusRuntimeException e) {
+    if (Errors.code(e) != ErrorInfo.Code.INDEXED_WRITE) {
+      throw e;
+    }
+    Inline.mayBlock();
+    ctx.map().await(Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L), CATCH_UP);
+  }
+
+  /**
+   * Writes {@code items} (a put, a delete, a batch's chunk) with the entries of their tables' global
+   * indexes, as one transaction; a refused condition of the caller's is VERSION_MISMATCH, an outcome
+   * not reached is UNAVAILABLE (retry under the same write id: a retry answers the first outcome).
+   */
+  private io.shardwise.core.txn.TxnOutcome indexedWrite(List<io.shardwise.core.txn.TxnItem> items, byte[] requestId) {
+    Inline.mayBlock();
+    io.shardwise.core.txn.TxnOutcome o = globals.transact(items, requestId == null ? new byte[0] : requestId, 0, true);
+    switch (o.status()) {
+      case COMMITTED:
+        return o;
+      case CANCELLED: {
+        io.shardwise.core.txn.TxnOutcome.Cancellation c = o.cancellations().get(0);
+        throw Errors.versionMismatch("item " + c.item() + ": expected version " + items.get(c.item()).expectedVersion() + ", found "
+            + c.currentVersion(), c.currentVersion());
+      }
+      case ABORTED:
+        throw Status.ABORTED.withDescription("the write of a globally indexed row met a conflict: retry (" + o.message() + ")")
+            .asRuntimeException();
+      default:
+        throw Status.UNAVAILABLE.withDescription("the outcome of the indexed write is not known yet (" + o + "): retry with the same write id")
+            .asRuntimeException();
+    }
   }
 
   @Override
@@ -296,10 +415,24 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     respond(requests.timed("delete", out), () -> {
       Key key = userKey(request.getKey());
       byte[] requestId = requestId(request.getHeader().getRequestId());
-      return keyed(request.getHeader(), request.getTable(), key, true,
-          (map, shard) -> DeleteResponse.newBuilder().setHeader(header(map, 1))
-              .setDeleted(ctx.shards().delete(shard, key.encode(), requestId)).build(),
-          (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
+      writableByUser(request.getTable());
+      java.util.function.Supplier<DeleteResponse> indexed = () -> {
+        io.shardwise.core.txn.TxnOutcome o = indexedWrite(List.of(io.shardwise.core.txn.TxnItem.delete(request.getTable(), key)), requestId);
+        return DeleteResponse.newBuilder().setHeader(header(ctx.map().current(), 1 + o.versions().length)).setDeleted(o.versions()[0] > 0)
+            .build();
+      };
+      if (globallyIndexed(request.getHeader(), request.getTable())) {
+        return indexed.get();
+      }
+      try {
+        return keyed(request.getHeader(), request.getTable(), key, true,
+            (map, shard) -> fenced(map, request.getTable(), 0, () -> DeleteResponse.newBuilder().setHeader(header(map, 1))
+                .setDeleted(ctx.shards().delete(shard, key.encode(), requestId)).build()),
+            (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
+      } catch (StatusRuntimeException e) {
+        awaitIndexedMap(e);
+        return indexed.get();
+      }
     });
   }
 
@@ -354,10 +487,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         throw Errors.invalid("a batch has one write id per entry or none: " + ids.size() + " ids for " + keys.size() + " entries");
       }
       ids.forEach(id -> ctx.limits().checkRequestId(id.size()));
+      writableByUser(request.getTable());
+      if (globallyIndexed(request.getHeader(), request.getTable())) {
+        return indexedBatch(request, keys);
+      }
       byte[][] partitionKeys = partitionKeys(keys);
       long[] versions = new long[keys.size()];
-      int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
-          (map, table, indexes) -> {
+      int touched;
+      try {
+      touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+          (map, table, indexes) -> fenced(map, table.name(), 0, () -> {
             List<Mutation> mutations = new ArrayList<>();
             for (int i : indexes) {
               ShardRef shard = ref(table, table.shardFor(partitionKeys[i]));
@@ -376,7 +515,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
               versions[indexes.get(j)] = written[j];
               heat(mutations.get(j).shard(), partitionKeys[indexes.get(j)], true);
             }
-          },
+            return null;
+          }),
           (stub, header, indexes) -> {
             BatchPutRequest.Builder sub = BatchPutRequest.newBuilder().setHeader(header).setTable(request.getTable());
             indexes.forEach(i -> sub.addEntries(request.getEntries(i)));
@@ -388,12 +528,60 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
               versions[indexes.get(j)] = r.getVersions(j);
             }
           });
+      } catch (StatusRuntimeException e) {
+        awaitIndexedMap(e); // the table gained a global index: the batch again, through it (rewriting what was written is harmless)
+        return indexedBatch(request, keys);
+      }
       BatchPutResponse.Builder b = BatchPutResponse.newBuilder().setHeader(header(ctx.map().current(), touched));
       for (long v : versions) {
         b.addVersions(v);
       }
       return b.build();
     });
+  }
+
+  /**
+   * A batch of a globally indexed table: its rows in transactions of as many rows as fit with their
+   * entries ({@link io.shardwise.server.txn.Transactions#MAX_ITEMS}), each atomic; a batch is atomic
+   * per transaction, as a plain batch is per shard. Write ids make each row's write its own retry.
+   */
+  private BatchPutResponse indexedBatch(BatchPutRequest request, List<Key> keys) {
+    Inline.mayBlock();
+    Table table = ctx.map().current().table(request.getTable()).orElseThrow();
+    int perRow = 1 + 2 * table.globalIndexes().size();
+    int rows = Math.max(1, io.shardwise.server.txn.Transactions.MAX_ITEMS / perRow);
+    long[] versions = new long[keys.size()];
+    List<java.util.concurrent.Future<?>> chunks = new ArrayList<>();
+    for (int from = 0; from < keys.size(); from += rows) {
+      int start = from;
+      int end = Math.min(keys.size(), from + rows);
+      chunks.add(Inline.BLOCKING.submit(() -> {
+        List<io.shardwise.core.txn.TxnItem> items = new ArrayList<>();
+        for (int i = start; i < end; i++) {
+          items.add(io.shardwise.core.txn.TxnItem.put(request.getTable(), keys.get(i), request.getEntries(i).getValue().toByteArray()));
+        }
+        byte[] token = request.getRequestIdsCount() == 0 ? null : batchToken(request.getRequestIdsList().subList(start, end));
+        io.shardwise.core.txn.TxnOutcome o = indexedWrite(items, token);
+        for (int i = start; i < end; i++) {
+          versions[i] = o.versions()[i - start];
+        }
+      }));
+    }
+    for (java.util.concurrent.Future<?> f : chunks) {
+      awaitSent(f);
+    }
+    BatchPutResponse.Builder b = BatchPutResponse.newBuilder().setHeader(header(ctx.map().current(), chunks.size()));
+    for (long v : versions) {
+      b.addVersions(v);
+    }
+    return b.build();
+  }
+
+  /** One token for a chunk of a batch, from its rows' write ids: the same ids give the same token. */
+  private static byte[] batchToken(List<ByteString> ids) {
+    com.google.common.hash.Hasher h = com.google.common.hash.Hashing.murmur3_128().newHasher();
+    ids.forEach(id -> h.putInt(id.size()).putBytes(id.toByteArray()));
+    return h.hash().asBytes();
   }
 
   @Override
@@ -482,7 +670,12 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   @Override
   public void scan(ScanRequest request, StreamObserver<ScanResponse> out) {
-    respond(requests.timed("scan", out), () -> {
+    respond(requests.timed("scan", out), () -> scanRows(request));
+  }
+
+  /** One page of a scan, routed from this node. */
+  private ScanResponse scanRows(ScanRequest request) {
+    {
       int limit = request.getLimit() == 0 ? DEFAULT_SCAN_LIMIT : request.getLimit();
       if (limit > ctx.limits().maxScanLimit()) {
         throw Errors.limit("scan limit is " + limit + " rows; the limit is " + ctx.limits().maxScanLimit());
@@ -516,7 +709,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         throw Errors.invalid("a scan needs a scope: partition, partition_range or all");
       }
       return scanShards(request.getHeader(), table, span, from, to, limit, request.getPageToken());
-    });
+    }
   }
 
   private ScanResponse scanPartition(ScanRequest request, int limit) {
@@ -793,9 +986,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       ShardMap map = first;
       for (int attempt = 0; ; attempt++) {
         Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), first.epoch()));
-        TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
-        io.shardwise.server.index.IndexPlan index = io.shardwise.server.index.IndexPlan.choose(table, where(table, request.getWhere()))
+        io.shardwise.server.index.IndexPlan chosen = io.shardwise.server.index.IndexPlan.choose(table, where(table, request.getWhere()))
             .orElse(null);
+        boolean global = chosen != null && chosen.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL;
+        if (global && !request.getHasPartitionKey()) {
+          return globals.query(table, chosen, where(table, request.getWhere()), limit, request.getPageToken().toByteArray())
+              .setHeader(header(map, 1)).build();
+        }
+        // One partition: its one shard filters it (fewer reads than a posting list and its rows).
+        io.shardwise.server.index.IndexPlan index = global ? null : chosen;
+        TableQuery.Resume resume = TableQuery.resume(table, request.getPageToken().toByteArray());
         // A query of one partition key reads only that partition, in the one shard that holds it.
         byte[] partition = request.getHasPartitionKey() ? request.getPartitionKey().toByteArray() : null;
         int only = partition == null ? -1 : table.positionOf(table.shardFor(partition).id());
@@ -841,7 +1041,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           checkDocuments(request.getHeader(), item.table(), List.of(request.getItems(i).getValue()), n -> what);
         }
       }
-      io.shardwise.core.txn.TxnOutcome o = txns.transact(items, request.getToken().toByteArray(), request.getFirstAttemptMillis());
+      items.forEach(i -> writableByUser(i.table()));
+      io.shardwise.core.txn.TxnOutcome o;
+      try {
+        o = globals.transact(items, request.getToken().toByteArray(), request.getFirstAttemptMillis(), false);
+      } catch (StatusRuntimeException e) {
+        awaitIndexedMap(e); // a one-phase commit refused: its table gained a global index (nothing was written)
+        o = globals.transact(items, request.getToken().toByteArray(), request.getFirstAttemptMillis(), false);
+      }
       return io.shardwise.proto.TxnCodec.response(o).setHeader(header(ctx.map().current(), items.size())).build();
     });
   }
@@ -959,18 +1166,19 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     byte[] txnId = request.getTxnId().toByteArray();
     byte[] meta = request.getMeta().toByteArray();
+    long planned = io.shardwise.server.txn.Transactions.plannedEpoch(meta);
     byte[][] partitionKeys = partitionKeys(keys);
     long[] versions = new long[items.size()];
     java.util.concurrent.atomic.AtomicReference<io.shardwise.proto.v1.TxnPrepareResponse> refusal = new java.util.concurrent.atomic.AtomicReference<>();
     int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
-        (map, table, indexes) -> {
+        (map, table, indexes) -> fenced(map, table.name(), planned, () -> {
           Map<ShardRef, List<Integer>> byShard = new LinkedHashMap<>();
           for (int i : indexes) {
             byShard.computeIfAbsent(ref(table, table.shardFor(partitionKeys[i])), r -> new ArrayList<>()).add(i);
           }
           for (Map.Entry<ShardRef, List<Integer>> e : byShard.entrySet()) { // each shard's intents atomically
             if (refusal.get() != null) {
-              return;
+              return null;
             }
             List<io.shardwise.core.txn.TxnItem> part = new ArrayList<>(e.getValue().size());
             e.getValue().forEach(i -> part.add(items.get(i)));
@@ -981,9 +1189,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
               }
             } else {
               refusal.compareAndSet(null, RoutedParticipants.response(p).toBuilder().setFailedItem(e.getValue().get(p.failedItem())).build());
+              return null;
             }
           }
-        },
+          return null;
+        }),
         (stub, header, indexes) -> {
           if (refusal.get() != null) {
             return;
@@ -1025,16 +1235,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     io.shardwise.proto.v1.TxnPrepareResponse notOneShard = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1)
         .setNotOneShard(true).build();
     batch(request.getHeader(), request.getTable(), partitionKeys, true,
-        (map, table, indexes) -> {
+        (map, table, indexes) -> fenced(map, table.name(), 0, () -> { // one phase carries no planning: never for a globally indexed table
           ShardRef shard = ref(table, table.shardFor(partitionKeys[0]));
           if (indexes.size() != items.size() || !shard.equals(ref(table, table.shardFor(anchor.partitionKey())))) {
             answer.set(notOneShard);
-            return;
+            return null;
           }
           for (byte[] pk : partitionKeys) {
             if (!ref(table, table.shardFor(pk)).equals(shard)) {
               answer.set(notOneShard);
-              return;
+              return null;
             }
           }
           io.shardwise.server.txn.Participants.OnePhase r = txnSteps.onePhase(shard, items, txnId, anchor, pending);
@@ -1042,7 +1252,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
               ? io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1).setRecord(ByteString.copyFrom(r.existing()))
               : RoutedParticipants.response(r.prepared()).toBuilder();
           answer.set(b.build());
-        },
+          return null;
+        }),
         (stub, header, indexes) -> {
           answer.set(indexes.size() != items.size() ? notOneShard : stub.txnPrepare(request.toBuilder().setHeader(header).build()));
         });

@@ -49,7 +49,7 @@ public final class TableAdmin {
   }
 
   TableInfo create(CreateTableRequest request) {
-    String name = Tables.checkName(request.getName());
+    String name = userTableName(request.getName());
     PartitionerSpec spec = MapCodec.fromProto(request.getSpec());
     io.shardwise.core.doc.ValueFormat format;
     try {
@@ -63,15 +63,50 @@ public final class TableAdmin {
       throw Status.FAILED_PRECONDITION.withDescription("no live nodes to place table " + name + " on").asRuntimeException();
     }
     int shards = request.getSpec().getShards() > 0 ? request.getSpec().getShards() : live.size();
-    if (shards > MAX_SHARDS) {
-      throw Errors.invalid("a table may have at most " + MAX_SHARDS + " shards, not " + shards);
-    }
     KeySample sample = sample(spec, request);
     if (spec.needsSample() && shards > 1 && sample.size() == 0) {
       throw Errors.invalid("a range table of " + shards + " shards needs split points or sample keys to pre-split from"
           + " (--split-points or --sample-keys-file), or 1 shard");
     }
-    Replication replication = replication(request, live.size());
+    Placed placed = place(name, spec, shards, replication(request, live.size()), sample);
+    ShardMap stored = ctx.coordinator().updateMap(map -> {
+      if (map.table(name).isPresent()) {
+        throw Status.ALREADY_EXISTS.withDescription("table " + name + " already exists").asRuntimeException();
+      }
+      return Optional.of(placed.create(ShardMapDelta.on(map), format).build());
+    });
+    ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
+    Table table = (applied.epoch() >= stored.epoch() ? applied : stored).table(name).orElseThrow();
+    return info(table, Math.max(applied.epoch(), stored.epoch()), Map.of());
+  }
+
+  /** A new table placed on the live nodes: its first layout, each shard's leader and followers. */
+  public record Placed(String name, PartitionerSpec spec, ShardLayout layout, List<NodeId> owners, List<List<NodeId>> followers,
+      Replication replication) {
+
+    /** {@code delta} with this table's creation added. */
+    public ShardMapDelta.Builder create(ShardMapDelta.Builder delta, io.shardwise.core.doc.ValueFormat format) {
+      return delta.createTable(name, spec, layout, owners, followers, replication, format);
+    }
+  }
+
+  /**
+   * Places a new table of {@code shards} shards on the live nodes: leaders spread as the strategy
+   * lays them out, each shard's followers on other nodes (other zones where nodes have {@code zone}
+   * labels). Nothing is written.
+   */
+  public Placed place(String name, PartitionerSpec spec, int shards, Replication replication, KeySample sample) {
+    List<NodeId> live = new ArrayList<>(ctx.coordinator().liveNodesNow().keySet());
+    if (live.isEmpty()) {
+      throw Status.FAILED_PRECONDITION.withDescription("no live nodes to place table " + name + " on").asRuntimeException();
+    }
+    if (shards > MAX_SHARDS) {
+      throw Errors.invalid("a table may have at most " + MAX_SHARDS + " shards, not " + shards);
+    }
+    if (replication.factor() > live.size()) {
+      throw Status.FAILED_PRECONDITION.withDescription("a table of " + replication.factor() + " replicas needs " + replication.factor()
+          + " live nodes (each replica of a shard on its own node); " + live.size() + " are live").asRuntimeException();
+    }
     ShardLayout.Initial initial = ShardLayout.initial(spec, shards, live.stream().map(NodeId::value).toList(), sample);
     List<NodeId> owners = new ArrayList<>();
     for (int owner : initial.owners()) {
@@ -90,15 +125,16 @@ public final class TableAdmin {
     for (NodeId owner : owners) {
       followers.add(placement.followers(owner, replication.factor() - 1));
     }
-    ShardMap stored = ctx.coordinator().updateMap(map -> {
-      if (map.table(name).isPresent()) {
-        throw Status.ALREADY_EXISTS.withDescription("table " + name + " already exists").asRuntimeException();
-      }
-      return Optional.of(ShardMapDelta.on(map).createTable(name, spec, initial.layout(), owners, followers, replication, format).build());
-    });
-    ShardMap applied = ctx.map().await(stored.epoch(), APPLY_WAIT);
-    Table table = (applied.epoch() >= stored.epoch() ? applied : stored).table(name).orElseThrow();
-    return info(table, Math.max(applied.epoch(), stored.epoch()), Map.of());
+    return new Placed(name, spec, initial.layout(), owners, followers, replication);
+  }
+
+  /** {@code name} if a user may create or drop a table of that name; INVALID_ARGUMENT naming the rule if not. */
+  static String userTableName(String name) {
+    try {
+      return Tables.checkUserName(name);
+    } catch (IllegalArgumentException e) {
+      throw Errors.invalid(e.getMessage());
+    }
   }
 
   /**
@@ -238,6 +274,9 @@ public final class TableAdmin {
    * {@link #undrop} can bring it back while its data is in the owners' trash.
    */
   DropTableResponse drop(String name) {
+    if (Tables.indexTable(name)) {
+      throw Errors.invalid("table " + name + " is a global index of table " + Tables.indexedTable(name) + ": drop the index (index drop)");
+    }
     ShardMap before = ctx.coordinator().readMap().map();
     Table table = before.table(name).orElseThrow(() -> Errors.noSuchTable(name, before.epoch()));
     byte[] record = MapCodec.toProto(ShardMap.restore(before.epoch(), List.of(table))).toByteArray();
@@ -248,7 +287,13 @@ public final class TableAdmin {
         throw Status.ABORTED.withDescription("table " + name + " was recreated while it was being dropped; drop it again")
             .asRuntimeException();
       }
-      return Optional.of(ShardMapDelta.on(map).dropTable(name).build());
+      ShardMapDelta.Builder delta = ShardMapDelta.on(map).dropTable(name);
+      for (io.shardwise.core.doc.IndexDef global : now.globalIndexes()) { // an index's table goes with its table
+        if (map.table(global.globalTable(name)).isPresent()) {
+          delta.dropTable(global.globalTable(name));
+        }
+      }
+      return Optional.of(delta.build());
     });
     ctx.map().await(stored.epoch(), APPLY_WAIT);
     return DropTableResponse.newBuilder().setMapEpoch(stored.epoch()).build();
@@ -261,6 +306,7 @@ public final class TableAdmin {
    * copies the live owners still had.
    */
   UndropTableResponse undrop(String name) {
+    userTableName(name);
     byte[] record = ctx.coordinator().readRecord(Coordinator.DROPPED_PATH + "/" + name)
         .orElseThrow(() -> Status.NOT_FOUND.withDescription("no dropped table " + name + " is remembered (only the last drop of each "
             + "name is, until the name is dropped again)").asRuntimeException());
@@ -278,7 +324,12 @@ public final class TableAdmin {
         throw Status.ALREADY_EXISTS.withDescription("a table " + name + " exists (id " + map.table(name).get().id()
             + "); drop it first to bring back the one dropped before").asRuntimeException();
       }
-      return Optional.of(ShardMapDelta.on(map).restoreTable(table).build());
+      ShardMapDelta.Builder delta = ShardMapDelta.on(map).restoreTable(table);
+      if (!table.globalIndexes().isEmpty()) { // their tables were dropped with it: it comes back with its local indexes only
+        delta.add(new ShardMapDelta.SetIndexes(name, table.indexes().stream()
+            .filter(i -> i.scope() == io.shardwise.core.doc.IndexDef.Scope.LOCAL).toList()));
+      }
+      return Optional.of(delta.build());
     });
     ctx.coordinator().deleteRecord(Coordinator.DROPPED_PATH + "/" + name);
     ctx.map().await(stored.epoch(), APPLY_WAIT);

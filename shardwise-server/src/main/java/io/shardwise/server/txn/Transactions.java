@@ -98,6 +98,31 @@ public final class Transactions {
    * @throws io.grpc.StatusRuntimeException if the record could not be written (nothing else was): retry under the same token
    */
   public TxnOutcome transact(List<TxnItem> items, byte[] token, long firstAttemptMillis) {
+    return transact(items, token, firstAttemptMillis, Planning.PLAIN);
+  }
+
+  /**
+   * How a transaction's items were planned, when its coordinator added items of its own to the
+   * caller's (a global index's entries, {@link io.shardwise.server.index.GlobalIndexes}).
+   *
+   * @param mapEpoch the map the items were planned on: a shard whose table has a global index newer
+   *     than that refuses them ({@link #plannedEpoch}), so no write lacks an index's entries
+   * @param asked the caller's items, which name the transaction for a retry under the same token
+   *     (the added items, planned from what the keys held, may differ between tries); null: all
+   * @param onePhase whether items in one shard may commit in one phase (a table whose global indexes
+   *     are checked at every prepare may not: a one-phase write carries no planning epoch)
+   */
+  public record Planning(long mapEpoch, List<TxnItem> asked, boolean onePhase) {
+    public static final Planning PLAIN = new Planning(0, null, true);
+  }
+
+  /** The map epoch a prepare's items were planned on (its {@code meta}); 0 if they were not planned on one. */
+  public static long plannedEpoch(byte[] meta) {
+    return meta.length == 0 ? 0 : TxnMeta.decode(meta).plannedEpoch();
+  }
+
+  /** {@link #transact(List, byte[], long)}, with items planned as {@code planning} says. */
+  public TxnOutcome transact(List<TxnItem> items, byte[] token, long firstAttemptMillis, Planning planning) {
     validate(items, token);
     if (token.length == 0) {
       token = randomToken();
@@ -109,15 +134,15 @@ public final class Transactions {
     long deadline = now + timeout.toMillis();
     List<TableKey> keys = new ArrayList<>();
     items.forEach(i -> keys.add(new TableKey(i.table(), i.key())));
-    TxnRecord begun = TxnRecord.pending(deadline, priority, digest(items), keys);
+    TxnRecord begun = TxnRecord.pending(deadline, priority, digest(planning.asked() == null ? items : planning.asked()), keys);
     boolean oneTable = items.stream().allMatch(i -> i.table().equals(anchor.table()));
-    if (oneTable && shards.oneShard(items)) {
+    if (planning.onePhase() && oneTable && shards.oneShard(items)) {
       TxnOutcome o = onePhase(id, items, begun);
       if (o != null) {
         return o;
       }
     }
-    return twoPhase(id, items, begun);
+    return twoPhase(id, items, begun, planning.mapEpoch());
   }
 
   /**
@@ -156,7 +181,7 @@ public final class Transactions {
   }
 
   /** Two-phase commit: the record, the intents, the decision, the resolution. */
-  private TxnOutcome twoPhase(TxnId id, List<TxnItem> items, TxnRecord begun) {
+  private TxnOutcome twoPhase(TxnId id, List<TxnItem> items, TxnRecord begun, long plannedEpoch) {
     TxnItem anchor = items.get(0);
     byte[] token = id.token();
     long priority = begun.priority();
@@ -170,7 +195,7 @@ public final class Transactions {
       return awaitDecision(id, found);
     }
 
-    byte[] meta = new TxnMeta(anchor.table(), anchor.key(), priority, deadline).encode();
+    byte[] meta = new TxnMeta(anchor.table(), anchor.key(), priority, deadline, plannedEpoch).encode();
     long[] versions = new long[items.size()];
     Map<String, List<Integer>> byTable = new LinkedHashMap<>();
     for (int i = 0; i < items.size(); i++) {

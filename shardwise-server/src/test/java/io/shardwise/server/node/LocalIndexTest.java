@@ -16,8 +16,6 @@ import io.shardwise.client.TableSpec;
 import io.shardwise.core.doc.ValueFormat;
 import io.shardwise.core.doc.Where;
 import io.shardwise.core.key.Key;
-import io.shardwise.core.map.ShardAssignment;
-import io.shardwise.core.map.Table;
 import io.shardwise.core.txn.TxnItem;
 import io.shardwise.proto.Documents;
 import io.shardwise.server.rpc.Limits;
@@ -52,7 +50,7 @@ class LocalIndexTest {
   private static final String[] COLORS = {"red", "blue", "green", "silver", "zwart\u0000", "\uD83D\uDE97"};
   private static final String[] MAKES = {"ford", "fiat", "volvo"};
 
-  private static byte[] doc(Random random) {
+  static byte[] doc(Random random) {
     StringBuilder b = new StringBuilder("{");
     if (random.nextInt(10) > 0) {
       b.append("\"color\": \"").append(COLORS[random.nextInt(COLORS.length)].replace("\u0000", "\\u0000")).append("\", ");
@@ -155,7 +153,7 @@ class LocalIndexTest {
       client.createIndex("fleet", "year");
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("fleet").stream().allMatch(IndexInfo::ready));
       Random random = new Random(seed);
-      int moves = 0;
+      RandomReshapes reshapes = new RandomReshapes(cluster, client, random, "m-" + seed);
       for (int step = 0; step < 1_200; step++) {
         Key key = Key.of("car-" + random.nextInt(300));
         int op = random.nextInt(100);
@@ -174,29 +172,11 @@ class LocalIndexTest {
           client.transact(List.of(TxnItem.put("fleet", Key.of("car-" + k), doc(random)), TxnItem.put("fleet", Key.of("car-" + (k + 100)),
               doc(random)), TxnItem.delete("fleet", Key.of("car-" + (k + 200)))));
         } else if (op < 97) {
-          Table t = cluster.nodes.get(0).map().table("fleet").orElseThrow();
-          client.splitShard("fleet", t.shards().get(random.nextInt(t.shards().size())).id().number());
+          reshapes.split("fleet");
         } else if (op < 98) {
-          // A merge: the right one moved to the left one's node first if they are apart.
-          Table t = cluster.nodes.get(0).map().table("fleet").orElseThrow();
-          if (t.shards().size() > 1) {
-            int left = random.nextInt(t.shards().size() - 1);
-            ShardAssignment right = t.shards().get(left + 1);
-            String to = t.shards().get(left).owner().value();
-            if (!right.owner().value().equals(to)) {
-              TestCluster.moveShard(cluster.node(right.owner().value()), t, right, to, "m-" + seed + "-" + moves++);
-              awaitEveryNodeApplied(cluster);
-            }
-            client.mergeShards("fleet", t.shards().get(left).id().number());
-          }
+          reshapes.merge("fleet");
         } else {
-          Table t = cluster.nodes.get(0).map().table("fleet").orElseThrow();
-          ShardAssignment shard = t.shards().get(random.nextInt(t.shards().size()));
-          String to = cluster.nodes.get(random.nextInt(cluster.nodes.size())).id().value();
-          if (!to.equals(shard.owner().value())) {
-            TestCluster.moveShard(cluster.node(shard.owner().value()), t, shard, to, "m-" + seed + "-" + moves++);
-            awaitEveryNodeApplied(cluster);
-          }
+          reshapes.move("fleet");
         }
       }
       await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertExact(cluster, "fleet")); // followers apply their logs
@@ -287,11 +267,6 @@ class LocalIndexTest {
       assertThatThrownBy(() -> client.dropIndex("docs", "color")).satisfies(e ->
           assertThat(((ShardwiseException) e).code()).isEqualTo(Status.Code.NOT_FOUND));
     }
-  }
-
-  private static void awaitEveryNodeApplied(TestCluster cluster) {
-    long epoch = cluster.nodes.stream().mapToLong(n -> n.map().epoch()).max().orElseThrow();
-    await().atMost(Duration.ofSeconds(10)).until(() -> cluster.nodes.stream().allMatch(n -> n.map().epoch() >= epoch));
   }
 
   /** The consistency checker: on every node, each index's entries are exactly its rows'. */

@@ -1,0 +1,511 @@
+package io.shardwise.server.index;
+
+import com.google.protobuf.ByteString;
+import io.shardwise.core.doc.IndexDef;
+import io.shardwise.core.doc.IndexValues;
+import io.shardwise.core.doc.Where;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.txn.TableKey;
+import io.shardwise.core.txn.TxnItem;
+import io.shardwise.core.txn.TxnOutcome;
+import io.shardwise.proto.Documents;
+import io.shardwise.proto.Errors;
+import io.shardwise.proto.v1.GetResponse;
+import io.shardwise.proto.v1.KeyValue;
+import io.shardwise.proto.v1.QueryPlan;
+import io.shardwise.proto.v1.QueryResponse;
+import io.shardwise.proto.v1.ScanRequest;
+import io.shardwise.proto.v1.ScanResponse;
+import io.shardwise.server.txn.Participants;
+import io.shardwise.server.txn.Transactions;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Global (term-partitioned) secondary indexes, kept in sync with their rows.
+ *
+ * <p><b>Where entries live.</b> A global index on {@code color} of table {@code cars} is a table of
+ * its own, {@code cars.color} ({@link IndexDef#globalTable}), with its own shards, splits, moves and
+ * replicas: one row per entry, partition key the indexed value's {@link IndexValues} encoding (a
+ * value's entries are one partition, in one shard), sort key the indexed row's encoded key.
+ *
+ * <p><b>Writes.</b> Every write of a row of an indexed table is a transaction ({@link Transactions})
+ * planned here: read the rows it writes (one consistent read), then write them on condition that
+ * they still hold what was read, delete the entries of the values they leave and put those of the
+ * values they take. A row changed between the read and the commit cancels the attempt and it is
+ * planned again; the caller's own conditions are the caller's. So an index never misses a committed
+ * row, never keeps an entry of an older value, and a query through it is never stale — at the cost
+ * of a two-phase commit over the row's shard and one index shard per changed entry for every write
+ * (docs/benchmarks.md measures it). A write planned on a map without the index is refused where it
+ * lands ({@link GlobalIndexFence}) and planned again here.
+ *
+ * <p><b>Building</b> an index on a table with rows ({@link #backfill}): once every node holding the
+ * table's shards has drained the writes planned without it, the controller reads every row and
+ * writes its entry in a transaction that also checks the row is unchanged; a row changed meanwhile
+ * was indexed by its own write, and is read again.
+ *
+ * <p><b>Queries</b> ({@link #query}) read each probe's posting list from the index shards (one
+ * partition for an equality), then fetch the rows they name from their shards by key — the fan-out
+ * for rows the seeds point at — and check each against the whole condition.
+ */
+public final class GlobalIndexes {
+
+  private static final Logger LOG = LoggerFactory.getLogger(GlobalIndexes.class);
+
+  /** The longest encoded value a global index takes (an entry's partition key): DynamoDB's key attributes stop at 2 KB. */
+  public static final int MAX_VALUE_BYTES = 1024;
+  /** The most index entries one query reads through global indexes (all probes together). */
+  public static final int MAX_POSTINGS = 100_000;
+  /** How many times a write is planned again when the rows it read changed before it committed. */
+  private static final int PLAN_ATTEMPTS = 16;
+  /** Rows a backfill transaction indexes. */
+  private static final int BACKFILL_ROWS = 32;
+  private static final int SCAN_PAGE = 1_000;
+  private static final int FETCH_BATCH = 256;
+
+  /** What this needs of the cluster: the map, scans and reads by key as a client would have them, served by this node. */
+  public interface Cluster {
+    ShardMap map();
+
+    /** Waits up to a few seconds for this node's map to reach {@code epoch}; returns the map then. */
+    ShardMap awaitMap(long epoch);
+
+    /** One page of a scan ({@code DataService.Scan}), routed from this node. */
+    ScanResponse scan(ScanRequest request);
+
+    /** The rows at {@code keys} as their leaders hold them, in order (found false: absent). */
+    List<GetResponse> get(String table, List<Key> keys);
+  }
+
+  private final Cluster cluster;
+  private final Transactions txns;
+
+  public GlobalIndexes(Cluster cluster, Transactions txns) {
+    this.cluster = cluster;
+    this.txns = txns;
+  }
+
+  /** True if {@code table} has a global index (building or ready): its writes are planned here. */
+  public static boolean indexed(Table table) {
+    return table.newestGlobalIndex() > 0;
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /**
+   * Runs {@code asked} as one transaction, with the entries of every global index of the tables it
+   * writes. Cancellations and versions name the caller's items ({@code asked}'s indexes).
+   *
+   * @param token the caller's id of the transaction (a write id; empty: none)
+   * @param retryAborted run an attempt aborted by a conflict again (a put, a delete, a batch: the
+   *     caller asked for a write, not a transaction), as an older transaction each time; else
+   *     answer ABORTED, as a transaction does
+   */
+  public TxnOutcome transact(List<TxnItem> asked, byte[] token, long firstAttemptMillis, boolean retryAborted) {
+    long first = firstAttemptMillis > 0 ? firstAttemptMillis : System.currentTimeMillis();
+    TxnOutcome last = null;
+    for (int attempt = 0; attempt < PLAN_ATTEMPTS; attempt++) {
+      ShardMap map = cluster.map();
+      Planned p = plan(map, asked);
+      byte[] t = attemptToken(token, attempt);
+      TxnOutcome o = txns.transact(p.items(), t, first, new Transactions.Planning(map.epoch(), asked, p.rows().isEmpty()));
+      last = o;
+      switch (o.status()) {
+        case COMMITTED:
+          return new TxnOutcome(o.status(), Arrays.copyOf(o.versions(), asked.size()), List.of(), o.txnId(), o.message());
+        case CANCELLED: {
+          int item = o.cancellations().isEmpty() ? -1 : o.cancellations().get(0).item();
+          if (item >= 0 && item < asked.size() && !p.strengthened()[item]) {
+            return o; // the caller's own condition
+          }
+          continue; // a row changed since it was read: plan again
+        }
+        case ABORTED: {
+          long epoch = GlobalIndexFence.replanEpoch(o.message());
+          if (epoch > 0) {
+            cluster.awaitMap(epoch); // a shard knows an index this plan did not: plan again on its map
+            continue;
+          }
+          if (retryAborted) {
+            pause(attempt); // wait-die: as the attempts age, they wait for the transactions in their way instead
+            continue;
+          }
+          return o;
+        }
+        default:
+          return o;
+      }
+    }
+    return new TxnOutcome(TxnOutcome.Status.ABORTED, null, List.of(), last == null ? "" : last.txnId(),
+        "the rows kept changing while the write was planned " + PLAN_ATTEMPTS + " times: retry");
+  }
+
+  private static void pause(int attempt) {
+    try {
+      Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 2L << Math.min(attempt, 6)));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw io.grpc.Status.CANCELLED.withDescription("interrupted while a write waited to try again").asRuntimeException();
+    }
+  }
+
+  /**
+   * The items that write {@code asked} and the entries of the global indexes of their tables, by
+   * {@code map}: each row written on condition that it still holds what was read now, and {@code
+   * strengthened} marks the items whose condition is this plan's, not the caller's.
+   */
+  private record Planned(List<TxnItem> items, boolean[] strengthened, List<Integer> rows) {}
+
+  private Planned plan(ShardMap map, List<TxnItem> asked) {
+    List<Integer> rows = new ArrayList<>();
+    List<TableKey> keys = new ArrayList<>();
+    for (int i = 0; i < asked.size(); i++) {
+      TxnItem item = asked.get(i);
+      Table t = map.table(item.table()).orElse(null);
+      if (t != null && indexed(t) && item.op() != TxnItem.Op.CHECK) {
+        rows.add(i);
+        keys.add(new TableKey(item.table(), item.key()));
+      }
+    }
+    List<TxnItem> items = new ArrayList<>(asked);
+    boolean[] strengthened = new boolean[asked.size()];
+    if (rows.isEmpty()) {
+      return new Planned(items, strengthened, rows);
+    }
+    List<Participants.Read> now = txns.read(keys).reads();
+    for (int r = 0; r < rows.size(); r++) {
+      int i = rows.get(r);
+      TxnItem item = asked.get(i);
+      Participants.Read read = now.get(r);
+      long held = read.value() == null ? TxnItem.ABSENT : read.version();
+      if (item.expectedVersion() == TxnItem.ANY || (item.expectedVersion() == TxnItem.EXISTS && read.value() != null)) {
+        items.set(i, item.onlyIf(held)); // the entries below are those of what was read: only if it is still there
+        strengthened[i] = true;
+      } // else the caller's condition pins what the row holds, or fails
+      Table t = map.table(item.table()).orElseThrow();
+      for (IndexDef index : t.globalIndexes()) {
+        byte[] before = value(index, read.value());
+        byte[] after = item.op() == TxnItem.Op.PUT ? checked(index, item.value()) : null;
+        if (Arrays.equals(before, after)) {
+          continue;
+        }
+        String indexTable = index.globalTable(t.name());
+        if (before != null) {
+          items.add(TxnItem.delete(indexTable, entry(before, item.key())));
+        }
+        if (after != null) {
+          items.add(TxnItem.put(indexTable, entry(after, item.key()), null));
+        }
+      }
+    }
+    if (items.size() > Transactions.MAX_ITEMS) {
+      throw new IllegalArgumentException("with the entries of its global indexes, this write is " + items.size() + " items of a transaction;"
+          + " the limit is " + Transactions.MAX_ITEMS + ": write fewer rows at once");
+    }
+    return new Planned(items, strengthened, rows);
+  }
+
+  /** The entry of {@code row} under the encoded value {@code value}. */
+  public static Key entry(byte[] value, Key row) {
+    return Key.of(value, row.encode());
+  }
+
+  /** The encoded value of {@code index}'s field in {@code document} (null: absent, not a value, or no document). */
+  static byte[] value(IndexDef index, byte[] document) {
+    if (document == null) {
+      return null;
+    }
+    try {
+      return Documents.indexValues(document, List.of(index.path()))[0];
+    } catch (Documents.NotADocumentException e) {
+      return null;
+    }
+  }
+
+  /** {@link #value}, refused if longer than {@link #MAX_VALUE_BYTES}. */
+  private static byte[] checked(IndexDef index, byte[] document) {
+    byte[] v = value(index, document);
+    if (v != null && v.length > MAX_VALUE_BYTES) {
+      throw Errors.limit("field " + index.field() + " is " + v.length + " bytes encoded; a globally indexed value is at most "
+          + MAX_VALUE_BYTES + " bytes");
+    }
+    return v;
+  }
+
+  /** The token of attempt {@code attempt}: the caller's for the first, then derived from it (a retry of the caller's walks them again). */
+  private static byte[] attemptToken(byte[] token, int attempt) {
+    if (attempt == 0 || token.length == 0) {
+      return token;
+    }
+    byte[] h = com.google.common.hash.Hashing.murmur3_128().hashBytes(token).asBytes();
+    return java.nio.ByteBuffer.allocate(h.length + 4).put(h).putInt(attempt).array();
+  }
+
+  // ------------------------------------------------------------------ backfill
+
+  /**
+   * Writes the entry of every row {@code table} holds into {@code index}'s table, each batch of rows
+   * in a transaction that checks they are unchanged (one changed since it was read was indexed by its
+   * own write, and is read again). Returns the rows indexed.
+   *
+   * @throws IllegalStateException if a row's value is too long to index (the index cannot be built)
+   */
+  public long backfill(Table table, IndexDef index) {
+    String indexTable = index.globalTable(table.name());
+    long rows = 0;
+    ByteString token = ByteString.EMPTY;
+    do {
+      ScanResponse page = cluster.scan(ScanRequest.newBuilder().setTable(table.name()).setAll(true).setLimit(SCAN_PAGE)
+          .setPageToken(token).build());
+      List<KeyValue> batch = new ArrayList<>();
+      for (KeyValue row : page.getRowsList()) {
+        batch.add(row);
+        if (batch.size() == BACKFILL_ROWS) {
+          rows += backfillBatch(table, index, indexTable, batch);
+          batch.clear();
+        }
+      }
+      if (!batch.isEmpty()) {
+        rows += backfillBatch(table, index, indexTable, batch);
+      }
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return rows;
+  }
+
+  private long backfillBatch(Table table, IndexDef index, String indexTable, List<KeyValue> rows) {
+    List<KeyValue> current = rows;
+    for (int attempt = 0; attempt < PLAN_ATTEMPTS; attempt++) {
+      List<TxnItem> items = new ArrayList<>();
+      for (KeyValue row : current) {
+        Key key = Key.of(row.getKey().getPartitionKey().toByteArray(), row.getKey().getSortKey().toByteArray());
+        items.add(TxnItem.check(table.name(), key, row.getVersion()));
+        byte[] v = value(index, row.getValue().toByteArray());
+        if (v != null && v.length > MAX_VALUE_BYTES) {
+          throw new IllegalStateException("row " + key + " of table " + table.name() + " holds a value of " + index.field() + " of " + v.length
+              + " bytes encoded; a globally indexed value is at most " + MAX_VALUE_BYTES + " bytes");
+        }
+        if (v != null) {
+          items.add(TxnItem.put(indexTable, entry(v, key), null));
+        }
+      }
+      if (current.isEmpty()) {
+        return 0;
+      }
+      TxnOutcome o = txns.transact(items, new byte[0], 0, new Transactions.Planning(cluster.map().epoch(), null, false));
+      if (o.committed()) {
+        return current.size();
+      }
+      if (o.status() == TxnOutcome.Status.ABORTED) {
+        long epoch = GlobalIndexFence.replanEpoch(o.message());
+        if (epoch > 0) {
+          cluster.awaitMap(epoch);
+        }
+      }
+      // Some row changed (or the transaction met a conflict): read the rows again; the absent ones need no entry.
+      List<Key> keys = new ArrayList<>();
+      current.forEach(r -> keys.add(Key.of(r.getKey().getPartitionKey().toByteArray(), r.getKey().getSortKey().toByteArray())));
+      List<GetResponse> now = cluster.get(table.name(), keys);
+      List<KeyValue> next = new ArrayList<>();
+      for (int i = 0; i < current.size(); i++) {
+        if (now.get(i).getFound()) {
+          next.add(current.get(i).toBuilder().setValue(now.get(i).getValue()).setVersion(now.get(i).getVersion()).build());
+        }
+      }
+      current = next;
+    }
+    throw new IllegalStateException("rows of table " + table.name() + " kept changing while they were indexed; the backfill tries again");
+  }
+
+  // ------------------------------------------------------------------ queries
+
+  /** A page token of a query through global indexes: this byte, then the encoded key of the page's last row. */
+  private static final byte TOKEN = 3;
+
+  /**
+   * Answers {@code where} over {@code table} through the global indexes of {@code plan}: each
+   * probe's posting list read from its index's shards, the rows they name fetched from their shards
+   * by key (in key order, from the page token on), each checked against the whole condition.
+   */
+  public QueryResponse.Builder query(Table table, IndexPlan plan, Where where, int limit, byte[] pageToken) {
+    byte[] after = afterKey(pageToken);
+    TreeSet<byte[]> candidates = new TreeSet<>(Arrays::compareUnsigned);
+    QueryPlan.Builder out = QueryPlan.newBuilder().setAccess("index").setIndex(plan.describe());
+    long entries = 0;
+    long bytes = 0;
+    Set<Long> indexShards = new HashSet<>();
+    for (IndexPlan.Probe probe : plan.probes()) {
+      out.addIndexProbes(probe.describe());
+      ShardMap map = cluster.map();
+      String indexTable = probe.index().globalTable(table.name());
+      Table it = map.table(indexTable).orElseThrow(() -> Errors.noSuchTable(indexTable, map.epoch()));
+      Postings p = postings(it, probe.range());
+      entries += p.keys().size();
+      bytes += p.bytes();
+      indexShards.addAll(p.shards());
+      out.addIndexProbeEntries(p.keys().size());
+      if (entries > MAX_POSTINGS) {
+        throw Errors.limit("the condition's index entries are more than " + MAX_POSTINGS + " (a query through global indexes reads at most"
+            + " that many): narrow it, or query without the index");
+      }
+      for (byte[] k : p.keys()) {
+        if (after == null || Arrays.compareUnsigned(k, after) > 0) {
+          candidates.add(k);
+        }
+      }
+    }
+    List<KeyValue> rows = new ArrayList<>();
+    Set<Long> dataShards = new HashSet<>();
+    long fetched = 0;
+    boolean truncated = false;
+    List<byte[]> pending = new ArrayList<>(candidates);
+    for (int from = 0; from < pending.size() && !truncated; from += FETCH_BATCH) {
+      List<Key> keys = new ArrayList<>();
+      for (byte[] k : pending.subList(from, Math.min(pending.size(), from + FETCH_BATCH))) {
+        Key key = Key.decode(k);
+        keys.add(key);
+        dataShards.add(table.shardFor(key.partitionKey()).id().number());
+      }
+      List<GetResponse> got = cluster.get(table.name(), keys);
+      for (int i = 0; i < keys.size(); i++) {
+        GetResponse g = got.get(i);
+        if (!g.getFound()) {
+          continue;
+        }
+        fetched++;
+        byte[] doc = g.getValue().toByteArray();
+        bytes += keys.get(i).partitionKey().length + keys.get(i).sortKey().length + doc.length;
+        if (!Documents.matches(doc, where)) {
+          continue; // changed since its entry was read (or a number's double in the entry rounded): the row decides
+        }
+        if (rows.size() == limit) {
+          truncated = true;
+          break;
+        }
+        rows.add(KeyValue.newBuilder().setKey(io.shardwise.proto.v1.Key.newBuilder()
+                .setPartitionKey(ByteString.copyFrom(keys.get(i).partitionKey())).setSortKey(ByteString.copyFrom(keys.get(i).sortKey())))
+            .setValue(g.getValue()).setVersion(g.getVersion()).build());
+      }
+    }
+    out.setShards(indexShards.size() + dataShards.size()).setIndexEntries(entries).setRowsExamined(fetched).setRowsMatched(rows.size())
+        .setBytesShipped(bytes);
+    QueryResponse.Builder answer = QueryResponse.newBuilder().addAllRows(rows).setPlan(out).setComplete(true).setTruncated(truncated);
+    if (truncated) {
+      io.shardwise.proto.v1.Key last = rows.get(rows.size() - 1).getKey();
+      byte[] k = Key.of(last.getPartitionKey().toByteArray(), last.getSortKey().toByteArray()).encode();
+      answer.setNextPageToken(ByteString.copyFrom(java.nio.ByteBuffer.allocate(1 + k.length).put(TOKEN).put(k).array()));
+    }
+    return answer;
+  }
+
+  private static byte[] afterKey(byte[] token) {
+    if (token.length == 0) {
+      return null;
+    }
+    if (token[0] != TOKEN || token.length < 2) {
+      throw Errors.invalid("a page token of another kind (not one a query of this table through its global index gave)");
+    }
+    return Arrays.copyOfRange(token, 1, token.length);
+  }
+
+  /** A probe's posting list: the encoded keys of the rows it names, the bytes read, the index shards read. */
+  private record Postings(List<byte[]> keys, long bytes, Set<Long> shards) {}
+
+  /** Reads the entries of {@code range} from the index's table {@code it}: one partition for a value, else the values' stretch. */
+  private Postings postings(Table it, IndexValues.Range range) {
+    ScanRequest.Builder scan = ScanRequest.newBuilder().setTable(it.name()).setLimit(SCAN_PAGE);
+    byte[] end = range.endKey(new byte[0]);
+    Set<Long> shards = new HashSet<>();
+    if (range.highInclusive() && Arrays.equals(range.low(), range.high())) {
+      scan.setPartition(io.shardwise.proto.v1.Partition.newBuilder().setPartitionKey(ByteString.copyFrom(range.low())));
+      shards.add(it.shardFor(range.low()).id().number());
+    } else if (it.layout().strategy() == io.shardwise.core.partition.Strategy.RANGE) {
+      scan.setPartitionRange(io.shardwise.proto.v1.PartitionRange.newBuilder().setFrom(ByteString.copyFrom(range.low()))
+          .setTo(ByteString.copyFrom(end)).setHasTo(true));
+      var span = it.layout().shardsFor(io.shardwise.core.key.KeyRange.of(range.low(), end));
+      for (int p = span.first(); p <= span.last(); p++) {
+        shards.add(it.shards().get(p).id().number());
+      }
+    } else {
+      scan.setAll(true); // values are hashed over the index's shards: every shard holds some of the range
+      it.shards().forEach(s -> shards.add(s.id().number()));
+    }
+    List<byte[]> keys = new ArrayList<>();
+    long bytes = 0;
+    ByteString token = ByteString.EMPTY;
+    do {
+      ScanResponse page = cluster.scan(scan.setPageToken(token).build());
+      for (KeyValue e : page.getRowsList()) {
+        byte[] value = e.getKey().getPartitionKey().toByteArray();
+        bytes += value.length + e.getKey().getSortKey().size();
+        if (Arrays.compareUnsigned(value, range.low()) >= 0 && Arrays.compareUnsigned(value, end) < 0) {
+          keys.add(e.getKey().getSortKey().toByteArray());
+        }
+      }
+      if (keys.size() > MAX_POSTINGS) {
+        break; // the caller refuses the query
+      }
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return new Postings(keys, bytes, shards);
+  }
+
+  // ------------------------------------------------------------------ the checker
+
+  /** An index compared with its table's rows: entries a row calls for and missing, and entries no row calls for. */
+  public record Check(IndexDef index, long rows, long entries, long missing, long extra) {}
+
+  /**
+   * The consistency checker of a global index: every row of {@code table} read, the entries they
+   * call for compared with every entry of the index's table. Exact only when no write runs meanwhile.
+   */
+  public Check check(Table table, IndexDef index) {
+    Set<ByteString> expected = new HashSet<>();
+    long rows = 0;
+    ByteString token = ByteString.EMPTY;
+    do {
+      ScanResponse page = cluster.scan(ScanRequest.newBuilder().setTable(table.name()).setAll(true).setLimit(SCAN_PAGE).setPageToken(token)
+          .build());
+      for (KeyValue row : page.getRowsList()) {
+        rows++;
+        byte[] v = value(index, row.getValue().toByteArray());
+        if (v != null) {
+          Key key = Key.of(row.getKey().getPartitionKey().toByteArray(), row.getKey().getSortKey().toByteArray());
+          expected.add(ByteString.copyFrom(entry(v, key).encode()));
+        }
+      }
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    long entries = 0;
+    long extra = 0;
+    Set<ByteString> seen = new HashSet<>();
+    token = ByteString.EMPTY;
+    do {
+      ScanResponse page = cluster.scan(ScanRequest.newBuilder().setTable(index.globalTable(table.name())).setAll(true).setLimit(SCAN_PAGE)
+          .setPageToken(token).build());
+      for (KeyValue e : page.getRowsList()) {
+        entries++;
+        ByteString k = ByteString.copyFrom(Key.of(e.getKey().getPartitionKey().toByteArray(), e.getKey().getSortKey().toByteArray()).encode());
+        seen.add(k);
+        if (!expected.contains(k)) {
+          extra++;
+        }
+      }
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    long missing = expected.stream().filter(k -> !seen.contains(k)).count();
+    if (missing > 0 || extra > 0) {
+      LOG.warn("global index {} of table {}: {} entries missing, {} extra ({} rows, {} entries)", index.field(), table.name(), missing, extra,
+          rows, entries);
+    }
+    return new Check(index, rows, entries, missing, extra);
+  }
+}

@@ -1,0 +1,245 @@
+package io.shardwise.server.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.grpc.Status;
+import io.shardwise.client.IndexCheck;
+import io.shardwise.client.IndexInfo;
+import io.shardwise.client.QueryResult;
+import io.shardwise.client.Routing;
+import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.ShardwiseException;
+import io.shardwise.client.TableSpec;
+import io.shardwise.core.doc.ValueFormat;
+import io.shardwise.core.key.Key;
+import io.shardwise.core.txn.TxnItem;
+import io.shardwise.core.txn.TxnOutcome;
+import io.shardwise.server.rpc.Limits;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Global secondary indexes on a real cluster: tables of their own, partitioned by the indexed
+ * value, changed in one transaction with every write of a row. The <b>consistency checker</b>
+ * ({@link #assertExact}) reads every row and every entry: each entry a row calls for is there and
+ * none more; every query through a global index answers what a brute-force scan finds ({@link
+ * LocalIndexTest#assertQueriesMatchAScan}, the same conditions).
+ */
+@Tag("integration")
+class GlobalIndexTest {
+
+  @TempDir Path dir;
+
+  @Test
+  void aGlobalIndexIsBuiltOnlineWhileWritesGoOnAndEveryQueryReadsOneIndexShardPerValue() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("cars", TableSpec.builder("hashrange").shards(6).replicas(2).format(ValueFormat.JSON).build());
+      Random random = new Random(42);
+      for (int i = 0; i < 1_000; i++) {
+        client.put("cars", Key.of("car-" + random.nextInt(800)), LocalIndexTest.doc(random));
+      }
+      // Writes of every kind go on while the indexes are created and built: those planned on a map
+      // without an index are refused where they land and planned again through it.
+      AtomicBoolean writing = new AtomicBoolean(true);
+      AtomicLong writes = new AtomicLong();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Thread writer = new Thread(() -> {
+        Random r = new Random(7);
+        try {
+          while (writing.get()) {
+            Key key = Key.of("car-" + r.nextInt(800));
+            int op = r.nextInt(10);
+            if (op < 2) {
+              client.delete("cars", key);
+            } else if (op < 3) {
+              client.batchPut("cars", List.of(Map.entry(key, LocalIndexTest.doc(r)), Map.entry(Key.of("car-" + (800 + r.nextInt(50))),
+                  LocalIndexTest.doc(r))));
+            } else if (op < 4) {
+              client.transact(List.of(TxnItem.put("cars", key, LocalIndexTest.doc(r)), TxnItem.delete("cars", Key.of("car-" + r.nextInt(800)))));
+            } else {
+              client.put("cars", key, LocalIndexTest.doc(r));
+            }
+            writes.incrementAndGet();
+          }
+        } catch (RuntimeException e) {
+          failed.set(e);
+        }
+      }, "global-index-test-writer");
+      writer.start();
+      try {
+        List<IndexInfo> created = client.createGlobalIndex("cars", "color", "", 0);
+        assertThat(created).singleElement().satisfies(i -> {
+          assertThat(i.scope()).isEqualTo("global");
+          assertThat(i.indexTable()).isEqualTo("cars.color");
+        });
+        client.createGlobalIndex("cars", "year", "range", 0);
+        client.createGlobalIndex("cars", "owner.id", "hashrange", 4);
+        client.createGlobalIndex("cars", "sold", "", 0);
+        await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null || client.indexes("cars").stream().allMatch(IndexInfo::ready));
+        long during = writes.get();
+        await().atMost(Duration.ofSeconds(20)).until(() -> failed.get() != null || writes.get() > during + 100); // and go on after
+      } finally {
+        writing.set(false);
+        writer.join();
+      }
+      assertThat(failed.get()).as("every write succeeded").isNull();
+      assertThat(client.describeTable("cars.owner.id", false).shards()).hasSize(4);
+      assertExact(client, "cars", 4);
+      LocalIndexTest.assertQueriesMatchAScan(client, "cars");
+
+      QueryResult red = client.query("cars", "color = 'red'", 10_000, Duration.ofSeconds(10));
+      assertThat(red.plan().access()).isEqualTo("index");
+      assertThat(red.plan().index()).isEqualTo("color (global index): color = 'red'");
+      // One index shard read, then the rows fetched from their shards; the entries are exactly the red rows (never stale).
+      assertThat(red.plan().indexEntries()).isEqualTo(red.rows().size());
+      assertThat(red.plan().rowsExamined()).isEqualTo(red.rows().size());
+      assertThat(red.plan().shards()).isBetween(2, 1 + 6);
+      QueryResult range = client.query("cars", "year >= 2020 AND year < 2023", 10_000, Duration.ofSeconds(10));
+      assertThat(range.plan().index()).isEqualTo("year (global index): year >= 2020 AND year < 2023");
+    }
+  }
+
+  /**
+   * Random puts, deletes, batches, transactions (with the callers' own conditions), and splits,
+   * merges and moves of the data's shards and of the index's: the index stays exact.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @ValueSource(longs = {1, 2})
+  void entriesFollowTheirRowsThroughWritesSplitsMergesAndMovesOfBothTables(long seed) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("fleet", TableSpec.builder("hashrange").shards(3).replicas(1).format(ValueFormat.JSON).build());
+      client.createGlobalIndex("fleet", "color", "", 3);
+      client.createGlobalIndex("fleet", "year", "range", 0);
+      await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("fleet").stream().allMatch(IndexInfo::ready));
+      Random random = new Random(seed);
+      RandomReshapes reshapes = new RandomReshapes(cluster, client, random, "m-" + seed);
+      long cancelled = 0;
+      for (int step = 0; step < 600; step++) {
+        Key key = Key.of("car-" + random.nextInt(200));
+        int op = random.nextInt(100);
+        String table = random.nextBoolean() ? "fleet" : random.nextBoolean() ? "fleet.color" : "fleet.year";
+        if (op < 45) {
+          client.put("fleet", key, LocalIndexTest.doc(random));
+        } else if (op < 55) {
+          client.delete("fleet", key);
+        } else if (op < 65) {
+          List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+          for (int i = 0; i < 5; i++) {
+            batch.add(Map.entry(Key.of("car-" + (random.nextInt(40) * 5 + i)), LocalIndexTest.doc(random)));
+          }
+          client.batchPut("fleet", batch);
+        } else if (op < 80) {
+          int k = random.nextInt(60);
+          TxnOutcome o = client.transact(List.of(TxnItem.put("fleet", Key.of("car-" + k), LocalIndexTest.doc(random)),
+              TxnItem.put("fleet", Key.of("car-" + (k + 60)), LocalIndexTest.doc(random)).onlyIf(random.nextBoolean() ? TxnItem.EXISTS
+                  : TxnItem.ABSENT), TxnItem.delete("fleet", Key.of("car-" + (k + 120)))));
+          assertThat(o.status()).isIn(TxnOutcome.Status.COMMITTED, TxnOutcome.Status.CANCELLED);
+          if (o.status() == TxnOutcome.Status.CANCELLED) {
+            assertThat(o.cancellations()).singleElement().satisfies(c -> assertThat(c.item()).as("the caller's condition").isEqualTo(1));
+            cancelled++;
+          }
+        } else if (op < 85) {
+          long version = client.get("fleet", key).map(v -> v.version()).orElse(0L);
+          try {
+            client.putIfVersion("fleet", key, LocalIndexTest.doc(random), random.nextBoolean() ? version : version + 1);
+          } catch (ShardwiseException e) {
+            assertThat(e.getMessage()).contains("expected version");
+          }
+        } else if (op < 92) {
+          reshapes.split(table);
+        } else if (op < 95) {
+          reshapes.merge(table);
+        } else {
+          reshapes.move(table);
+        }
+        if (step % 150 == 149) {
+          assertExact(client, "fleet", 2);
+        }
+      }
+      assertThat(cancelled).as("the callers' conditions were tried both ways").isPositive();
+      assertExact(client, "fleet", 2);
+      LocalIndexTest.assertQueriesMatchAScan(client, "fleet");
+    }
+  }
+
+  @Test
+  void badRequestsGetOneClearErrorAndADropTakesTheIndexTableWithIt() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.ROUTER);
+      client.createTable("raw", TableSpec.builder("hashrange").shards(2).replicas(1).build());
+      client.createTable("docs", TableSpec.builder("hashrange").shards(2).replicas(1).format(ValueFormat.JSON).build());
+      assertThatThrownBy(() -> client.createGlobalIndex("raw", "color", "", 0)).hasMessageContaining("only a table created with --format json");
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "ring", 0)).hasMessageContaining("hashrange or range, not 'ring'");
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "range", 3)).hasMessageContaining("starts as one shard");
+      for (int i = 0; i < 300; i++) {
+        client.put("docs", Key.of("d" + i), ("{\"color\": \"c" + (i % 7) + "\", \"n\": " + i + "}").getBytes(StandardCharsets.UTF_8));
+      }
+      client.createGlobalIndex("docs", "color", "", 0);
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "", 0)).satisfies(e ->
+          assertThat(((ShardwiseException) e).code()).isEqualTo(Status.Code.ALREADY_EXISTS));
+      await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
+      assertExact(client, "docs", 1);
+      assertThat(client.query("docs", "color = 'c3'", 1_000, Duration.ofSeconds(5)).rows()).hasSize(43);
+
+      // The index's table is written by the index only; it is dropped with the index, not by itself.
+      assertThatThrownBy(() -> client.put("docs.color", Key.of("x"), new byte[0])).hasMessageContaining("written by the index only");
+      assertThatThrownBy(() -> client.transact(List.of(TxnItem.delete("docs.color", Key.of("x")))))
+          .hasMessageContaining("written by the index only");
+      assertThatThrownBy(() -> client.dropTable("docs.color")).hasMessageContaining("drop the index");
+      assertThatThrownBy(() -> client.createTable("docs.size", TableSpec.builder("hashrange").shards(1).replicas(1).build()))
+          .hasMessageContaining("global index's table");
+      // A value too long to index is refused, and nothing is written.
+      String longValue = "x".repeat(2_000);
+      assertThatThrownBy(() -> client.put("docs", Key.of("d1"), ("{\"color\": \"" + longValue + "\"}").getBytes(StandardCharsets.UTF_8)))
+          .hasMessageContaining("a globally indexed value is at most 1024 bytes");
+      assertThat(new String(client.get("docs", Key.of("d1")).orElseThrow().value(), StandardCharsets.UTF_8)).contains("\"c1\"");
+      // A conditional write keeps its meaning: a wrong version is refused, the right one written with its entries.
+      long version = client.get("docs", Key.of("d2")).orElseThrow().version();
+      assertThatThrownBy(() -> client.putIfVersion("docs", Key.of("d2"), "{\"color\": \"c9\"}".getBytes(StandardCharsets.UTF_8), version + 5))
+          .hasMessageContaining("expected version");
+      client.putIfVersion("docs", Key.of("d2"), "{\"color\": \"c9\"}".getBytes(StandardCharsets.UTF_8), version);
+      assertThat(client.query("docs", "color = 'c9'", 1_000, Duration.ofSeconds(5)).rows()).hasSize(1);
+      assertExact(client, "docs", 1);
+
+      client.dropIndex("docs", "color");
+      assertThat(client.indexes("docs")).isEmpty();
+      assertThatThrownBy(() -> client.describeTable("docs.color", false)).hasMessageContaining("docs.color");
+      QueryResult after = client.query("docs", "color = 'c3'", 1_000, Duration.ofSeconds(5));
+      assertThat(after.plan().access()).isEqualTo("scan");
+      assertThat(after.rows()).hasSize(43);
+      client.put("docs", Key.of("d1"), ("{\"color\": \"" + longValue + "\"}").getBytes(StandardCharsets.UTF_8)); // no index: any length
+
+      // A table dropped takes its index tables with it.
+      client.createGlobalIndex("docs", "n", "range", 0);
+      await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
+      assertThat(client.query("docs", "n >= 290", 1_000, Duration.ofSeconds(5)).rows()).hasSize(10);
+      client.dropTable("docs");
+      assertThatThrownBy(() -> client.describeTable("docs.n", false)).hasMessageContaining("docs.n");
+    }
+  }
+
+  /** The consistency checker: each of the table's {@code indexes} global indexes holds exactly the entries its rows call for. */
+  static void assertExact(ShardwiseClient client, String table, int indexes) {
+    IndexCheck.Report report = client.checkIndexes(table);
+    List<IndexCheck> global = report.checks().stream().filter(c -> c.node().equals("global")).toList();
+    assertThat(global).hasSize(indexes);
+    assertThat(global).allSatisfy(c -> assertThat(c.exact()).as("%s", c).isTrue());
+  }
+}
