@@ -85,6 +85,9 @@ final class QueryCommand implements Callable<Integer> {
           .put("bytes_shipped", r.plan().bytesShipped()).put("slowest_shard_micros", r.plan().slowestShardMicros());
       if (!r.plan().index().isEmpty()) {
         plan.put("index", r.plan().index()).put("index_entries", r.plan().indexEntries());
+        if (r.plan().indexShards() > 0) {
+          plan.put("index_shards", r.plan().indexShards()).put("row_shards", r.plan().rowShards());
+        }
         ArrayNode lists = plan.putArray("posting_lists");
         r.plan().postingLists().forEach(l -> lists.addObject().put("probe", l.probe()).put("entries", l.entries()));
       }
@@ -104,6 +107,13 @@ final class QueryCommand implements Callable<Integer> {
         if (p.index().isEmpty()) {
           out.printf(java.util.Locale.ROOT, "plan: %s of %s (no ready index serves this condition), filtered at each shard's owner%n",
               p.access(), Output.count(p.shards(), "shard"));
+        } else if (p.indexShards() > 0) {
+          out.printf(java.util.Locale.ROOT, "plan: %s on %s: posting lists from %s, then the rows they name fetched by key from %s,"
+              + " each checked%n", p.access(), p.index(), Output.count(p.indexShards(), "index shard"), Output.count(p.rowShards(), "data shard"));
+          out.printf(java.util.Locale.ROOT, "  index entries read %,d%n", p.indexEntries());
+          for (QueryResult.PostingList l : p.postingLists()) {
+            out.printf(java.util.Locale.ROOT, "  posting list %s: %,d entries%n", l.probe(), l.entries());
+          }
         } else {
           out.printf(java.util.Locale.ROOT, "plan: %s on %s, %s (each read through its local index), rows checked at each owner%n",
               p.access(), p.index(), Output.count(p.shards(), "shard"));

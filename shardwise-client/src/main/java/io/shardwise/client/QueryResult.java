@@ -41,14 +41,16 @@ public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, bool
 
   /**
    * How a query was answered: {@code access} "scan" (every shard read, filtered at its owner) or
-   * "index" (every shard read through its local indexes: {@code index} names them and the ranges
-   * read, {@code indexEntries} counts the entries read, and {@code postingLists} each probe's — an OR
-   * branch's index and range — with the entries it read), the shards asked and those missing (with
-   * why), rows examined and matched, the bytes of matching rows shipped to the node that merged
-   * them, and the slowest shard's time.
+   * "index" (every shard read through its local indexes, or the index shards of its global indexes
+   * then the rows they name by key: {@code index} names them and the ranges read, {@code
+   * indexEntries} counts the entries read, and {@code postingLists} each probe's — an OR branch's
+   * index and range, and the lists an AND intersects — with the entries it read), the shards asked
+   * ({@code indexShards} and {@code rowShards} of them for global indexes) and those missing (with
+   * why), rows examined and matched, the bytes shipped to the node that merged them (rows; for
+   * global indexes the posting lists too), and the slowest shard's time.
    */
   public record Plan(String access, int shards, List<String> missingShards, long rowsExamined, long rowsMatched, long bytesShipped,
-      long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists) {
+      long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists, int indexShards, int rowShards) {
 
     public Plan {
       missingShards = List.copyOf(missingShards);

@@ -889,7 +889,8 @@ public final class ShardwiseClient implements AutoCloseable {
     return new QueryResult(r.getRowsList().stream().map(Protos::row).toList(), new QueryResult.Plan(p.getAccess(), p.getShards(),
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),
         p.getIndexEntries(), java.util.stream.IntStream.range(0, Math.min(p.getIndexProbesCount(), p.getIndexProbeEntriesCount()))
-            .mapToObj(i -> new QueryResult.PostingList(p.getIndexProbes(i), p.getIndexProbeEntries(i))).toList()),
+            .mapToObj(i -> new QueryResult.PostingList(p.getIndexProbes(i), p.getIndexProbeEntries(i))).toList(), p.getIndexShards(),
+        p.getRowShards()),
         r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
   }
 

@@ -213,7 +213,8 @@ public final class Console implements AutoCloseable {
     io.shardwise.proto.v1.QueryPlan p = r.getPlan();
     ObjectNode plan = out.putObject("plan").put("access", p.getAccess()).put("shards", p.getShards())
         .put("rows_examined", p.getRowsExamined()).put("rows_matched", p.getRowsMatched()).put("bytes_shipped", p.getBytesShipped())
-        .put("slowest_shard_micros", p.getSlowestShardMicros()).put("index", p.getIndex()).put("index_entries", p.getIndexEntries());
+        .put("slowest_shard_micros", p.getSlowestShardMicros()).put("index", p.getIndex()).put("index_entries", p.getIndexEntries())
+        .put("index_shards", p.getIndexShards()).put("row_shards", p.getRowShards());
     ArrayNode missing = plan.putArray("missing_shards");
     p.getMissingShardsList().forEach(missing::add);
     ArrayNode lists = plan.putArray("posting_lists");

@@ -343,21 +343,35 @@ public final class GlobalIndexes {
     long bytes = 0;
     Set<Long> indexShards = new HashSet<>();
     for (IndexPlan.Probe probe : plan.probes()) {
-      out.addIndexProbes(probe.describe());
-      ShardMap map = cluster.map();
-      String indexTable = probe.index().globalTable(table.name());
-      Table it = map.table(indexTable).orElseThrow(() -> Errors.noSuchTable(indexTable, map.epoch()));
-      Postings p = postings(it, probe.range());
-      entries += p.keys().size();
-      bytes += p.bytes();
-      indexShards.addAll(p.shards());
-      out.addIndexProbeEntries(p.keys().size());
-      if (entries > MAX_POSTINGS) {
-        throw Errors.limit("the condition's index entries are more than " + MAX_POSTINGS + " (a query through global indexes reads at most"
-            + " that many): narrow it, or query without the index");
+      List<IndexPlan.Probe> lists = new ArrayList<>();
+      lists.add(probe);
+      lists.addAll(probe.intersect());
+      Set<ByteString> kept = null; // an intersection: the rows every list names
+      List<byte[]> first = null;
+      for (IndexPlan.Probe list : lists) {
+        out.addIndexProbes(list == probe ? probe.describe() : list.describe() + " (intersected)");
+        Postings p = postings(indexTable(table, list.index()), list.range());
+        entries += p.keys().size();
+        bytes += p.bytes();
+        indexShards.addAll(p.shards());
+        out.addIndexProbeEntries(p.keys().size());
+        if (entries > MAX_POSTINGS) {
+          throw Errors.limit("the condition's index entries are more than " + MAX_POSTINGS + " (a query through global indexes reads at"
+              + " most that many): narrow it, or query without the index");
+        }
+        if (first == null) {
+          first = p.keys();
+        } else {
+          Set<ByteString> names = new HashSet<>();
+          p.keys().forEach(k -> names.add(ByteString.copyFrom(k)));
+          if (kept != null) {
+            names.retainAll(kept);
+          }
+          kept = names;
+        }
       }
-      for (byte[] k : p.keys()) {
-        if (after == null || Arrays.compareUnsigned(k, after) > 0) {
+      for (byte[] k : first) {
+        if ((after == null || Arrays.compareUnsigned(k, after) > 0) && (kept == null || kept.contains(ByteString.copyFrom(k)))) {
           candidates.add(k);
         }
       }
@@ -395,7 +409,8 @@ public final class GlobalIndexes {
             .setValue(g.getValue()).setVersion(g.getVersion()).build());
       }
     }
-    out.setShards(indexShards.size() + dataShards.size()).setIndexEntries(entries).setRowsExamined(fetched).setRowsMatched(rows.size())
+    out.setShards(indexShards.size() + dataShards.size()).setIndexShards(indexShards.size()).setRowShards(dataShards.size())
+        .setIndexEntries(entries).setRowsExamined(fetched).setRowsMatched(rows.size())
         .setBytesShipped(bytes);
     QueryResponse.Builder answer = QueryResponse.newBuilder().addAllRows(rows).setPlan(out).setComplete(true).setTruncated(truncated);
     if (truncated) {
@@ -404,6 +419,12 @@ public final class GlobalIndexes {
       answer.setNextPageToken(ByteString.copyFrom(java.nio.ByteBuffer.allocate(1 + k.length).put(TOKEN).put(k).array()));
     }
     return answer;
+  }
+
+  private Table indexTable(Table table, IndexDef index) {
+    ShardMap map = cluster.map();
+    String name = index.globalTable(table.name());
+    return map.table(name).orElseThrow(() -> Errors.noSuchTable(name, map.epoch()));
   }
 
   private static byte[] afterKey(byte[] token) {

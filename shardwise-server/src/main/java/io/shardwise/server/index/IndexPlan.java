@@ -5,6 +5,7 @@ import io.shardwise.core.doc.IndexValues;
 import io.shardwise.core.doc.Where;
 import io.shardwise.core.map.Table;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,8 +27,16 @@ import java.util.Optional;
  */
 public record IndexPlan(List<Probe> probes, String describe, IndexDef.Scope scope) {
 
-  /** One range of one index. */
-  public record Probe(IndexDef index, IndexValues.Range range, String describe) {}
+  /**
+   * One range of one index; for a global index's equality, {@code intersect} holds the branch's
+   * other equalities on global indexes: their posting lists, sorted by row like this one's, are
+   * merged with it, and only the rows in every list are fetched.
+   */
+  public record Probe(IndexDef index, IndexValues.Range range, String describe, List<Probe> intersect) {
+    Probe(IndexDef index, IndexValues.Range range, String describe) {
+      this(index, range, describe, List.of());
+    }
+  }
 
   /** The plan for {@code where} over {@code table}'s ready indexes, or empty: a scan. */
   public static Optional<IndexPlan> choose(Table table, Where where) {
@@ -66,6 +75,7 @@ public record IndexPlan(List<Probe> probes, String describe, IndexDef.Scope scop
     }
     Probe best = null;
     boolean bestIsEquality = false;
+    List<Probe> equalities = new ArrayList<>();
     for (Map.Entry<Long, List<Where.Compare>> e : byIndex.entrySet()) {
       IndexValues.Range range = null;
       boolean equality = false;
@@ -77,10 +87,19 @@ public record IndexPlan(List<Probe> probes, String describe, IndexDef.Scope scop
       IndexDef index = indexes.get(e.getKey());
       String words = e.getValue().stream().map(Where.Compare::toString).reduce((a, b) -> a + " AND " + b).orElseThrow();
       Probe p = new Probe(index, range, index.field() + " (" + scope.label() + " index): " + words);
+      if (equality && Arrays.equals(range.low(), range.high())) {
+        equalities.add(p);
+      }
       if (best == null || (equality && !bestIsEquality)) {
         best = p;
         bestIsEquality = equality;
       }
+    }
+    if (best != null && scope == IndexDef.Scope.GLOBAL && equalities.size() > 1 && equalities.contains(best)) {
+      List<Probe> others = new ArrayList<>(equalities);
+      others.remove(best);
+      String words = best.describe() + " intersected with " + String.join(" and ", others.stream().map(Probe::describe).toList());
+      best = new Probe(best.index(), best.range(), words, others);
     }
     return Optional.ofNullable(best);
   }

@@ -91,6 +91,7 @@ class GlobalIndexTest {
         client.createGlobalIndex("cars", "year", "range", 0);
         client.createGlobalIndex("cars", "owner.id", "hashrange", 4);
         client.createGlobalIndex("cars", "sold", "", 0);
+        client.createGlobalIndex("cars", "make", "", 0);
         await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null || client.indexes("cars").stream().allMatch(IndexInfo::ready));
         long during = writes.get();
         await().atMost(Duration.ofSeconds(20)).until(() -> failed.get() != null || writes.get() > during + 100); // and go on after
@@ -100,7 +101,7 @@ class GlobalIndexTest {
       }
       assertThat(failed.get()).as("every write succeeded").isNull();
       assertThat(client.describeTable("cars.owner.id", false).shards()).hasSize(4);
-      assertExact(client, "cars", 4);
+      assertExact(client, "cars", 5);
       LocalIndexTest.assertQueriesMatchAScan(client, "cars");
 
       QueryResult red = client.query("cars", "color = 'red'", 10_000, Duration.ofSeconds(10));
@@ -110,6 +111,17 @@ class GlobalIndexTest {
       assertThat(red.plan().indexEntries()).isEqualTo(red.rows().size());
       assertThat(red.plan().rowsExamined()).isEqualTo(red.rows().size());
       assertThat(red.plan().shards()).isBetween(2, 1 + 6);
+      assertThat(red.plan().indexShards()).isEqualTo(1);
+      assertThat(red.plan().rowShards()).isEqualTo(red.plan().shards() - 1);
+      // An AND of two global equalities: both posting lists read (each from one index shard), intersected, only the rows in both fetched.
+      QueryResult redFords = client.query("cars", "color = 'red' AND make = 'ford'", 10_000, Duration.ofSeconds(10));
+      assertThat(redFords.plan().index()).isEqualTo("color (global index): color = 'red' intersected with make (global index): make = 'ford'");
+      assertThat(redFords.plan().postingLists()).extracting(QueryResult.PostingList::probe)
+          .containsExactly("color (global index): color = 'red' intersected with make (global index): make = 'ford'",
+              "make (global index): make = 'ford' (intersected)");
+      assertThat(redFords.plan().postingLists().get(0).entries()).isEqualTo(red.rows().size());
+      assertThat(redFords.plan().rowsExamined()).as("only rows in both lists fetched").isEqualTo(redFords.rows().size());
+      assertThat(redFords.plan().indexShards()).isBetween(1, 2);
       QueryResult range = client.query("cars", "year >= 2020 AND year < 2023", 10_000, Duration.ofSeconds(10));
       assertThat(range.plan().index()).isEqualTo("year (global index): year >= 2020 AND year < 2023");
     }
