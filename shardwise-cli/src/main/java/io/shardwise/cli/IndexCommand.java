@@ -66,12 +66,13 @@ final class IndexCommand {
         throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy and --shards are for a global index (--global)");
       }
       List<IndexInfo> indexes = scope.global ? client.createGlobalIndex(table, field, strategy, shards) : client.createIndex(table, field);
+      String kind = scope.global ? "global" : "local";
       if (wait != null) {
-        indexes = awaitReady(client, spec.commandLine().getErr(), table, field, Durations.parse("--wait", wait));
+        indexes = awaitReady(client, spec.commandLine().getErr(), table, field, kind, Durations.parse("--wait", wait));
       }
       print(spec.commandLine().getOut(), common.output, table, indexes);
-      return indexes.stream().filter(i -> i.field().equals(field)).allMatch(IndexInfo::ready) || wait == null ? Main.EXIT_OK
-          : Main.EXIT_UNAVAILABLE;
+      return indexes.stream().filter(i -> i.field().equals(field) && i.scope().equals(kind)).allMatch(IndexInfo::ready) || wait == null
+          ? Main.EXIT_OK : Main.EXIT_UNAVAILABLE;
     }
   }
 
@@ -144,13 +145,13 @@ final class IndexCommand {
     }
   }
 
-  private static List<IndexInfo> awaitReady(ShardwiseClient client, PrintWriter err, String table, String field, Duration atMost)
-      throws InterruptedException {
+  private static List<IndexInfo> awaitReady(ShardwiseClient client, PrintWriter err, String table, String field, String scope,
+      Duration atMost) throws InterruptedException {
     long deadline = System.nanoTime() + atMost.toNanos();
     String last = "";
     while (true) {
       List<IndexInfo> indexes = client.indexes(table);
-      IndexInfo mine = indexes.stream().filter(i -> i.field().equals(field)).findFirst().orElse(null);
+      IndexInfo mine = indexes.stream().filter(i -> i.field().equals(field) && i.scope().equals(scope)).findFirst().orElse(null);
       if (mine == null || mine.ready() || System.nanoTime() > deadline) {
         return indexes;
       }

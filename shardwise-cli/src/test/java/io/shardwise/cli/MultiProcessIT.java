@@ -337,6 +337,23 @@ class MultiProcessIT {
     assertThat(unknownField.exit()).isNotZero();
     assertThat(unknownField.err()).contains("table docs has no index on make");
     assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
+    // A global index: a table of its own; a query of one value reads one index shard, then the rows by key.
+    ServerProcesses.Result global = cli("index", "create", "docs", "color", "--global", "--wait", "30s");
+    assertThat(global.exit()).as(global.err()).isZero();
+    assertThat(global.out()).contains("global (docs.color)").contains("ready");
+    ServerProcesses.Result throughGlobal = cli("query", "docs", "--where", "color = 'red'", "--explain");
+    assertThat(throughGlobal.exit()).as(throughGlobal.err()).isZero();
+    assertThat(throughGlobal.out()).contains("car-1").contains("1 row")
+        .contains("plan: index on color (global index): color = 'red': posting lists from 1 index shard, then the rows they name fetched by"
+            + " key from 1 data shard");
+    ServerProcesses.Result direct = cli("kv", "put", "docs.color", "x", "y");
+    assertThat(direct.exit()).isNotZero();
+    assertThat(direct.err()).contains("written by the index only");
+    ServerProcesses.Result badScope = cli("index", "create", "docs", "make", "--strategy", "range");
+    assertThat(badScope.exit()).isNotZero();
+    assertThat(badScope.err()).contains("--strategy and --shards are for a global index");
+    assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
+    assertThat(cli("table", "describe", "docs.color").exit()).as("the index's table went with it").isNotZero();
   }
 
   /** Live keys in the trash entries of one kind. */
@@ -368,6 +385,9 @@ class MultiProcessIT {
     assertThat(docs.exit()).as(docs.err()).isZero();
     ServerProcesses.Result indexed = cli("index", "create", "crashdocs", "color", "--wait", "30s");
     assertThat(indexed.exit()).as(indexed.err()).isZero();
+    // And a global one: every write is then a transaction of the row and its entries, some cut by the kill.
+    ServerProcesses.Result globalIndexed = cli("index", "create", "crashdocs", "color", "--global", "--shards", "2", "--wait", "30s");
+    assertThat(globalIndexed.exit()).as(globalIndexed.err()).isZero();
     java.util.Map<String, String> acknowledged = new java.util.TreeMap<>();
     List<String> seeds = List.of(servingAddress("n1"), servingAddress("n2"));
     java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
@@ -407,7 +427,7 @@ class MultiProcessIT {
     docClient.close();
     ServerProcesses.Result check = cli("index", "check", "crashdocs");
     assertThat(check.exit()).as(check.out() + check.err()).isZero();
-    assertThat(check.out()).contains("every index exact on every node").contains("n1").contains("n2");
+    assertThat(check.out()).contains("every index exact on every node").contains("n1").contains("n2").contains("global");
     ServerProcesses.Result red = cli("query", "crashdocs", "--where", "color = 'red'", "--limit", "1000", "--explain");
     assertThat(red.exit()).as(red.err()).isZero();
     assertThat(red.out()).contains("plan: index on color");
