@@ -22,8 +22,12 @@ import org.HdrHistogram.Recorder;
  * threads for the same time — first every table without an index (each shard scans all its rows),
  * then with a local index on {@code color} (each shard reads only its matching entries and rows).
  * Both read every shard at once and wait for the slowest (scatter/gather): throughput does not
- * grow with shards, and the tail grows with the fan-out. Between the two, the same writes (each
- * document's color changed) without and with the index: what an indexed field costs a write.
+ * grow with shards, and the tail grows with the fan-out. Then the local index is dropped and a
+ * global one made ({@code docs_N.color}, hashrange over one shard per node): a query reads one index
+ * shard, then fetches its rows by key from the shards that hold them. Between each, the same writes
+ * (each document's color changed) without and with the index: what an indexed field costs a write —
+ * local: one batch in the row's shard; global: a transaction over the row's shard and the index
+ * shards of the old and the new color.
  */
 public final class QueryBench {
 
@@ -31,7 +35,7 @@ public final class QueryBench {
 
   /** The figures of one table's queries by one access path ("scan" or "local index"; latencies in microseconds). */
   public record Result(String access, int shards, long queries, long failed, double seconds, long p50, long p99, double rowsPerQuery,
-      double examinedPerQuery) {
+      double examinedPerQuery, double shardsPerQuery) {
 
     public double queriesPerSecond() {
       return queries / seconds;
@@ -86,6 +90,24 @@ public final class QueryBench {
     for (int shards : o.shardCounts()) {
       client.createIndex(table(shards), "color");
     }
+    awaitReady(client, o);
+    for (int shards : o.shardCounts()) {
+      queries.add(queries(client, o, shards, "local index"));
+      writes.add(writes(client, o, shards, "color (local)"));
+    }
+    for (int shards : o.shardCounts()) {
+      client.dropIndex(table(shards), "color");
+      client.createGlobalIndex(table(shards), "color", "hashrange", 0);
+    }
+    awaitReady(client, o);
+    for (int shards : o.shardCounts()) {
+      queries.add(queries(client, o, shards, "global index"));
+      writes.add(writes(client, o, shards, "color (global)"));
+    }
+    return new Report(queries, writes);
+  }
+
+  private static void awaitReady(ShardwiseClient client, Options o) throws InterruptedException {
     long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
     for (int shards : o.shardCounts()) {
       while (!client.indexes(table(shards)).stream().allMatch(io.shardwise.client.IndexInfo::ready)) {
@@ -95,11 +117,6 @@ public final class QueryBench {
         Thread.sleep(100); // a poll of the cluster's progress
       }
     }
-    for (int shards : o.shardCounts()) {
-      queries.add(queries(client, o, shards, "local index"));
-      writes.add(writes(client, o, shards, "color (local)"));
-    }
-    return new Report(queries, writes);
   }
 
   private static Result queries(ShardwiseClient client, Options o, int shards, String access) throws Exception {
@@ -141,11 +158,13 @@ public final class QueryBench {
     LongAdder failed = new LongAdder();
     LongAdder rows = new LongAdder();
     LongAdder examined = new LongAdder();
+    LongAdder shardsAsked = new LongAdder();
     double seconds = ForDuration.run(o.threads(), duration, () -> {
       String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
       long begin = System.nanoTime();
       QueryResult r = client.query(table, where, 10_000, Duration.ofSeconds(10));
-      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index")) {
+      boolean global = r.plan().indexShards() > 0;
+      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index") || global != access.equals("global index")) {
         failed.increment();
         return;
       }
@@ -153,10 +172,11 @@ public final class QueryBench {
       queries.increment();
       rows.add(r.rows().size());
       examined.add(r.plan().access().equals("index") ? r.plan().indexEntries() : r.plan().rowsExamined());
+      shardsAsked.add(r.plan().shards());
     });
     Histogram h = latencies.getIntervalHistogram();
     long n = Math.max(1, queries.sum());
     return new Result(access, shards, queries.sum(), failed.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
-        (double) rows.sum() / n, (double) examined.sum() / n);
+        (double) rows.sum() / n, (double) examined.sum() / n, (double) shardsAsked.sum() / n);
   }
 }

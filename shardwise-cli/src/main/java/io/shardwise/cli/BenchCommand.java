@@ -241,7 +241,7 @@ final class BenchCommand implements Callable<Integer> {
       for (QueryBench.Result r : report.queries()) {
         a.addObject().put("access", r.access()).put("shards", r.shards()).put("queries", r.queries()).put("incomplete", r.failed())
             .put("queries_per_second", r.queriesPerSecond()).put("p50_micros", r.p50()).put("p99_micros", r.p99())
-            .put("rows_per_query", r.rowsPerQuery()).put("examined_per_query", r.examinedPerQuery());
+            .put("rows_per_query", r.rowsPerQuery()).put("examined_per_query", r.examinedPerQuery()).put("shards_per_query", r.shardsPerQuery());
       }
       com.fasterxml.jackson.databind.node.ArrayNode w = o.putArray("writes");
       for (QueryBench.WriteCost c : report.writes()) {
@@ -256,10 +256,12 @@ final class BenchCommand implements Callable<Integer> {
       for (QueryBench.Result r : report.queries()) {
         rows.add(List.of(r.access(), Integer.toString(r.shards()), String.format("%,.1f", r.queriesPerSecond()),
             String.format("%.2f ms", r.p50() / 1000.0), String.format("%.2f ms", r.p99() / 1000.0), String.format("%,.0f", r.rowsPerQuery()),
-            String.format("%,.0f", r.examinedPerQuery()), Long.toString(r.failed())));
+            String.format("%,.0f", r.examinedPerQuery()), String.format("%.1f", r.shardsPerQuery()), Long.toString(r.failed())));
       }
-      Output.table(out, List.of("ACCESS", "SHARDS", "QUERIES/S", "P50", "P99", "ROWS/QUERY", "EXAMINED/QUERY", "INCOMPLETE"), rows);
-      out.println("(examined: rows read by a scan; index entries read through an index)");
+      Output.table(out, List.of("ACCESS", "SHARDS", "QUERIES/S", "P50", "P99", "ROWS/QUERY", "EXAMINED/QUERY", "SHARDS/QUERY", "INCOMPLETE"),
+          rows);
+      out.println("(examined: rows read by a scan; index entries read through an index. shards/query: a global index's are its index"
+          + " shard plus the data shards its rows were fetched from)");
       List<List<String>> writes = new ArrayList<>();
       for (QueryBench.WriteCost c : report.writes()) {
         writes.add(List.of(Integer.toString(c.shards()), c.indexes(), String.format("%,.0f", c.putsPerSecond()),
