@@ -500,10 +500,13 @@ class KillNineIT {
   }
 
   /**
-   * A replicated table of documents with a local index on {@code color}, written by a thread of its
-   * own while a scenario's fault strikes; afterwards the consistency checker ({@code index check})
-   * must find every index exact on every node — the promoted leaders', the restarted or rebuilt
-   * replicas' — within a minute (a replica being rebuilt is indexed right after its snapshot lands).
+   * A replicated table of documents with a local and a global index on {@code color}, written by a
+   * thread of its own while a scenario's fault strikes (every write a transaction of the row and its
+   * global entries, some of them cut by the kill); afterwards the consistency checker ({@code index
+   * check}) must find every local index exact on every node — the promoted leaders', the restarted
+   * or rebuilt replicas' — and the global index exact against every row, within a minute (a replica
+   * being rebuilt is indexed right after its snapshot lands; a transaction whose coordinator died is
+   * decided by whoever meets its intents past its deadline).
    */
   private static final class IndexedDocs implements AutoCloseable {
     private final ShardwiseClient client;
@@ -516,7 +519,9 @@ class KillNineIT {
       client.createTable("docs", io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(3)
           .format(io.shardwise.core.doc.ValueFormat.JSON).build());
       client.createIndex("docs", "color");
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
+      client.createGlobalIndex("docs", "color", "hashrange", 3);
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").stream()
+          .allMatch(io.shardwise.client.IndexInfo::ready));
       writer = new Thread(() -> {
         SplittableRandom random = new SplittableRandom(seed);
         String[] colors = {"red", "blue", "green", "silver"};
@@ -544,11 +549,14 @@ class KillNineIT {
       io.shardwise.client.IndexCheck.Report[] last = new io.shardwise.client.IndexCheck.Report[1];
       org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
         last[0] = client.checkIndexes("docs");
-        return last[0].exact() && last[0].checks().size() == 3;
+        return last[0].exact() && last[0].checks().size() == 4; // three nodes' local index, and the global one
       });
-      long entries = last[0].checks().stream().mapToLong(io.shardwise.client.IndexCheck::entries).sum();
-      System.out.printf("INDEX-CHECK scenario=%s seed=%d writes=%d nodes=%d entries=%d exact_after_ms=%d%n", scenario, seed, written.get(),
-          last[0].checks().size(), entries, (System.nanoTime() - started) / 1_000_000);
+      long entries = last[0].checks().stream().filter(c -> !c.node().equals("global")).mapToLong(io.shardwise.client.IndexCheck::entries)
+          .sum();
+      long global = last[0].checks().stream().filter(c -> c.node().equals("global")).mapToLong(io.shardwise.client.IndexCheck::entries)
+          .sum();
+      System.out.printf("INDEX-CHECK scenario=%s seed=%d writes=%d nodes=%d entries=%d global_entries=%d exact_after_ms=%d%n", scenario,
+          seed, written.get(), last[0].checks().size() - 1, entries, global, (System.nanoTime() - started) / 1_000_000);
       assertThat(written.get()).as("the documents were written").isPositive();
     }
 
