@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * value's entries are one partition, in one shard), sort key the indexed row's encoded key.
  *
  * <p><b>Writes.</b> Every write of a row of an indexed table is a transaction ({@link Transactions})
- * planned here: read the rows it writes (one consistent read), then write them on condition that
+ * planned here: read the rows it writes (each at its leader), then write them on condition that
  * they still hold what was read, delete the entries of the values they leave and put those of the
  * values they take. A row changed between the read and the commit cancels the attempt and it is
  * planned again; the caller's own conditions are the caller's. So an index never misses a committed
@@ -180,7 +180,7 @@ public final class GlobalIndexes {
     if (rows.isEmpty()) {
       return new Planned(items, strengthened, rows);
     }
-    List<Participants.Read> now = txns.read(keys).reads();
+    List<Participants.Read> now = read(keys);
     for (int r = 0; r < rows.size(); r++) {
       int i = rows.get(r);
       TxnItem item = asked.get(i);
@@ -211,6 +211,29 @@ public final class GlobalIndexes {
           + " the limit is " + Transactions.MAX_ITEMS + ": write fewer rows at once");
     }
     return new Planned(items, strengthened, rows);
+  }
+
+  /**
+   * What the rows at {@code keys} hold now, each read at its leader (one round: each row's write is
+   * conditioned on the version read, so the reads need not be of one moment).
+   */
+  private List<Participants.Read> read(List<TableKey> keys) {
+    java.util.Map<String, List<Integer>> byTable = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < keys.size(); i++) {
+      byTable.computeIfAbsent(keys.get(i).table(), t -> new ArrayList<>()).add(i);
+    }
+    Participants.Read[] out = new Participants.Read[keys.size()];
+    for (java.util.Map.Entry<String, List<Integer>> t : byTable.entrySet()) {
+      List<Key> rows = new ArrayList<>();
+      t.getValue().forEach(i -> rows.add(keys.get(i).key()));
+      List<GetResponse> got = cluster.get(t.getKey(), rows);
+      for (int j = 0; j < rows.size(); j++) {
+        GetResponse g = got.get(j);
+        out[t.getValue().get(j)] = g.getFound() ? new Participants.Read(g.getValue().toByteArray(), g.getVersion())
+            : new Participants.Read(null, 0);
+      }
+    }
+    return List.of(out);
   }
 
   /** The entry of {@code row} under the encoded value {@code value}. */
