@@ -362,43 +362,17 @@ public final class GlobalIndexes {
     byte[] after = afterKey(pageToken);
     TreeSet<byte[]> candidates = new TreeSet<>(Arrays::compareUnsigned);
     QueryPlan.Builder out = QueryPlan.newBuilder().setAccess("index").setIndex(plan.describe());
-    long entries = 0;
-    long bytes = 0;
-    Set<Long> indexShards = new HashSet<>();
+    Tally tally = new Tally();
     for (IndexPlan.Probe probe : plan.probes()) {
-      List<IndexPlan.Probe> lists = new ArrayList<>();
-      lists.add(probe);
-      lists.addAll(probe.intersect());
-      Set<ByteString> kept = null; // an intersection: the rows every list names
-      List<byte[]> first = null;
-      for (IndexPlan.Probe list : lists) {
-        out.addIndexProbes(list == probe ? probe.describe() : list.describe() + " (intersected)");
-        Postings p = postings(indexTable(table, list.index()), list.range());
-        entries += p.keys().size();
-        bytes += p.bytes();
-        indexShards.addAll(p.shards());
-        out.addIndexProbeEntries(p.keys().size());
-        if (entries > MAX_POSTINGS) {
-          throw Errors.limit("the condition's index entries are more than " + MAX_POSTINGS + " (a query through global indexes reads at"
-              + " most that many): narrow it, or query without the index");
-        }
-        if (first == null) {
-          first = p.keys();
-        } else {
-          Set<ByteString> names = new HashSet<>();
-          p.keys().forEach(k -> names.add(ByteString.copyFrom(k)));
-          if (kept != null) {
-            names.retainAll(kept);
-          }
-          kept = names;
-        }
-      }
-      for (byte[] k : first) {
-        if ((after == null || Arrays.compareUnsigned(k, after) > 0) && (kept == null || kept.contains(ByteString.copyFrom(k)))) {
+      for (byte[] k : probeRows(table, probe, out, tally)) {
+        if (after == null || Arrays.compareUnsigned(k, after) > 0) {
           candidates.add(k);
         }
       }
     }
+    long entries = tally.entries;
+    long bytes = tally.bytes;
+    Set<Long> indexShards = tally.indexShards;
     List<KeyValue> rows = new ArrayList<>();
     Set<Long> dataShards = new HashSet<>();
     long fetched = 0;
@@ -460,46 +434,179 @@ public final class GlobalIndexes {
     return Arrays.copyOfRange(token, 1, token.length);
   }
 
-  /** A probe's posting list: the encoded keys of the rows it names, the bytes read, the index shards read. */
-  private record Postings(List<byte[]> keys, long bytes, Set<Long> shards) {}
+  /** What a query's posting lists cost: entries read, bytes shipped to the node running it, index shards asked. */
+  private static final class Tally {
+    long entries;
+    long bytes;
+    final Set<Long> indexShards = new HashSet<>();
 
-  /** Reads the entries of {@code range} from the index's table {@code it}: one partition for a value, else the values' stretch. */
-  private Postings postings(Table it, IndexValues.Range range) {
-    ScanRequest.Builder scan = ScanRequest.newBuilder().setTable(it.name()).setLimit(SCAN_PAGE);
-    byte[] end = range.endKey(new byte[0]);
-    Set<Long> shards = new HashSet<>();
-    if (range.highInclusive() && Arrays.equals(range.low(), range.high())) {
-      scan.setPartition(io.shardwise.proto.v1.Partition.newBuilder().setPartitionKey(ByteString.copyFrom(range.low())));
-      shards.add(it.shardFor(range.low()).id().number());
-    } else if (it.layout().strategy() == io.shardwise.core.partition.Strategy.RANGE) {
-      scan.setPartitionRange(io.shardwise.proto.v1.PartitionRange.newBuilder().setFrom(ByteString.copyFrom(range.low()))
-          .setTo(ByteString.copyFrom(end)).setHasTo(true));
-      var span = it.layout().shardsFor(io.shardwise.core.key.KeyRange.of(range.low(), end));
-      for (int p = span.first(); p <= span.last(); p++) {
-        shards.add(it.shards().get(p).id().number());
+    void read(int n) {
+      entries += n;
+      if (entries > MAX_POSTINGS) {
+        throw Errors.limit("the condition's index entries are more than " + MAX_POSTINGS + " (a query through global indexes reads at"
+            + " most that many): narrow it, or query without the index");
       }
-    } else {
-      scan.setAll(true); // values are hashed over the index's shards: every shard holds some of the range
-      it.shards().forEach(s -> shards.add(s.id().number()));
     }
-    List<byte[]> keys = new ArrayList<>();
-    long bytes = 0;
-    ByteString token = ByteString.EMPTY;
-    do {
-      ScanResponse page = cluster.scan(scan.setPageToken(token).build());
-      for (KeyValue e : page.getRowsList()) {
-        byte[] value = e.getKey().getPartitionKey().toByteArray();
-        bytes += value.length + e.getKey().getSortKey().size();
-        if (Arrays.compareUnsigned(value, range.low()) >= 0 && Arrays.compareUnsigned(value, end) < 0) {
-          keys.add(e.getKey().getSortKey().toByteArray());
+  }
+
+  /**
+   * The rows {@code probe} names: its posting list, intersected with those of the branch's other
+   * equalities ({@link IndexPlan.Probe#intersect}). The first page of each list is read; if one
+   * ended in it and another did not, the shortest is shipped to each longer list's shard instead of
+   * reading that list on (a read by key of each of its rows' entries under the longer list's value:
+   * the seeds' "ship the shorter list to the longer one's shard"); lists that all end in their first
+   * page, or all go on, are read whole and intersected here.
+   */
+  private List<byte[]> probeRows(Table table, IndexPlan.Probe probe, QueryPlan.Builder out, Tally tally) {
+    List<IndexPlan.Probe> probes = new ArrayList<>();
+    probes.add(probe);
+    probes.addAll(probe.intersect());
+    List<PostingList> lists = new ArrayList<>();
+    for (IndexPlan.Probe p : probes) {
+      PostingList list = new PostingList(indexTable(table, p.index()), p.range());
+      list.readPage(tally);
+      lists.add(list);
+    }
+    PostingList shortest = null;
+    for (PostingList l : lists) {
+      if (l.complete() && (shortest == null || l.keys.size() < shortest.keys.size())) {
+        shortest = l;
+      }
+    }
+    boolean ship = lists.size() > 1 && shortest != null && lists.stream().anyMatch(l -> !l.complete());
+    Set<ByteString> kept = null; // the rows every list names so far
+    List<byte[]> order = null;
+    if (ship) {
+      order = shortest.keys;
+      Set<ByteString> named = new HashSet<>();
+      shortest.keys.forEach(k -> named.add(ByteString.copyFrom(k)));
+      kept = named;
+    }
+    for (PostingList l : lists) {
+      if (ship && l == shortest) {
+        continue;
+      }
+      if (ship && !l.complete()) {
+        kept = l.shipTo(kept, tally);
+        continue;
+      }
+      while (!l.complete()) {
+        l.readPage(tally);
+      }
+      if (order == null) {
+        order = l.keys;
+      }
+      Set<ByteString> names = new HashSet<>();
+      l.keys.forEach(k -> names.add(ByteString.copyFrom(k)));
+      if (kept != null) {
+        names.retainAll(kept);
+      }
+      kept = names;
+    }
+    for (int i = 0; i < lists.size(); i++) {
+      PostingList l = lists.get(i);
+      out.addIndexProbes(probes.get(i).describe() + (i == 0 ? "" : " (intersected)") + (l.shipped < 0 ? ""
+          : ": " + shortest.keys.size() + " rows of the shortest list shipped to its shard, " + l.kept + " kept"));
+      out.addIndexProbeEntries(l.keys.size());
+    }
+    if (lists.size() == 1) {
+      return order;
+    }
+    List<byte[]> rows = new ArrayList<>();
+    for (byte[] k : order) {
+      if (kept.contains(ByteString.copyFrom(k))) {
+        rows.add(k);
+      }
+    }
+    return rows;
+  }
+
+  /** A probe's posting list as read so far, page by page: the encoded keys of the rows it names. */
+  private final class PostingList {
+    private final Table table;
+    private final IndexValues.Range range;
+    private final byte[] end;
+    private final ScanRequest.Builder scan;
+    private final List<byte[]> keys = new ArrayList<>();
+    private ByteString token = ByteString.EMPTY;
+    private boolean started;
+    /** Rows shipped to this list's shard (-1: none) and those it kept. */
+    private long shipped = -1;
+    private long kept;
+
+    PostingList(Table table, IndexValues.Range range) {
+      this.table = table;
+      this.range = range;
+      this.end = range.endKey(new byte[0]);
+      this.scan = ScanRequest.newBuilder().setTable(table.name()).setLimit(SCAN_PAGE);
+      if (equality()) {
+        scan.setPartition(io.shardwise.proto.v1.Partition.newBuilder().setPartitionKey(ByteString.copyFrom(range.low())));
+      } else if (table.layout().strategy() == io.shardwise.core.partition.Strategy.RANGE) {
+        scan.setPartitionRange(io.shardwise.proto.v1.PartitionRange.newBuilder().setFrom(ByteString.copyFrom(range.low()))
+            .setTo(ByteString.copyFrom(end)).setHasTo(true));
+      } else {
+        scan.setAll(true); // values are hashed over the index's shards: every shard holds some of the range
+      }
+    }
+
+    private boolean equality() {
+      return range.highInclusive() && Arrays.equals(range.low(), range.high());
+    }
+
+    boolean complete() {
+      return started && token.isEmpty();
+    }
+
+    void readPage(Tally tally) {
+      if (!started) {
+        started = true;
+        if (equality()) {
+          tally.indexShards.add(table.shardFor(range.low()).id().number());
+        } else if (table.layout().strategy() == io.shardwise.core.partition.Strategy.RANGE) {
+          var span = table.layout().shardsFor(io.shardwise.core.key.KeyRange.of(range.low(), end));
+          for (int p = span.first(); p <= span.last(); p++) {
+            tally.indexShards.add(table.shards().get(p).id().number());
+          }
+        } else {
+          table.shards().forEach(s -> tally.indexShards.add(s.id().number()));
         }
       }
-      if (keys.size() > MAX_POSTINGS) {
-        break; // the caller refuses the query
+      ScanResponse page = cluster.scan(scan.setPageToken(token).build());
+      int n = 0;
+      for (KeyValue e : page.getRowsList()) {
+        byte[] value = e.getKey().getPartitionKey().toByteArray();
+        tally.bytes += value.length + e.getKey().getSortKey().size();
+        if (Arrays.compareUnsigned(value, range.low()) >= 0 && Arrays.compareUnsigned(value, end) < 0) {
+          keys.add(e.getKey().getSortKey().toByteArray());
+          n++;
+        }
       }
+      tally.read(n);
       token = page.getNextPageToken();
-    } while (!token.isEmpty());
-    return new Postings(keys, bytes, shards);
+    }
+
+    /** Of {@code rows} (encoded row keys), those this list (an equality) names: asked of its one shard by key. */
+    Set<ByteString> shipTo(Set<ByteString> rows, Tally tally) {
+      List<Key> entries = new ArrayList<>(rows.size());
+      List<ByteString> names = new ArrayList<>(rows);
+      for (ByteString row : names) {
+        Key entry = Key.of(range.low(), row.toByteArray());
+        entries.add(entry);
+        tally.bytes += range.low().length + row.size(); // shipped there; each answer is a flag
+      }
+      Set<ByteString> out = new HashSet<>();
+      for (int from = 0; from < entries.size(); from += SCAN_PAGE) {
+        List<GetResponse> got = cluster.get(table.name(), entries.subList(from, Math.min(entries.size(), from + SCAN_PAGE)));
+        for (int i = 0; i < got.size(); i++) {
+          if (got.get(i).getFound()) {
+            out.add(names.get(from + i));
+          }
+        }
+      }
+      shipped = rows.size();
+      kept = out.size();
+      return out;
+    }
   }
 
   // ------------------------------------------------------------------ the checker

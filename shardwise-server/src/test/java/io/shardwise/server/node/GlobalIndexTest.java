@@ -191,6 +191,49 @@ class GlobalIndexTest {
     }
   }
 
+  /**
+   * An AND of a long posting list (every row) and a short one: the short list is shipped to the long
+   * one's shard (each of its rows asked there by key) instead of reading the long list on.
+   */
+  @Test
+  void anAndOfALongAndAShortPostingListShipsTheShortOneToTheLongOnesShard() throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("items", TableSpec.builder("hashrange").shards(4).replicas(1).format(ValueFormat.JSON).build());
+      List<Map.Entry<Key, byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < 2_500; i++) {
+        batch.add(Map.entry(Key.of(String.format("item-%05d", i)), ("{\"kind\": \"a\", \"tag\": \"" + (i % 100 == 0 ? "x" : "y" + (i % 7))
+            + "\"}").getBytes(StandardCharsets.UTF_8)));
+        if (batch.size() == 500) {
+          client.batchPut("items", batch);
+          batch.clear();
+        }
+      }
+      client.createGlobalIndex("items", "kind", "", 2);
+      client.createGlobalIndex("items", "tag", "", 2);
+      await().atMost(Duration.ofSeconds(60)).until(() -> client.indexes("items").stream().allMatch(IndexInfo::ready));
+      assertExact(client, "items", 2);
+      QueryResult r = client.query("items", "kind = 'a' AND tag = 'x'", 1_000, Duration.ofSeconds(10));
+      assertThat(r.rows()).hasSize(25).allSatisfy(kv -> assertThat(kv.valueAsString()).contains("\"x\""));
+      assertThat(r.plan().postingLists()).extracting(QueryResult.PostingList::probe).containsExactly(
+          "kind (global index): kind = 'a' intersected with tag (global index): tag = 'x': 25 rows of the shortest list shipped to its"
+              + " shard, 25 kept",
+          "tag (global index): tag = 'x' (intersected)");
+      assertThat(r.plan().postingLists()).extracting(QueryResult.PostingList::entries).as("one page of the long list, all of the short one")
+          .containsExactly(1_000L, 25L);
+      assertThat(r.plan().rowsExamined()).as("only the 25 rows in both fetched").isEqualTo(25);
+      // Paged by 10: the same rows, each once.
+      List<String> paged = new ArrayList<>();
+      byte[] token = new byte[0];
+      do {
+        QueryResult page = client.query("items", "kind = 'a' AND tag = 'x'", 10, Duration.ofSeconds(10), token);
+        page.rows().forEach(kv -> paged.add(kv.key().toString()));
+        token = page.truncated() ? page.nextPageToken() : null;
+      } while (token != null);
+      assertThat(paged).containsExactlyElementsOf(r.rows().stream().map(kv -> kv.key().toString()).toList());
+    }
+  }
+
   @Test
   void badRequestsGetOneClearErrorAndADropTakesTheIndexTableWithIt() throws Exception {
     try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
