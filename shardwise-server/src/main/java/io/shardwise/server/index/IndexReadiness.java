@@ -50,6 +50,10 @@ public final class IndexReadiness {
   });
   /** Global indexes (by id) whose backfill runs now. */
   private final java.util.Set<Long> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /** Global indexes (by id) whose last backfill failed, and when it may run again (System.nanoTime). */
+  private final java.util.Map<Long, Long> retryAfter = new java.util.concurrent.ConcurrentHashMap<>();
+  /** How long a failed backfill waits before it runs again: each run reads every row of the table. */
+  private static final java.time.Duration RETRY = java.time.Duration.ofSeconds(10);
 
   /** @param backfill how a global index is backfilled (null: global indexes are never made ready here) */
   public IndexReadiness(Coordinator coordinator, Peers peers, Backfill backfill) {
@@ -95,7 +99,8 @@ public final class IndexReadiness {
   }
 
   private void startBackfill(Table table, IndexDef index) {
-    if (backfill == null || !running.add(index.id())) {
+    Long after = retryAfter.get(index.id());
+    if (backfill == null || (after != null && System.nanoTime() - after < 0) || !running.add(index.id())) {
       return;
     }
     try {
@@ -108,8 +113,9 @@ public final class IndexReadiness {
                 java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
           }
         } catch (RuntimeException e) {
-          LOG.warn("backfilling global index {} of table {} failed (tried again at a later tick): {}", index.field(), table.name(),
-              e.toString());
+          retryAfter.put(index.id(), System.nanoTime() + RETRY.toNanos());
+          LOG.warn("backfilling global index {} of table {} failed (tried again in {} s): {}", index.field(), table.name(),
+              RETRY.toSeconds(), e.toString());
         } finally {
           running.remove(index.id());
         }
