@@ -87,6 +87,8 @@ public final class GlobalIndexes {
 
   private final Cluster cluster;
   private final Transactions txns;
+  /** Rows the backfills run here have indexed so far, by index id (this process's runs; the controller runs them). */
+  private final java.util.Map<Long, java.util.concurrent.atomic.AtomicLong> backfilled = new java.util.concurrent.ConcurrentHashMap<>();
 
   public GlobalIndexes(Cluster cluster, Transactions txns) {
     this.cluster = cluster;
@@ -283,6 +285,8 @@ public final class GlobalIndexes {
    */
   public long backfill(Table table, IndexDef index) {
     String indexTable = index.globalTable(table.name());
+    java.util.concurrent.atomic.AtomicLong progress = new java.util.concurrent.atomic.AtomicLong();
+    backfilled.put(index.id(), progress);
     long rows = 0;
     ByteString token = ByteString.EMPTY;
     do {
@@ -293,15 +297,23 @@ public final class GlobalIndexes {
         batch.add(row);
         if (batch.size() == BACKFILL_ROWS) {
           rows += backfillBatch(table, index, indexTable, batch);
+          progress.set(rows);
           batch.clear();
         }
       }
       if (!batch.isEmpty()) {
         rows += backfillBatch(table, index, indexTable, batch);
+        progress.set(rows);
       }
       token = page.getNextPageToken();
     } while (!token.isEmpty());
     return rows;
+  }
+
+  /** Rows the last backfill of {@code indexId} run here indexed (so far, if it runs still); 0 if none ran here. */
+  public long backfilled(long indexId) {
+    java.util.concurrent.atomic.AtomicLong n = backfilled.get(indexId);
+    return n == null ? 0 : n.get();
   }
 
   private long backfillBatch(Table table, IndexDef index, String indexTable, List<KeyValue> rows) {

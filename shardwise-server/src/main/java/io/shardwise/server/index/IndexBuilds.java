@@ -40,6 +40,7 @@ public final class IndexBuilds implements AutoCloseable {
   /** Global indexes whose earlier writes have drained here (by index id), this process's run. */
   private final Set<Long> drained = ConcurrentHashMap.newKeySet();
   private volatile GlobalIndexFence fence;
+  private volatile GlobalIndexes globals;
   private volatile ShardMap last;
 
   public IndexBuilds(ShardStore store, String node) {
@@ -73,9 +74,13 @@ public final class IndexBuilds implements AutoCloseable {
     }
   }
 
-  /** The fence this node's writes pass (none yet: no write has been taken, nothing to drain). */
-  public void fenceWith(GlobalIndexFence fence) {
+  /**
+   * The fence this node's writes pass (none yet: no write has been taken, nothing to drain), and
+   * its side of global indexes (the rows a backfill run here has indexed, reported with the index).
+   */
+  public void attach(GlobalIndexFence fence, GlobalIndexes globals) {
     this.fence = fence;
+    this.globals = globals;
   }
 
   /**
@@ -146,8 +151,9 @@ public final class IndexBuilds implements AutoCloseable {
     if (map != null) {
       for (Table t : map.tables().values()) {
         for (IndexDef i : t.globalIndexes()) {
+          GlobalIndexes g = globals;
           out.add(IndexBuild.newBuilder().setTableId(t.id()).setIndexId(i.id()).setBuilt(i.state() == IndexDef.State.READY
-              || drained.contains(i.id())).build());
+              || drained.contains(i.id())).setRows(g == null ? 0 : g.backfilled(i.id())).build());
         }
       }
     }

@@ -190,7 +190,7 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(() -> purgeTombstones(tombstoneGrace), tombstonesEvery, tombstonesEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
     data = new DataServiceImpl(ctx, tables, config.txnTimeout());
-    indexBuilds.fenceWith(data.indexFence());
+    indexBuilds.attach(data.indexFence(), data.globalIndexes());
     cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),

@@ -301,6 +301,7 @@ class GlobalIndexTest {
       assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "", 0)).satisfies(e ->
           assertThat(((ShardwiseException) e).code()).isEqualTo(Status.Code.ALREADY_EXISTS));
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
+      assertThat(client.indexes("docs").get(0).rowsIndexed()).as("the backfill's progress, as the controller reports it").isEqualTo(300);
       assertExact(client, "docs", 1);
       assertThat(client.query("docs", "color = 'c3'", 1_000, Duration.ofSeconds(5)).rows()).hasSize(43);
 
