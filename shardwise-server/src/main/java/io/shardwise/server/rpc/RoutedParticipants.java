@@ -38,57 +38,6 @@ final class RoutedParticipants implements Participants {
     return prepared(data.prepare(b.build()));
   }
 
-  /** Each table's part routed at once (a part of each table is itself one batch, its owners reached at once). */
-  @Override
-  public List<Prepared> prepareTables(List<String> tables, List<List<TxnItem>> parts, byte[] txnId, byte[] meta) {
-    if (tables.size() == 1) {
-      return List.of(prepare(tables.get(0), parts.get(0), txnId, meta));
-    }
-    List<java.util.concurrent.Future<Prepared>> sent = new java.util.ArrayList<>(tables.size());
-    for (int i = 1; i < tables.size(); i++) {
-      int t = i;
-      sent.add(Inline.BLOCKING.submit(() -> prepare(tables.get(t), parts.get(t), txnId, meta)));
-    }
-    List<Prepared> out = new java.util.ArrayList<>(tables.size());
-    try {
-      out.add(prepare(tables.get(0), parts.get(0), txnId, meta)); // this thread's share meanwhile
-    } finally {
-      for (java.util.concurrent.Future<Prepared> f : sent) {
-        out.add(await(f)); // every one waited for, even after a failure: none is left writing intents unseen
-      }
-    }
-    return out;
-  }
-
-  @Override
-  public List<String> resolveTables(java.util.Map<String, List<Key>> keys, byte[] txnId, boolean commit) {
-    if (keys.size() == 1) {
-      return Participants.super.resolveTables(keys, txnId, commit);
-    }
-    java.util.Map<String, java.util.concurrent.Future<?>> sent = new java.util.LinkedHashMap<>();
-    keys.forEach((table, k) -> sent.put(table, Inline.BLOCKING.submit(() -> resolve(table, k, txnId, commit))));
-    List<String> failed = new java.util.ArrayList<>();
-    sent.forEach((table, f) -> {
-      try {
-        await(f);
-      } catch (RuntimeException e) {
-        failed.add(table);
-      }
-    });
-    return failed;
-  }
-
-  private static <T> T await(java.util.concurrent.Future<T> f) {
-    try {
-      return f.get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw io.grpc.Status.CANCELLED.withDescription("interrupted while a transaction's tables answered").asRuntimeException();
-    } catch (java.util.concurrent.ExecutionException e) {
-      throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
-    }
-  }
-
   private static Prepared prepared(TxnPrepareResponse r) {
     if (r.getFailedItem() < 0) {
       long[] versions = new long[r.getVersionsCount()];

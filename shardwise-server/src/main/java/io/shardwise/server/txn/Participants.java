@@ -21,36 +21,6 @@ public interface Participants {
    */
   Prepared prepare(String table, List<TxnItem> items, byte[] txnId, byte[] meta);
 
-  /**
-   * {@link #prepare} of each table's part ({@code parts.get(i)} of {@code tables.get(i)}), the tables
-   * at once where the caller can; the answers in the same order. A failure of any throws (the
-   * coordinator aborts; intents written by the others are resolved with the rest).
-   */
-  default List<Prepared> prepareTables(List<String> tables, List<List<TxnItem>> parts, byte[] txnId, byte[] meta) {
-    List<Prepared> out = new java.util.ArrayList<>(tables.size());
-    for (int i = 0; i < tables.size(); i++) {
-      out.add(prepare(tables.get(i), parts.get(i), txnId, meta));
-    }
-    return out;
-  }
-
-  /**
-   * {@link #resolve} of each table's keys, the tables at once where the caller can; one table's
-   * failure does not stop the others. Returns the tables whose resolution failed (their intents are
-   * resolved by whoever meets them).
-   */
-  default List<String> resolveTables(java.util.Map<String, List<Key>> keys, byte[] txnId, boolean commit) {
-    List<String> failed = new java.util.ArrayList<>();
-    for (java.util.Map.Entry<String, List<Key>> e : keys.entrySet()) {
-      try {
-        resolve(e.getKey(), e.getValue(), txnId, commit);
-      } catch (RuntimeException failure) {
-        failed.add(e.getKey());
-      }
-    }
-    return failed;
-  }
-
   /** True if, by this process's map, every item lies in one shard: a hint ({@link #onePhase} checks it where it applies). */
   boolean oneShard(List<TxnItem> items);
 

@@ -201,55 +201,39 @@ public final class Transactions {
     for (int i = 0; i < items.size(); i++) {
       byTable.computeIfAbsent(items.get(i).table(), t -> new ArrayList<>()).add(i);
     }
-    // Every table's part at once; a part refused by another transaction's intent is prepared again
-    // (alone, or with the others refused in the same round) once the holder is decided or has gone.
-    List<String> tables = new ArrayList<>(byTable.keySet());
     Backoff backoff = new Backoff(clock);
-    while (!tables.isEmpty()) {
-      if (clock.millis() > deadline) {
-        return abort(id, begun.aborted("the deadline passed while preparing"));
-      }
-      List<List<TxnItem>> parts = new ArrayList<>();
-      for (String table : tables) {
-        List<TxnItem> part = new ArrayList<>();
-        byTable.get(table).forEach(i -> part.add(items.get(i)));
-        parts.add(part);
-      }
-      List<Participants.Prepared> answers;
-      try {
-        answers = shards.prepareTables(tables, parts, token, meta);
-      } catch (RuntimeException e) {
-        return abort(id, begun.aborted("a shard could not prepare: " + e.getMessage()));
-      }
-      List<String> again = new ArrayList<>();
-      boolean wait = false;
-      for (int t = 0; t < tables.size(); t++) {
-        List<Integer> group = byTable.get(tables.get(t));
-        Participants.Prepared p = answers.get(t);
-        if (p.ok()) {
-          for (int j = 0; j < group.size(); j++) {
-            versions[group.get(j)] = p.versions()[j];
-          }
-          continue;
+    for (Map.Entry<String, List<Integer>> group : byTable.entrySet()) {
+      List<TxnItem> part = new ArrayList<>();
+      group.getValue().forEach(i -> part.add(items.get(i)));
+      while (true) {
+        if (clock.millis() > deadline) {
+          return abort(id, begun.aborted("the deadline passed while preparing"));
         }
-        int item = group.get(p.failedItem());
+        Participants.Prepared p;
+        try {
+          p = shards.prepare(group.getKey(), part, token, meta);
+        } catch (RuntimeException e) {
+          return abort(id, begun.aborted("a shard could not prepare: " + e.getMessage()));
+        }
+        if (p.ok()) {
+          for (int j = 0; j < part.size(); j++) {
+            versions[group.getValue().get(j)] = p.versions()[j];
+          }
+          break;
+        }
+        int item = group.getValue().get(p.failedItem());
         if (p.conditionFailed()) {
           return abort(id, begun.cancelled(item, p.currentVersion()));
         }
         TxnMeta holder = TxnMeta.decode(p.holderMeta());
-        again.add(tables.get(t));
         if (resolveLock(p.holderTxnId(), holder, items.get(item).table(), items.get(item).key())) {
           continue; // the holder was decided and its intents resolved: prepare again
         }
         if (older(holder.priority(), p.holderTxnId(), priority, token)) {
           return abort(id, begun.aborted("item " + item + " is locked by an older transaction"));
         }
-        wait = true; // we are older: wait for the younger holder to finish
+        backoff.pause(); // we are older: wait for the younger holder to finish
       }
-      if (wait) {
-        backoff.pause();
-      }
-      tables = again;
     }
 
     phases.prepared(id.toString());
@@ -468,11 +452,17 @@ public final class Transactions {
     boolean commit = decided.state() == TxnRecord.State.COMMITTED;
     Map<String, List<Key>> byTable = new LinkedHashMap<>();
     decided.keys().forEach(k -> byTable.computeIfAbsent(k.table(), t -> new ArrayList<>()).add(k.key()));
-    List<String> failed = shards.resolveTables(byTable, txnId, commit);
-    if (!failed.isEmpty()) {
-      LOG.debug("resolving the intents of {} in {} failed; they are resolved when met", printable(txnId), failed);
+    boolean all = true;
+    for (Map.Entry<String, List<Key>> e : byTable.entrySet()) {
+      try {
+        shards.resolve(e.getKey(), e.getValue(), txnId, commit);
+      } catch (RuntimeException failure) {
+        all = false;
+        LOG.debug("resolving the intents of {} in {} failed ({}); they are resolved when met", printable(txnId), e.getKey(),
+            failure.getMessage());
+      }
     }
-    return failed.isEmpty();
+    return all;
   }
 
   // ------------------------------------------------------------------ purging records
