@@ -109,8 +109,8 @@ final class IndexCommand {
   }
 
   @Command(name = "check", mixinStandardHelpOptions = true,
-      description = {"The consistency checker: on every node, each local index of the table compared with the node's rows (all read);",
-          "each ready global index's table compared with every row of the table (NODE 'global').",
+      description = {"The consistency checker: each index of the table compared with the rows (all read).",
+          "Each local index on every node against the node's rows; each ready global index's table against every row (NODE 'global').",
           "Exit code 0 when every entry matches a row and every row has its entries, on every node; 1 otherwise."})
   static final class Check implements Callable<Integer> {
     @Spec CommandSpec spec;
