@@ -87,12 +87,15 @@ public final class GlobalIndexes {
 
   private final Cluster cluster;
   private final Transactions txns;
+  /** Runs a batch's transactions at once (each blocks its thread while its shards answer). */
+  private final java.util.concurrent.ExecutorService blocking;
   /** Rows the backfills run here have indexed so far, by index id (this process's runs; the controller runs them). */
   private final java.util.Map<Long, java.util.concurrent.atomic.AtomicLong> backfilled = new java.util.concurrent.ConcurrentHashMap<>();
 
-  public GlobalIndexes(Cluster cluster, Transactions txns) {
+  public GlobalIndexes(Cluster cluster, Transactions txns, java.util.concurrent.ExecutorService blocking) {
     this.cluster = cluster;
     this.txns = txns;
+    this.blocking = blocking;
   }
 
   /** True if {@code table} has a global index (building or ready): its writes are planned here. */
@@ -156,6 +159,84 @@ public final class GlobalIndexes {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw io.grpc.Status.CANCELLED.withDescription("interrupted while a write waited to try again").asRuntimeException();
+    }
+  }
+
+  /**
+   * A put or a delete of a row of a globally indexed table, with its entries ({@link #transact}):
+   * returns the version it wrote (a delete: the tombstone's, or 0 if the row was absent).
+   *
+   * @param writeId the caller's write id (null: none): a retry under it answers the first outcome
+   * @throws io.grpc.StatusRuntimeException VERSION_MISMATCH for the caller's condition; ABORTED after
+   *     conflicts on every attempt; UNAVAILABLE if the outcome is not known (retry under the same write id)
+   */
+  public long write(TxnItem item, byte[] writeId) {
+    return written(List.of(item), writeId)[0];
+  }
+
+  /**
+   * A batch of puts of a globally indexed table: its rows in transactions of as many rows as fit
+   * with their entries ({@link Transactions#MAX_ITEMS}), run at once, each atomic — a batch is atomic
+   * per transaction, as a plain batch is per shard. Returns each row's version.
+   *
+   * @param writeIds one per row, or none: the rows of one transaction are retried as one under a
+   *     token made of their ids
+   */
+  public long[] batch(String table, List<Key> keys, List<byte[]> values, List<byte[]> writeIds) {
+    Table t = cluster.map().table(table).orElseThrow(() -> Errors.noSuchTable(table, cluster.map().epoch()));
+    int rows = Math.max(1, Transactions.MAX_ITEMS / (1 + 2 * t.globalIndexes().size()));
+    long[] versions = new long[keys.size()];
+    List<java.util.concurrent.Future<?>> chunks = new ArrayList<>();
+    for (int from = 0; from < keys.size(); from += rows) {
+      int start = from;
+      int end = Math.min(keys.size(), from + rows);
+      chunks.add(blocking.submit(() -> {
+        List<TxnItem> items = new ArrayList<>(end - start);
+        com.google.common.hash.Hasher token = com.google.common.hash.Hashing.murmur3_128().newHasher();
+        for (int i = start; i < end; i++) {
+          items.add(TxnItem.put(table, keys.get(i), values.get(i)));
+          if (!writeIds.isEmpty()) {
+            token.putInt(writeIds.get(i).length).putBytes(writeIds.get(i));
+          }
+        }
+        long[] written = written(items, writeIds.isEmpty() ? null : token.hash().asBytes());
+        System.arraycopy(written, 0, versions, start, written.length);
+      }));
+    }
+    RuntimeException failed = null;
+    for (java.util.concurrent.Future<?> f : chunks) {
+      try {
+        f.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw io.grpc.Status.CANCELLED.withDescription("interrupted while a batch's transactions ran").asRuntimeException();
+      } catch (java.util.concurrent.ExecutionException e) {
+        failed = failed != null ? failed : e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+      }
+    }
+    if (failed != null) {
+      throw failed; // once every transaction has ended: none still writes when the caller hears of the failure
+    }
+    return versions;
+  }
+
+  /** {@link #transact} of a write's items (retrying conflicts), its outcome as versions or a status. */
+  private long[] written(List<TxnItem> items, byte[] writeId) {
+    TxnOutcome o = transact(items, writeId == null ? new byte[0] : writeId, 0, true);
+    switch (o.status()) {
+      case COMMITTED:
+        return o.versions();
+      case CANCELLED: {
+        TxnOutcome.Cancellation c = o.cancellations().get(0);
+        throw Errors.versionMismatch("item " + c.item() + ": expected version " + items.get(c.item()).expectedVersion() + ", found "
+            + c.currentVersion(), c.currentVersion());
+      }
+      case ABORTED:
+        throw io.grpc.Status.ABORTED.withDescription("the write of a globally indexed row met a conflict: retry (" + o.message() + ")")
+            .asRuntimeException();
+      default:
+        throw io.grpc.Status.UNAVAILABLE.withDescription("the outcome of the indexed write is not known yet (" + o + "): retry with the same"
+            + " write id").asRuntimeException();
     }
   }
 

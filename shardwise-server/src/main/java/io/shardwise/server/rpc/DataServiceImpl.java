@@ -139,7 +139,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         batchGetAtLeaders(b.build(), keys, results);
         return List.of(results);
       }
-    }, txns);
+    }, txns, Inline.BLOCKING);
     this.indexes = new io.shardwise.server.index.IndexAdmin(ctx, tables, globals);
     this.requests = new RequestMetrics(ctx.metrics());
     this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
@@ -259,9 +259,10 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       writableByUser(request.getTable());
       java.util.function.Supplier<PutResponse> indexed = () -> {
         long expected = request.getConditional() ? request.getExpectedVersion() : io.shardwise.core.txn.TxnItem.ANY;
-        io.shardwise.core.txn.TxnOutcome o = indexedWrite(List.of(new io.shardwise.core.txn.TxnItem(request.getTable(), key,
-            io.shardwise.core.txn.TxnItem.Op.PUT, request.getValue().toByteArray(), expected)), requestId);
-        return PutResponse.newBuilder().setHeader(header(ctx.map().current(), 1 + o.versions().length)).setVersion(o.versions()[0]).build();
+        Inline.mayBlock();
+        long version = globals.write(new io.shardwise.core.txn.TxnItem(request.getTable(), key, io.shardwise.core.txn.TxnItem.Op.PUT,
+            request.getValue().toByteArray(), expected), requestId);
+        return PutResponse.newBuilder().setHeader(header(ctx.map().current(), 1)).setVersion(version).build();
       };
       if (!counter && globallyIndexed(request.getHeader(), request.getTable())) {
         return indexed.get();
@@ -299,6 +300,21 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
   }
 
+  /** A batch of a globally indexed table, through its indexes ({@link io.shardwise.server.index.GlobalIndexes#batch}). */
+  private BatchPutResponse indexedBatch(BatchPutRequest request, List<Key> keys) {
+    Inline.mayBlock();
+    List<byte[]> values = new ArrayList<>(keys.size());
+    request.getEntriesList().forEach(e -> values.add(e.getValue().toByteArray()));
+    List<byte[]> ids = new ArrayList<>(request.getRequestIdsCount());
+    request.getRequestIdsList().forEach(id -> ids.add(id.toByteArray()));
+    long[] versions = globals.batch(request.getTable(), keys, values, ids);
+    BatchPutResponse.Builder b = BatchPutResponse.newBuilder().setHeader(header(ctx.map().current(), 1));
+    for (long v : versions) {
+      b.addVersions(v);
+    }
+    return b.build();
+  }
+
   /** True if, by this node's map, {@code table} has a global index: its writes are planned with their entries. */
   private boolean globallyIndexed(RequestHeader h, String table) {
     ShardMap map = mapFor(h);
@@ -325,31 +341,6 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
     Inline.mayBlock();
     ctx.map().await(Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L), CATCH_UP);
-  }
-
-  /**
-   * Writes {@code items} (a put, a delete, a batch's chunk) with the entries of their tables' global
-   * indexes, as one transaction; a refused condition of the caller's is VERSION_MISMATCH, an outcome
-   * not reached is UNAVAILABLE (retry under the same write id: a retry answers the first outcome).
-   */
-  private io.shardwise.core.txn.TxnOutcome indexedWrite(List<io.shardwise.core.txn.TxnItem> items, byte[] requestId) {
-    Inline.mayBlock();
-    io.shardwise.core.txn.TxnOutcome o = globals.transact(items, requestId == null ? new byte[0] : requestId, 0, true);
-    switch (o.status()) {
-      case COMMITTED:
-        return o;
-      case CANCELLED: {
-        io.shardwise.core.txn.TxnOutcome.Cancellation c = o.cancellations().get(0);
-        throw Errors.versionMismatch("item " + c.item() + ": expected version " + items.get(c.item()).expectedVersion() + ", found "
-            + c.currentVersion(), c.currentVersion());
-      }
-      case ABORTED:
-        throw Status.ABORTED.withDescription("the write of a globally indexed row met a conflict: retry (" + o.message() + ")")
-            .asRuntimeException();
-      default:
-        throw Status.UNAVAILABLE.withDescription("the outcome of the indexed write is not known yet (" + o + "): retry with the same write id")
-            .asRuntimeException();
-    }
   }
 
   @Override
@@ -417,9 +408,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       byte[] requestId = requestId(request.getHeader().getRequestId());
       writableByUser(request.getTable());
       java.util.function.Supplier<DeleteResponse> indexed = () -> {
-        io.shardwise.core.txn.TxnOutcome o = indexedWrite(List.of(io.shardwise.core.txn.TxnItem.delete(request.getTable(), key)), requestId);
-        return DeleteResponse.newBuilder().setHeader(header(ctx.map().current(), 1 + o.versions().length)).setDeleted(o.versions()[0] > 0)
-            .build();
+        Inline.mayBlock();
+        long version = globals.write(io.shardwise.core.txn.TxnItem.delete(request.getTable(), key), requestId);
+        return DeleteResponse.newBuilder().setHeader(header(ctx.map().current(), 1)).setDeleted(version > 0).build();
       };
       if (globallyIndexed(request.getHeader(), request.getTable())) {
         return indexed.get();
@@ -538,50 +529,6 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
       return b.build();
     });
-  }
-
-  /**
-   * A batch of a globally indexed table: its rows in transactions of as many rows as fit with their
-   * entries ({@link io.shardwise.server.txn.Transactions#MAX_ITEMS}), each atomic; a batch is atomic
-   * per transaction, as a plain batch is per shard. Write ids make each row's write its own retry.
-   */
-  private BatchPutResponse indexedBatch(BatchPutRequest request, List<Key> keys) {
-    Inline.mayBlock();
-    Table table = ctx.map().current().table(request.getTable()).orElseThrow();
-    int perRow = 1 + 2 * table.globalIndexes().size();
-    int rows = Math.max(1, io.shardwise.server.txn.Transactions.MAX_ITEMS / perRow);
-    long[] versions = new long[keys.size()];
-    List<java.util.concurrent.Future<?>> chunks = new ArrayList<>();
-    for (int from = 0; from < keys.size(); from += rows) {
-      int start = from;
-      int end = Math.min(keys.size(), from + rows);
-      chunks.add(Inline.BLOCKING.submit(() -> {
-        List<io.shardwise.core.txn.TxnItem> items = new ArrayList<>();
-        for (int i = start; i < end; i++) {
-          items.add(io.shardwise.core.txn.TxnItem.put(request.getTable(), keys.get(i), request.getEntries(i).getValue().toByteArray()));
-        }
-        byte[] token = request.getRequestIdsCount() == 0 ? null : batchToken(request.getRequestIdsList().subList(start, end));
-        io.shardwise.core.txn.TxnOutcome o = indexedWrite(items, token);
-        for (int i = start; i < end; i++) {
-          versions[i] = o.versions()[i - start];
-        }
-      }));
-    }
-    for (java.util.concurrent.Future<?> f : chunks) {
-      awaitSent(f);
-    }
-    BatchPutResponse.Builder b = BatchPutResponse.newBuilder().setHeader(header(ctx.map().current(), chunks.size()));
-    for (long v : versions) {
-      b.addVersions(v);
-    }
-    return b.build();
-  }
-
-  /** One token for a chunk of a batch, from its rows' write ids: the same ids give the same token. */
-  private static byte[] batchToken(List<ByteString> ids) {
-    com.google.common.hash.Hasher h = com.google.common.hash.Hashing.murmur3_128().newHasher();
-    ids.forEach(id -> h.putInt(id.size()).putBytes(id.toByteArray()));
-    return h.hash().asBytes();
   }
 
   @Override
