@@ -14,6 +14,7 @@ import io.shardwise.client.ShardwiseException;
 import io.shardwise.client.TableSpec;
 import io.shardwise.core.doc.ValueFormat;
 import io.shardwise.core.key.Key;
+import io.shardwise.core.map.Table;
 import io.shardwise.core.txn.TxnItem;
 import io.shardwise.core.txn.TxnOutcome;
 import io.shardwise.server.rpc.Limits;
@@ -188,6 +189,50 @@ class GlobalIndexTest {
       assertThat(cancelled).as("the callers' conditions were tried both ways").isPositive();
       assertExact(client, "fleet", 2);
       LocalIndexTest.assertQueriesMatchAScan(client, "fleet");
+    }
+  }
+
+  /**
+   * The fence, on a real cluster: a put routed to its shard on a map without the index is parked
+   * there (a test hook) while the index is created, drained, backfilled and marked ready; released,
+   * it must not land as a plain write (its entry would be missing for good) — its owner refuses it,
+   * and it is planned again through the index.
+   */
+  @Test
+  void aWriteRoutedBeforeTheIndexExistedAndLandingAfterItsBackfillIsIndexed() throws Exception {
+    CutoverFenceTest.ParkOneWrite hook = new CutoverFenceTest.ParkOneWrite();
+    try (TestCluster cluster = new TestCluster(dir, 0, Limits.DEFAULT)) {
+      cluster.nodes.add(cluster.startNode(1, c -> c.withHooks(hook)));
+      cluster.nodes.add(cluster.startNode(2));
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("late", TableSpec.builder("hashrange").shards(2).replicas(1).format(ValueFormat.JSON).build());
+      ShardwiseNode n1 = cluster.node("n1");
+      Table table = n1.map().table("late").orElseThrow();
+      Key key = null;
+      for (int i = 0; key == null; i++) {
+        Key k = Key.of("row-" + i);
+        if (table.shardFor(k.partitionKey()).owner().equals(n1.id())) {
+          key = k;
+        }
+      }
+      for (int i = 0; i < 50; i++) {
+        client.put("late", Key.of("other-" + i), "{\"color\": \"blue\"}".getBytes(StandardCharsets.UTF_8));
+      }
+      hook.target.set(io.shardwise.server.storage.ShardRef.of(table, table.shardFor(key.partitionKey()).id().number()));
+      Key parkedKey = key;
+      java.util.concurrent.CompletableFuture<Long> parked = java.util.concurrent.CompletableFuture.supplyAsync(
+          () -> client.put("late", parkedKey, "{\"color\": \"red\"}".getBytes(StandardCharsets.UTF_8)));
+      assertThat(hook.parked.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("the put was routed to n1's shard").isTrue();
+
+      client.createGlobalIndex("late", "color", "", 2);
+      await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("late").get(0).ready()); // backfilled without the parked row
+      hook.release.countDown();
+      assertThat(parked.get(30, java.util.concurrent.TimeUnit.SECONDS)).isPositive();
+
+      assertExact(client, "late", 1);
+      QueryResult red = client.query("late", "color = 'red'", 100, Duration.ofSeconds(5));
+      assertThat(red.plan().index()).isEqualTo("color (global index): color = 'red'");
+      assertThat(red.rows()).singleElement().satisfies(kv -> assertThat(kv.key()).isEqualTo(parkedKey));
     }
   }
 
