@@ -168,8 +168,9 @@ final class TableCommand {
         Output.json(out, Output.object().set("tables", array));
       } else {
         List<List<String>> rows = new ArrayList<>();
-        tables.forEach(t -> rows.add(List.of(t.name(), t.spec().strategy(), t.spec().hash().orElse("-"), Integer.toString(t.shards().size()))));
-        Output.table(out, List.of("TABLE", "STRATEGY", "HASH", "SHARDS"), rows);
+        tables.forEach(t -> rows.add(List.of(t.name(), t.spec().strategy(), t.spec().hash().orElse("-"), Integer.toString(t.shards().size()),
+            io.shardwise.core.map.Tables.indexTable(t.name()) ? "global index of " + io.shardwise.core.map.Tables.indexedTable(t.name()) : "")));
+        Output.table(out, List.of("TABLE", "STRATEGY", "HASH", "SHARDS", ""), rows);
       }
       return Main.EXIT_OK;
     }

@@ -346,6 +346,7 @@ class MultiProcessIT {
     assertThat(throughGlobal.out()).contains("car-1").contains("1 row")
         .contains("plan: index on color (global index): color = 'red': posting lists from 1 index shard, then the rows they name fetched by"
             + " key from 1 data shard");
+    assertThat(cli("table", "list").out()).containsPattern("docs\\.color\\s+hashrange.*global index of docs");
     ServerProcesses.Result direct = cli("kv", "put", "docs.color", "x", "y");
     assertThat(direct.exit()).isNotZero();
     assertThat(direct.err()).contains("written by the index only");
