@@ -53,8 +53,11 @@ import org.slf4j.LoggerFactory;
  * was indexed by its own write, and is read again.
  *
  * <p><b>Queries</b> ({@link #query}) read each probe's posting list from the index shards (one
- * partition for an equality), then fetch the rows they name from their shards by key — the fan-out
- * for rows the seeds point at — and check each against the whole condition.
+ * partition for an equality; an AND of equalities intersects their lists, shipping a short list to
+ * a long one's shard), then fetch the rows they name from their shards by key — the fan-out for
+ * rows the seeds point at — and check each against the whole condition.
+ *
+ * <p>Thread-safe; every call blocks its thread while shards answer.
  */
 public final class GlobalIndexes {
 
