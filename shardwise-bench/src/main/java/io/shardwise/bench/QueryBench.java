@@ -31,7 +31,20 @@ import org.HdrHistogram.Recorder;
  */
 public final class QueryBench {
 
-  public record Options(int documents, int colors, int threads, Duration duration, Duration warmup, List<Integer> shardCounts, int replicas) {}
+  /**
+   * @param mixes read percentages of the mixed runs (queries and writes by the same threads), on the
+   *     table of the most shards, through each index in turn; none: no mixed runs
+   */
+  public record Options(int documents, int colors, int threads, Duration duration, Duration warmup, List<Integer> shardCounts, int replicas,
+      List<Integer> mixes) {}
+
+  /** A mixed run: {@code readPercent} of the operations queries, the rest puts, through one index (ops per second, both kinds). */
+  public record Mix(String access, int shards, int readPercent, long operations, double seconds) {
+
+    public double operationsPerSecond() {
+      return operations / seconds;
+    }
+  }
 
   /** The figures of one table's queries by one access path ("scan" or "local index"; latencies in microseconds). */
   public record Result(String access, int shards, long queries, long failed, double seconds, long p50, long p99, double rowsPerQuery,
@@ -77,12 +90,14 @@ public final class QueryBench {
     }
   }
 
-  /** Queries by scan, then by local index; and the writes' cost without and with the index. */
-  public record Report(List<Result> queries, List<WriteCost> writes) {}
+  /** Queries by scan, then by local index, then by global index; the writes' cost without and with each; the mixed runs. */
+  public record Report(List<Result> queries, List<WriteCost> writes, List<Mix> mixes) {}
 
   public static Report run(ShardwiseClient client, Options o) throws Exception {
     List<Result> queries = new ArrayList<>();
     List<WriteCost> writes = new ArrayList<>();
+    List<Mix> mixes = new ArrayList<>();
+    int widest = o.shardCounts().stream().mapToInt(Integer::intValue).max().orElseThrow();
     for (int shards : o.shardCounts()) {
       queries.add(queries(client, o, shards, "scan"));
       writes.add(writes(client, o, shards, "none"));
@@ -95,6 +110,9 @@ public final class QueryBench {
       queries.add(queries(client, o, shards, "local index"));
       writes.add(writes(client, o, shards, "color (local)"));
     }
+    for (int percent : o.mixes()) {
+      mixes.add(mix(client, o, widest, "local index", percent));
+    }
     for (int shards : o.shardCounts()) {
       client.dropIndex(table(shards), "color");
       client.createGlobalIndex(table(shards), "color", "hashrange", 0);
@@ -104,7 +122,10 @@ public final class QueryBench {
       queries.add(queries(client, o, shards, "global index"));
       writes.add(writes(client, o, shards, "color (global)"));
     }
-    return new Report(queries, writes);
+    for (int percent : o.mixes()) {
+      mixes.add(mix(client, o, widest, "global index", percent));
+    }
+    return new Report(queries, writes, mixes);
   }
 
   private static void awaitReady(ShardwiseClient client, Options o) throws InterruptedException {
@@ -149,6 +170,29 @@ public final class QueryBench {
     });
     Histogram h = latencies.getIntervalHistogram();
     return new WriteCost(shards, indexes, puts.sum(), seconds, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+  }
+
+  /** {@code readPercent} of the operations queries ({@code color = 'cN'}), the rest puts changing a document's color, by the same threads. */
+  private static Mix mix(ShardwiseClient client, Options o, int shards, String access, int readPercent) throws Exception {
+    String table = table(shards);
+    LongAdder operations = new LongAdder();
+    Runnable op = () -> {
+      ThreadLocalRandom random = ThreadLocalRandom.current();
+      if (random.nextInt(100) < readPercent) {
+        client.query(table, "color = 'c" + random.nextInt(o.colors()) + "'", 10_000, Duration.ofSeconds(10));
+      } else {
+        int d = random.nextInt(o.documents());
+        client.put(table, Key.of(KeySpace.keyName(d)), ("{\"color\": \"c" + random.nextInt(o.colors()) + "\", \"n\": " + d
+            + ", \"pad\": \"" + "x".repeat(40) + "\"}").getBytes(StandardCharsets.UTF_8));
+      }
+      operations.increment();
+    };
+    if (!o.warmup().isZero()) {
+      ForDuration.run(o.threads(), o.warmup().dividedBy(2), op);
+      operations.reset();
+    }
+    double seconds = ForDuration.run(o.threads(), o.duration().dividedBy(2), op);
+    return new Mix(access, shards, readPercent, operations.sum(), seconds);
   }
 
   private static Result runOne(ShardwiseClient client, Options o, int shards, Duration duration, String access) throws Exception {

@@ -66,6 +66,11 @@ final class BenchCommand implements Callable<Integer> {
       description = "--workload query: the tables' shard counts, in order. Default: ${DEFAULT-VALUE}.")
   List<Integer> queryShards;
 
+  @Option(names = "--query-mixes", paramLabel = "PCT,PCT...", split = ",", defaultValue = "99,90,50,10",
+      description = "--workload query: read percentages of the mixed runs (queries and puts by the same threads) through each index, on"
+          + " the table of the most shards; 0 runs none. Default: ${DEFAULT-VALUE}.")
+  List<Integer> queryMixes;
+
   @Option(names = "--query-colors", paramLabel = "N", defaultValue = "20",
       description = "--workload query: distinct values of the queried field (a query matches 1 in N documents). Default: ${DEFAULT-VALUE}.")
   int queryColors;
@@ -219,6 +224,10 @@ final class BenchCommand implements Callable<Integer> {
       TableCommand.inRange("--query-shards", n, 1, io.shardwise.server.rpc.TableAdmin.MAX_SHARDS);
     }
     TableCommand.inRange("--query-colors", queryColors, 1, 1_000_000);
+    List<Integer> mixes = queryMixes.equals(List.of(0)) ? List.of() : queryMixes;
+    for (int pct : mixes) {
+      TableCommand.inRange("--query-mixes", pct, 1, 99);
+    }
     if (records < 1 || records > 10_000_000) {
       throw new IllegalArgumentException("--workload query: --records (documents) is 1 to 10,000,000, not " + records);
     }
@@ -229,7 +238,8 @@ final class BenchCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--dev starts its own cluster; leave out --zk and --router");
     }
     QueryBench.Options options = new QueryBench.Options((int) records, queryColors, threads, Durations.parse("--duration", duration),
-        Durations.parse("--warmup", warmup), queryShards, TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR));
+        Durations.parse("--warmup", warmup), queryShards, TableCommand.inRange("--replicas", replicas, 1, io.shardwise.core.map.Replication.MAX_FACTOR),
+        mixes);
     PrintWriter out = spec.commandLine().getOut();
     QueryBench.Report report = onCluster(client -> {
       QueryBench.load(client, options);
@@ -242,6 +252,11 @@ final class BenchCommand implements Callable<Integer> {
         a.addObject().put("access", r.access()).put("shards", r.shards()).put("queries", r.queries()).put("incomplete", r.failed())
             .put("queries_per_second", r.queriesPerSecond()).put("p50_micros", r.p50()).put("p99_micros", r.p99())
             .put("rows_per_query", r.rowsPerQuery()).put("examined_per_query", r.examinedPerQuery()).put("shards_per_query", r.shardsPerQuery());
+      }
+      com.fasterxml.jackson.databind.node.ArrayNode m = o.putArray("mixes");
+      for (QueryBench.Mix x : report.mixes()) {
+        m.addObject().put("access", x.access()).put("shards", x.shards()).put("read_percent", x.readPercent())
+            .put("operations_per_second", x.operationsPerSecond());
       }
       com.fasterxml.jackson.databind.node.ArrayNode w = o.putArray("writes");
       for (QueryBench.WriteCost c : report.writes()) {
@@ -268,6 +283,14 @@ final class BenchCommand implements Callable<Integer> {
             String.format("%.2f ms", c.p50() / 1000.0), String.format("%.2f ms", c.p99() / 1000.0)));
       }
       Output.table(out, List.of("SHARDS", "INDEXES", "PUTS/S", "P50", "P99"), writes);
+      if (!report.mixes().isEmpty()) {
+        List<List<String>> mixRows = new ArrayList<>();
+        for (QueryBench.Mix x : report.mixes()) {
+          mixRows.add(List.of(x.access(), Integer.toString(x.shards()), x.readPercent() + " : " + (100 - x.readPercent()),
+              String.format("%,.0f", x.operationsPerSecond())));
+        }
+        Output.table(out, List.of("ACCESS", "SHARDS", "READS : WRITES", "OPS/S"), mixRows);
+      }
     }
     return Main.EXIT_OK;
   }
