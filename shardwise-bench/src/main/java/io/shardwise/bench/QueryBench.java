@@ -115,7 +115,7 @@ public final class QueryBench {
     }
     for (int shards : o.shardCounts()) {
       client.dropIndex(table(shards), "color");
-      client.createGlobalIndex(table(shards), "color", "hashrange", 0);
+      client.createGlobalIndex(table(shards), "color", io.shardwise.client.GlobalIndexMode.SYNC, "hashrange", 0);
     }
     awaitReady(client, o);
     for (int shards : o.shardCounts()) {

@@ -2,6 +2,7 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.shardwise.client.GlobalIndexMode;
 import io.shardwise.client.IndexInfo;
 import io.shardwise.client.ShardwiseClient;
 import java.io.PrintWriter;
@@ -27,8 +28,9 @@ final class IndexCommand {
           "Writes maintain it at once, every node indexes the rows it already holds, and queries use it once it is ready",
           "('index status'). A local index keeps its entries beside each shard's rows, written in the same atomic batch:",
           "a query without the partition key still asks every shard. A global index keeps them in a table of its own,",
-          "partitioned by value: a query of one value reads one index shard, then fetches the rows; every write of a row",
-          "changes its entries in the same transaction (never stale; a write costs a two-phase commit)."})
+          "partitioned by value: a query of one value reads one index shard, then fetches the rows. Kept async (the",
+          "default: a write commits in its row's shard alone and its entry follows, lag in 'index status'; query",
+          "--consistent waits for it) or --sync (each write a transaction with its entries: never stale, a two-phase commit)."})
   static final class Create implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin KvCommand.Common common;
@@ -56,16 +58,30 @@ final class IndexCommand {
     @Option(names = "--shards", paramLabel = "N", description = "A global index's shards (hashrange; default one per live node).")
     int shards;
 
+    @picocli.CommandLine.ArgGroup(exclusive = true)
+    Mode mode = new Mode();
+
+    static final class Mode {
+      @Option(names = "--async", description = "A global index kept asynchronously (the default): writes cost their own shard; the index lags.")
+      boolean async;
+
+      @Option(names = "--sync", description = "A global index kept in sync: each write a transaction with its entries; never stale.")
+      boolean sync;
+    }
+
     @Option(names = "--wait", paramLabel = "DURATION", description = "Wait until the index is ready (ms, s, m), printing its progress.")
     String wait;
 
     @Override
     public Integer call() throws InterruptedException {
       ShardwiseClient client = common.cluster.connect();
-      if (!scope.global && (strategy != null || shards != 0)) {
-        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy and --shards are for a global index (--global)");
+      if (!scope.global && (strategy != null || shards != 0 || mode.async || mode.sync)) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy, --shards, --async and --sync are for a global"
+            + " index (--global)");
       }
-      List<IndexInfo> indexes = scope.global ? client.createGlobalIndex(table, field, strategy, shards) : client.createIndex(table, field);
+      List<IndexInfo> indexes = scope.global
+          ? client.createGlobalIndex(table, field, mode.sync ? GlobalIndexMode.SYNC : GlobalIndexMode.ASYNC, strategy, shards)
+          : client.createIndex(table, field);
       String kind = scope.global ? "global" : "local";
       if (wait != null) {
         indexes = awaitReady(client, spec.commandLine().getErr(), table, field, kind, Durations.parse("--wait", wait));
@@ -174,7 +190,10 @@ final class IndexCommand {
         ObjectNode n = list.addObject().put("id", i.id()).put("field", i.field()).put("scope", i.scope()).put("state", i.state())
             .put("replicas", i.replicas()).put("replicas_built", i.replicasBuilt()).put("rows_indexed", i.rowsIndexed());
         if (!i.indexTable().isEmpty()) {
-          n.put("index_table", i.indexTable());
+          n.put("index_table", i.indexTable()).put("mode", i.mode());
+        }
+        if ("async".equals(i.mode())) {
+          n.put("pending_rows", i.pendingRows()).put("lag_millis", i.lagMillis());
         }
         i.buildingOn().forEach(n.putArray("building_on")::add);
       }
@@ -183,11 +202,12 @@ final class IndexCommand {
     }
     List<List<String>> rows = new ArrayList<>();
     for (IndexInfo i : indexes) {
-      rows.add(List.of(i.field(), i.indexTable().isEmpty() ? i.scope() : i.scope() + " (" + i.indexTable() + ")", i.state(),
+      rows.add(List.of(i.field(), i.indexTable().isEmpty() ? i.scope() : i.scope() + " " + i.mode() + " (" + i.indexTable() + ")", i.state(),
           i.replicasBuilt() + " of " + i.replicas(), Output.number(i.rowsIndexed()),
+          "async".equals(i.mode()) ? String.format(java.util.Locale.ROOT, "%,d rows, %,d ms", i.pendingRows(), i.lagMillis()) : "-",
           i.buildingOn().isEmpty() ? "-" : String.join(", ", i.buildingOn())));
     }
-    Output.table(out, List.of("FIELD", "SCOPE", "STATE", "REPLICAS BUILT", "ROWS INDEXED", "BUILDING ON"), rows);
+    Output.table(out, List.of("FIELD", "SCOPE", "STATE", "REPLICAS BUILT", "ROWS INDEXED", "LAG", "BUILDING ON"), rows);
     out.println(indexes.size() + (indexes.size() == 1 ? " index" : " indexes") + " on table " + table);
   }
 }

@@ -46,6 +46,10 @@ final class QueryCommand implements Callable<Integer> {
   @Option(names = "--key", paramLabel = "PK", description = "Only the documents of this partition key: one shard is asked.")
   String partitionKey;
 
+  @Option(names = "--consistent", description = {"Through an async global index: first wait (up to --shard-deadline) until the index shows",
+      "every write acknowledged before the query began. Local and sync global indexes are never stale: no effect."})
+  boolean consistent;
+
   @Option(names = "--explain", description = "Print how the rows were found: the access path, shards asked and missing, rows examined"
       + " and matched, bytes shipped, the slowest shard.")
   boolean explain;
@@ -63,7 +67,7 @@ final class QueryCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--page-token is not a token a query printed");
     }
     QueryResult r = common.cluster.connect().query(table, partitionKey == null ? null : partitionKey.getBytes(StandardCharsets.UTF_8), where,
-        limit, deadline, token);
+        limit, deadline, token, consistent);
     String next = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(r.nextPageToken());
     PrintWriter out = spec.commandLine().getOut();
     if (common.output == OutputFormat.json) {
@@ -87,6 +91,12 @@ final class QueryCommand implements Callable<Integer> {
         plan.put("index", r.plan().index()).put("index_entries", r.plan().indexEntries());
         if (r.plan().indexShards() > 0) {
           plan.put("index_shards", r.plan().indexShards()).put("row_shards", r.plan().rowShards());
+        }
+        if (r.plan().stalePossible()) {
+          plan.put("stale_possible", true);
+        }
+        if (r.plan().consistentWaitMicros() > 0) {
+          plan.put("consistent_wait_micros", r.plan().consistentWaitMicros());
         }
         ArrayNode lists = plan.putArray("posting_lists");
         r.plan().postingLists().forEach(l -> lists.addObject().put("probe", l.probe()).put("entries", l.entries()));
@@ -113,6 +123,12 @@ final class QueryCommand implements Callable<Integer> {
           out.printf(java.util.Locale.ROOT, "  index entries read %,d%n", p.indexEntries());
           for (QueryResult.PostingList l : p.postingLists()) {
             out.printf(java.util.Locale.ROOT, "  posting list %s: %,d entries%n", l.probe(), l.entries());
+          }
+          if (p.stalePossible()) {
+            out.println("  async index: may miss writes newer than its lag ('index status'); --consistent waits for them");
+          } else if (consistent) {
+            out.printf(java.util.Locale.ROOT, "  consistent: waited %.1f ms for the index to show every earlier write%n",
+                p.consistentWaitMicros() / 1000.0);
           }
         } else {
           out.printf(java.util.Locale.ROOT, "plan: %s on %s, %s (each read through its local index), rows checked at each owner%n",

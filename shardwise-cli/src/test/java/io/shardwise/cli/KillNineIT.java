@@ -519,7 +519,7 @@ class KillNineIT {
       client.createTable("docs", io.shardwise.client.TableSpec.builder("hashrange").shards(6).replicas(3)
           .format(io.shardwise.core.doc.ValueFormat.JSON).build());
       client.createIndex("docs", "color");
-      client.createGlobalIndex("docs", "color", "hashrange", 3);
+      client.createGlobalIndex("docs", "color", io.shardwise.client.GlobalIndexMode.SYNC, "hashrange", 3);
       org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").stream()
           .allMatch(io.shardwise.client.IndexInfo::ready));
       writer = new Thread(() -> {

@@ -338,7 +338,7 @@ class MultiProcessIT {
     assertThat(unknownField.err()).contains("table docs has no index on make");
     assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
     // A global index: a table of its own; a query of one value reads one index shard, then the rows by key.
-    ServerProcesses.Result global = cli("index", "create", "docs", "color", "--global", "--wait", "30s");
+    ServerProcesses.Result global = cli("index", "create", "docs", "color", "--global", "--sync", "--wait", "30s");
     assertThat(global.exit()).as(global.err()).isZero();
     assertThat(global.out()).contains("global (docs.color)").contains("ready");
     ServerProcesses.Result throughGlobal = cli("query", "docs", "--where", "color = 'red'", "--explain");
@@ -387,7 +387,7 @@ class MultiProcessIT {
     ServerProcesses.Result indexed = cli("index", "create", "crashdocs", "color", "--wait", "30s");
     assertThat(indexed.exit()).as(indexed.err()).isZero();
     // And a global one: every write is then a transaction of the row and its entries, some cut by the kill.
-    ServerProcesses.Result globalIndexed = cli("index", "create", "crashdocs", "color", "--global", "--shards", "2", "--wait", "30s");
+    ServerProcesses.Result globalIndexed = cli("index", "create", "crashdocs", "color", "--global", "--sync", "--shards", "2", "--wait", "30s");
     assertThat(globalIndexed.exit()).as(globalIndexed.err()).isZero();
     java.util.Map<String, String> acknowledged = new java.util.TreeMap<>();
     List<String> seeds = List.of(servingAddress("n1"), servingAddress("n2"));

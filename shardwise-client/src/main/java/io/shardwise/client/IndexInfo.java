@@ -15,9 +15,12 @@ import java.util.List;
  * @param scope "local" or "global"
  * @param state "building" (writes maintain it; queries do not use it yet) or "ready"
  * @param indexTable a global index's table ({@code table.field}); empty for a local index
+ * @param mode a global index's: "sync" or "async"; empty for a local index
+ * @param pendingRows an async index: rows written that it does not show yet (over every shard's leader)
+ * @param lagMillis an async index: the age of the oldest such write (0: it shows every write)
  */
 public record IndexInfo(long id, String field, String scope, String state, int replicas, int replicasBuilt, long rowsIndexed,
-    List<String> buildingOn, String indexTable) {
+    List<String> buildingOn, String indexTable, String mode, long pendingRows, long lagMillis) {
 
   public IndexInfo {
     buildingOn = List.copyOf(buildingOn);

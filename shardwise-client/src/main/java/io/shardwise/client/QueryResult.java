@@ -47,10 +47,13 @@ public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, bool
    * index and range, and the lists an AND intersects — with the entries it read), the shards asked
    * ({@code indexShards} and {@code rowShards} of them for global indexes) and those missing (with
    * why), rows examined and matched, the bytes shipped to the node that merged them (rows; for
-   * global indexes the posting lists too), and the slowest shard's time.
+   * global indexes the posting lists too), and the slowest shard's time. Through an async global
+   * index: {@code stalePossible} if the query did not wait for the index (it may miss the newest
+   * writes), else {@code consistentWaitMicros}, how long it waited for the index to catch up.
    */
   public record Plan(String access, int shards, List<String> missingShards, long rowsExamined, long rowsMatched, long bytesShipped,
-      long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists, int indexShards, int rowShards) {
+      long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists, int indexShards, int rowShards,
+      long consistentWaitMicros, boolean stalePossible) {
 
     public Plan {
       missingShards = List.copyOf(missingShards);

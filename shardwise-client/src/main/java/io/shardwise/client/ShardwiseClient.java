@@ -878,9 +878,22 @@ public final class ShardwiseClient implements AutoCloseable {
    * key {@code partitionKey} ({@code null}: every partition): one shard is asked.
    */
   public QueryResult query(String table, byte[] partitionKey, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken) {
+    return query(table, partitionKey, where, limit, shardDeadline, pageToken, false);
+  }
+
+  /**
+   * As {@link #query(String, byte[], String, int, java.time.Duration, byte[])}; with {@code
+   * consistent}, a query through an asynchronous global index first waits (up to {@code
+   * shardDeadline}) until the index shows every write acknowledged before the query began (it
+   * changes nothing for other queries: local and sync global indexes are never stale).
+   *
+   * @throws ShardwiseException UNAVAILABLE if the index did not catch up in time
+   */
+  public QueryResult query(String table, byte[] partitionKey, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken,
+      boolean consistent) {
     io.shardwise.proto.v1.QueryRequest.Builder request = io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
         .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis()))
-        .setPageToken(ByteString.copyFrom(pageToken));
+        .setPageToken(ByteString.copyFrom(pageToken)).setConsistent(consistent);
     if (partitionKey != null) {
       request.setPartitionKey(ByteString.copyFrom(partitionKey)).setHasPartitionKey(true);
     }
@@ -890,7 +903,7 @@ public final class ShardwiseClient implements AutoCloseable {
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),
         p.getIndexEntries(), java.util.stream.IntStream.range(0, Math.min(p.getIndexProbesCount(), p.getIndexProbeEntriesCount()))
             .mapToObj(i -> new QueryResult.PostingList(p.getIndexProbes(i), p.getIndexProbeEntries(i))).toList(), p.getIndexShards(),
-        p.getRowShards()),
+        p.getRowShards(), p.getConsistentWaitMicros(), p.getStalePossible()),
         r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
   }
 
@@ -910,13 +923,19 @@ public final class ShardwiseClient implements AutoCloseable {
   /**
    * Creates a global secondary index on {@code field}: a table of its own ({@code table.field}),
    * partitioned by the indexed value ({@code strategy} "hashrange" or "range"; empty: hashrange) over
-   * {@code shards} shards (0: one per live node). Every write of a row then changes its entries in
-   * one transaction with it: a query of one value reads one index shard and is never stale, and a
-   * write costs a two-phase commit. Built online like a local index ({@link #indexes}).
+   * {@code shards} shards (0: one per live node): a query of one value reads one index shard. Kept
+   * {@linkplain GlobalIndexMode#ASYNC asynchronously} (a write costs its own shard; the index lags
+   * by {@link IndexInfo#lagMillis}) or {@linkplain GlobalIndexMode#SYNC in sync} (never stale; a
+   * write costs a two-phase commit). Built online like a local index ({@link #indexes}).
    */
-  public List<IndexInfo> createGlobalIndex(String table, String field, String strategy, int shards) {
+  public List<IndexInfo> createGlobalIndex(String table, String field, GlobalIndexMode mode, String strategy, int shards) {
     return indexInfos(onSeed(stub -> stub.createIndex(io.shardwise.proto.v1.CreateIndexRequest.newBuilder().setTable(table)
-        .setField(field).setScope("global").setStrategy(strategy == null ? "" : strategy).setShards(shards).build())));
+        .setField(field).setScope("global").setMode(mode.label()).setStrategy(strategy == null ? "" : strategy).setShards(shards).build())));
+  }
+
+  /** {@link #createGlobalIndex(String, String, GlobalIndexMode, String, int)}, kept asynchronously (the default). */
+  public List<IndexInfo> createGlobalIndex(String table, String field, String strategy, int shards) {
+    return createGlobalIndex(table, field, GlobalIndexMode.ASYNC, strategy, shards);
   }
 
   /** Drops the index on {@code field}: queries stop using it at once, each node deletes its entries. */
@@ -945,7 +964,8 @@ public final class ShardwiseClient implements AutoCloseable {
 
   private static List<IndexInfo> indexInfos(io.shardwise.proto.v1.IndexStatusResponse r) {
     return r.getIndexesList().stream().map(i -> new IndexInfo(i.getId(), i.getField(), i.getScope(), i.getState(), i.getReplicas(),
-        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList(), i.getIndexTable())).toList();
+        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList(), i.getIndexTable(), i.getMode(), i.getPendingRows(), i.getLagMillis()))
+        .toList();
   }
 
   /** A transaction's outcome as its record says now (PENDING while undecided), by the id an outcome carries. */

@@ -70,7 +70,7 @@ public final class MapCodec {
     for (io.shardwise.proto.v1.IndexProto i : header.getIndexesList()) {
       out.add(new io.shardwise.core.doc.IndexDef(i.getId(), i.getPathList(),
           io.shardwise.core.doc.IndexDef.Scope.valueOf(i.getScope().toUpperCase(java.util.Locale.ROOT)),
-          io.shardwise.core.doc.IndexDef.State.valueOf(i.getState().toUpperCase(java.util.Locale.ROOT))));
+          io.shardwise.core.doc.IndexDef.State.valueOf(i.getState().toUpperCase(java.util.Locale.ROOT)), i.getAsync()));
     }
     return out;
   }
@@ -82,7 +82,7 @@ public final class MapCodec {
 
   public static io.shardwise.proto.v1.IndexProto toProto(io.shardwise.core.doc.IndexDef i) {
     return io.shardwise.proto.v1.IndexProto.newBuilder().setId(i.id()).addAllPath(i.path()).setScope(i.scope().label())
-        .setState(i.state().label()).build();
+        .setState(i.state().label()).setAsync(i.async()).build();
   }
 
   /** What a table's values are, as its header says (any bytes when it says nothing). */

@@ -18,8 +18,10 @@ import java.util.Objects;
  * @param id the map epoch that created it: never reused, so the entries of a dropped index are
  *     never read as another's
  * @param path the field's path ({@code owner.id}: names of nested objects)
+ * @param async a global index whose entries follow their rows' writes instead of committing with
+ *     them ({@link #async()}); false for a local index
  */
-public record IndexDef(long id, List<String> path, Scope scope, State state) {
+public record IndexDef(long id, List<String> path, Scope scope, State state, boolean async) {
 
   /** The most indexes one table may have. */
   public static final int MAX_PER_TABLE = 16;
@@ -30,8 +32,8 @@ public record IndexDef(long id, List<String> path, Scope scope, State state) {
     LOCAL,
     /**
      * In a table of its own, partitioned by the indexed value ({@link #globalTable}): a query of one
-     * value reads one shard of it, and a write of a row changes its entries in one transaction with
-     * the row (the index is never stale).
+     * value reads one shard of it. Kept in sync (a write of a row changes its entries in one
+     * transaction with the row: never stale) or {@linkplain IndexDef#async() asynchronously}.
      */
     GLOBAL;
 
@@ -62,6 +64,35 @@ public record IndexDef(long id, List<String> path, Scope scope, State state) {
     }
     Objects.requireNonNull(scope, "scope");
     Objects.requireNonNull(state, "state");
+    if (async && scope != Scope.GLOBAL) {
+      throw new IllegalArgumentException("only a global index is kept asynchronously");
+    }
+  }
+
+  /** A local index, or a global one kept in sync. */
+  public IndexDef(long id, List<String> path, Scope scope, State state) {
+    this(id, path, scope, state, false);
+  }
+
+  /**
+   * True for a global index kept <b>asynchronously</b>: a write of a row commits alone, with a
+   * pending marker beside the row in its own shard, and the shard's leader then moves the row's
+   * entry to its current value. A write costs one shard; a query may miss the newest writes by the
+   * index's lag (or wait for them: a consistent query).
+   */
+  @Override
+  public boolean async() {
+    return async;
+  }
+
+  /** A global index kept in sync with its rows (written in one transaction with each row). */
+  public boolean sync() {
+    return scope == Scope.GLOBAL && !async;
+  }
+
+  /** How the index is kept, as users name it: local, global (sync) or global (async). */
+  public String describe() {
+    return scope == Scope.LOCAL ? "local" : async ? "global (async)" : "global (sync)";
   }
 
   /** The field as users write it: names joined by dots. */
@@ -80,7 +111,7 @@ public record IndexDef(long id, List<String> path, Scope scope, State state) {
   }
 
   public IndexDef withState(State next) {
-    return new IndexDef(id, path, scope, next);
+    return new IndexDef(id, path, scope, next, async);
   }
 
   /**

@@ -220,11 +220,24 @@ public final class Table {
     return indexes.stream().filter(i -> i.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL).toList();
   }
 
-  /** The id (the creating epoch) of the table's newest global index; 0 if it has none. */
-  public long newestGlobalIndex() {
+  /** The table's global indexes kept in sync with their rows (each write a transaction with its entries). */
+  public List<io.shardwise.core.doc.IndexDef> syncIndexes() {
+    return indexes.stream().filter(io.shardwise.core.doc.IndexDef::sync).toList();
+  }
+
+  /** The table's global indexes kept asynchronously (each write leaves a pending marker that its shard's leader reconciles). */
+  public List<io.shardwise.core.doc.IndexDef> asyncIndexes() {
+    return indexes.stream().filter(io.shardwise.core.doc.IndexDef::async).toList();
+  }
+
+  /**
+   * The id (the creating epoch) of the table's newest global index kept in sync; 0 if it has none.
+   * From the map that holds it, a plain write of the table is refused where it lands.
+   */
+  public long newestSyncIndex() {
     long newest = 0;
     for (io.shardwise.core.doc.IndexDef i : indexes) {
-      if (i.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL) {
+      if (i.sync()) {
         newest = Math.max(newest, i.id());
       }
     }

@@ -50,7 +50,7 @@ public final class GlobalIndexFence {
     try {
       ShardMap now = map.get();
       Table t = now.table(table).orElse(null);
-      long newest = t == null ? 0 : t.newestGlobalIndex();
+      long newest = t == null ? 0 : t.newestSyncIndex();
       if (newest > plannedEpoch) {
         throw refused(table, plannedEpoch, newest, now.epoch());
       }

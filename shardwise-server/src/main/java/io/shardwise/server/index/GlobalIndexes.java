@@ -86,10 +86,19 @@ public final class GlobalIndexes {
 
     /** The rows at {@code keys} as their leaders hold them, in order (found false: absent). */
     List<GetResponse> get(String table, List<Key> keys);
+
+    /**
+     * Waits until every shard's leader of {@code table} has reconciled the rows pending when it was
+     * asked ({@link AsyncIndexes#awaitReconciled}), each for up to {@code millis}.
+     *
+     * @throws io.grpc.StatusRuntimeException UNAVAILABLE if a shard has not in time, or did not answer
+     */
+    void awaitReconciled(Table table, long millis);
   }
 
   private final Cluster cluster;
   private final Transactions txns;
+  private final Reconcile reconcile;
   /** Runs a batch's transactions at once (each blocks its thread while its shards answer). */
   private final java.util.concurrent.ExecutorService blocking;
   /** Rows the backfills run here have indexed so far, by index id (this process's runs; the controller runs them). */
@@ -99,11 +108,20 @@ public final class GlobalIndexes {
     this.cluster = cluster;
     this.txns = txns;
     this.blocking = blocking;
+    this.reconcile = new Reconcile(cluster, txns);
+  }
+
+  Cluster cluster() {
+    return cluster;
+  }
+
+  Reconcile reconcile() {
+    return reconcile;
   }
 
   /** True if {@code table} has a global index (building or ready): its writes are planned here. */
   public static boolean indexed(Table table) {
-    return table.newestGlobalIndex() > 0;
+    return table.newestSyncIndex() > 0;
   }
 
   // ------------------------------------------------------------------ writes
@@ -187,7 +205,7 @@ public final class GlobalIndexes {
    */
   public long[] batch(String table, List<Key> keys, List<byte[]> values, List<byte[]> writeIds) {
     Table t = cluster.map().table(table).orElseThrow(() -> Errors.noSuchTable(table, cluster.map().epoch()));
-    int rows = Math.max(1, Transactions.MAX_ITEMS / (1 + 2 * t.globalIndexes().size()));
+    int rows = Math.max(1, Transactions.MAX_ITEMS / (1 + 2 * t.syncIndexes().size()));
     long[] versions = new long[keys.size()];
     List<java.util.concurrent.Future<?>> chunks = new ArrayList<>();
     for (int from = 0; from < keys.size(); from += rows) {
@@ -277,7 +295,7 @@ public final class GlobalIndexes {
         strengthened[i] = true;
       } // else the caller's condition pins what the row holds, or fails
       Table t = map.table(item.table()).orElseThrow();
-      for (IndexDef index : t.globalIndexes()) {
+      for (IndexDef index : t.syncIndexes()) {
         byte[] before = value(index, read.value());
         byte[] after = item.op() == TxnItem.Op.PUT ? checked(index, item.value()) : null;
         if (Arrays.equals(before, after)) {
@@ -336,6 +354,23 @@ public final class GlobalIndexes {
       return Documents.indexValues(document, List.of(index.path()))[0];
     } catch (Documents.NotADocumentException e) {
       return null;
+    }
+  }
+
+  /**
+   * Refuses {@code document} if a global index of {@code table} kept asynchronously could not index
+   * it (a value longer than {@link #MAX_VALUE_BYTES}): such a write commits before its entry is
+   * written, so it is refused before anything is written (a sync index refuses it as it plans).
+   *
+   * @param what names the value in the refusal ("entry 3")
+   */
+  public static void checkIndexable(Table table, byte[] document, String what) {
+    for (IndexDef index : table.asyncIndexes()) {
+      byte[] v = value(index, document);
+      if (v != null && v.length > MAX_VALUE_BYTES) {
+        throw Errors.limit(what + ": field " + index.field() + " is " + v.length + " bytes encoded; a globally indexed value is at most "
+            + MAX_VALUE_BYTES + " bytes; nothing was written");
+      }
     }
   }
 
@@ -401,6 +436,9 @@ public final class GlobalIndexes {
   }
 
   private long backfillBatch(Table table, IndexDef index, String indexTable, List<KeyValue> rows) {
+    if (index.async()) {
+      return reconcileBatch(table, index, rows);
+    }
     List<KeyValue> current = rows;
     for (int attempt = 0; attempt < PLAN_ATTEMPTS; attempt++) {
       List<TxnItem> items = new ArrayList<>();
@@ -444,6 +482,45 @@ public final class GlobalIndexes {
     throw new IllegalStateException("rows of table " + table.name() + " kept changing while they were indexed; the backfill tries again");
   }
 
+  /**
+   * The backfill of an async index: {@code rows} (a scan's) reconciled ({@link Reconcile}), a row
+   * whose reconcile did not commit read again. Rows written meanwhile are reconciled through their
+   * markers as well: twice costs work only. Returns the rows indexed.
+   */
+  private long reconcileBatch(Table table, IndexDef index, List<KeyValue> rows) {
+    List<Reconcile.RowNow> current = new ArrayList<>(rows.size());
+    for (KeyValue row : rows) {
+      byte[] doc = row.getValue().toByteArray();
+      byte[] v = value(index, doc);
+      Key key = Key.of(row.getKey().getPartitionKey().toByteArray(), row.getKey().getSortKey().toByteArray());
+      if (v != null && v.length > MAX_VALUE_BYTES) {
+        throw new IllegalStateException("row " + key + " of table " + table.name() + " holds a value of " + index.field() + " of " + v.length
+            + " bytes encoded; a globally indexed value is at most " + MAX_VALUE_BYTES + " bytes");
+      }
+      current.add(new Reconcile.RowNow(key, doc, row.getVersion()));
+    }
+    for (int attempt = 0; attempt < PLAN_ATTEMPTS && !current.isEmpty(); attempt++) {
+      boolean[] done = reconcile.run(table, current, index);
+      List<Key> again = new ArrayList<>();
+      for (int i = 0; i < current.size(); i++) {
+        if (!done[i]) {
+          again.add(current.get(i).key());
+        }
+      }
+      if (again.isEmpty()) {
+        return rows.size();
+      }
+      List<GetResponse> now = cluster.get(table.name(), again);
+      List<Reconcile.RowNow> next = new ArrayList<>(again.size());
+      for (int i = 0; i < again.size(); i++) {
+        GetResponse g = now.get(i);
+        next.add(new Reconcile.RowNow(again.get(i), g.getFound() ? g.getValue().toByteArray() : null, g.getVersion()));
+      }
+      current = next;
+    }
+    throw new IllegalStateException("rows of table " + table.name() + " kept changing while they were indexed; the backfill tries again");
+  }
+
   // ------------------------------------------------------------------ queries
 
   /** A page token of a query through global indexes: this byte, then the encoded key of the page's last row. */
@@ -454,10 +531,18 @@ public final class GlobalIndexes {
    * probe's posting list read from its index's shards, the rows they name fetched from their shards
    * by key (in key order, from the page token on), each checked against the whole condition.
    */
-  public QueryResponse.Builder query(Table table, IndexPlan plan, Where where, int limit, byte[] pageToken) {
+  public QueryResponse.Builder query(Table table, IndexPlan plan, Where where, int limit, byte[] pageToken, boolean consistent,
+      long deadlineMillis) {
     byte[] after = afterKey(pageToken);
     TreeSet<byte[]> candidates = new TreeSet<>(Arrays::compareUnsigned);
     QueryPlan.Builder out = QueryPlan.newBuilder().setAccess("index").setIndex(plan.describe());
+    boolean async = plan.probes().stream().anyMatch(p -> p.index().async() || p.intersect().stream().anyMatch(q -> q.index().async()));
+    if (async && consistent) {
+      long started = System.nanoTime();
+      cluster.awaitReconciled(table, deadlineMillis);
+      out.setConsistentWaitMicros(java.util.concurrent.TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - started));
+    }
+    out.setStalePossible(async && !consistent);
     Tally tally = new Tally();
     for (IndexPlan.Probe probe : plan.probes()) {
       for (byte[] k : probeRows(table, probe, out, tally)) {
@@ -716,6 +801,7 @@ public final class GlobalIndexes {
    */
   public Check check(Table table, IndexDef index) {
     Set<ByteString> expected = new HashSet<>();
+    java.util.Map<ByteString, ByteString> reverse = new java.util.HashMap<>(); // an async index: row → the value its reverse entry must hold
     long rows = 0;
     ByteString token = ByteString.EMPTY;
     do {
@@ -727,6 +813,9 @@ public final class GlobalIndexes {
         if (v != null) {
           Key key = Key.of(row.getKey().getPartitionKey().toByteArray(), row.getKey().getSortKey().toByteArray());
           expected.add(ByteString.copyFrom(entry(v, key).encode()));
+          if (index.async()) {
+            reverse.put(ByteString.copyFrom(Reconcile.reverseKey(key).encode()), ByteString.copyFrom(v));
+          }
         }
       }
       token = page.getNextPageToken();
@@ -739,8 +828,15 @@ public final class GlobalIndexes {
       ScanResponse page = cluster.scan(ScanRequest.newBuilder().setTable(index.globalTable(table.name())).setAll(true).setLimit(SCAN_PAGE)
           .setPageToken(token).build());
       for (KeyValue e : page.getRowsList()) {
-        entries++;
         ByteString k = ByteString.copyFrom(Key.of(e.getKey().getPartitionKey().toByteArray(), e.getKey().getSortKey().toByteArray()).encode());
+        if (Reconcile.isReverse(e.getKey().getPartitionKey().toByteArray())) {
+          ByteString want = reverse.remove(k);
+          if (want == null || !want.equals(e.getValue())) {
+            extra++; // a reverse entry no row calls for, or one that says another value
+          }
+          continue;
+        }
+        entries++;
         seen.add(k);
         if (!expected.contains(k)) {
           extra++;
@@ -748,7 +844,7 @@ public final class GlobalIndexes {
       }
       token = page.getNextPageToken();
     } while (!token.isEmpty());
-    long missing = expected.stream().filter(k -> !seen.contains(k)).count();
+    long missing = expected.stream().filter(k -> !seen.contains(k)).count() + reverse.size();
     if (missing > 0 || extra > 0) {
       LOG.warn("global index {} of table {}: {} entries missing, {} extra ({} rows, {} entries)", index.field(), table.name(), missing, extra,
           rows, entries);

@@ -50,9 +50,10 @@ public final class IndexAdmin {
     String name = request.getTable();
     List<String> path = path(request.getField());
     IndexDef.Scope scope = scope(request.getScope());
-    if (scope == IndexDef.Scope.LOCAL && (!request.getStrategy().isEmpty() || request.getShards() > 0)) {
-      throw Errors.invalid("a local index lives in its table's shards: --strategy and --shards are for global indexes");
+    if (scope == IndexDef.Scope.LOCAL && (!request.getStrategy().isEmpty() || request.getShards() > 0 || !request.getMode().isEmpty())) {
+      throw Errors.invalid("a local index lives in its table's shards: --strategy, --shards, --sync and --async are for global indexes");
     }
+    boolean async = scope == IndexDef.Scope.GLOBAL && async(request.getMode());
     ShardMap current = ctx.map().current();
     Table indexed = current.table(name).orElseThrow(() -> Errors.noSuchTable(name, current.epoch()));
     io.shardwise.server.rpc.TableAdmin.Placed placed = scope == IndexDef.Scope.GLOBAL ? placeIndexTable(indexed, path, request) : null;
@@ -72,7 +73,7 @@ public final class IndexAdmin {
         throw Status.ABORTED.withDescription("table " + name + " was recreated meanwhile: create the index again").asRuntimeException();
       }
       List<IndexDef> next = new ArrayList<>(t.indexes());
-      IndexDef index = new IndexDef(map.epoch() + 1, path, scope, IndexDef.State.BUILDING); // its id: the epoch of the map that holds it first
+      IndexDef index = new IndexDef(map.epoch() + 1, path, scope, IndexDef.State.BUILDING, async); // its id: the epoch of the map that holds it first
       next.add(index);
       ShardMapDelta.Builder delta = ShardMapDelta.on(map);
       if (placed != null) {
@@ -121,7 +122,8 @@ public final class IndexAdmin {
         Duration.ofSeconds(5)).answers();
     for (IndexDef i : t.indexes()) {
       IndexStatus status = IndexProgress.of(t, i, stats);
-      out.addIndexes(i.scope() == IndexDef.Scope.GLOBAL ? status.toBuilder().setIndexTable(i.globalTable(name)).build() : status);
+      out.addIndexes(i.scope() == IndexDef.Scope.GLOBAL
+          ? status.toBuilder().setIndexTable(i.globalTable(name)).setMode(i.async() ? "async" : "sync").build() : status);
     }
     return out.build();
   }
@@ -191,6 +193,19 @@ public final class IndexAdmin {
       return IndexDef.parsePath(field);
     } catch (IllegalArgumentException e) {
       throw Errors.invalid(e.getMessage());
+    }
+  }
+
+  /** A global index's mode as asked: async unless "sync". */
+  private static boolean async(String mode) {
+    switch (mode.strip().toLowerCase(Locale.ROOT)) {
+      case "":
+      case "async":
+        return true;
+      case "sync":
+        return false;
+      default:
+        throw Errors.invalid("a global index is kept sync or async, not '" + mode + "'");
     }
   }
 

@@ -41,6 +41,7 @@ public final class IndexBuilds implements AutoCloseable {
   private final Set<Long> drained = ConcurrentHashMap.newKeySet();
   private volatile GlobalIndexFence fence;
   private volatile GlobalIndexes globals;
+  private volatile AsyncIndexes async;
   private volatile ShardMap last;
 
   public IndexBuilds(ShardStore store, String node) {
@@ -78,9 +79,10 @@ public final class IndexBuilds implements AutoCloseable {
    * The fence this node's writes pass (none yet: no write has been taken, nothing to drain), and
    * its side of global indexes (the rows a backfill run here has indexed, reported with the index).
    */
-  public void attach(GlobalIndexFence fence, GlobalIndexes globals) {
+  public void attach(GlobalIndexFence fence, GlobalIndexes globals, AsyncIndexes async) {
     this.fence = fence;
     this.globals = globals;
+    this.async = async;
   }
 
   /**
@@ -150,10 +152,15 @@ public final class IndexBuilds implements AutoCloseable {
     ShardMap map = last;
     if (map != null) {
       for (Table t : map.tables().values()) {
+        AsyncIndexes.Lag lag = async == null || t.asyncIndexes().isEmpty() ? null : async.lag(t);
         for (IndexDef i : t.globalIndexes()) {
           GlobalIndexes g = globals;
-          out.add(IndexBuild.newBuilder().setTableId(t.id()).setIndexId(i.id()).setBuilt(i.state() == IndexDef.State.READY
-              || drained.contains(i.id())).setRows(g == null ? 0 : g.backfilled(i.id())).build());
+          IndexBuild.Builder b = IndexBuild.newBuilder().setTableId(t.id()).setIndexId(i.id()).setBuilt(i.state() == IndexDef.State.READY
+              || drained.contains(i.id())).setRows(g == null ? 0 : g.backfilled(i.id()));
+          if (i.async() && lag != null) {
+            b.setPendingRows(lag.rows()).setLagMillis(lag.millis());
+          }
+          out.add(b.build());
         }
       }
     }

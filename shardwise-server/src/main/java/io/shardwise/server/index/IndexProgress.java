@@ -47,8 +47,11 @@ public final class IndexProgress {
       }
     }
     long rows = builds.values().stream().mapToLong(IndexBuild::getRows).sum();
+    long pending = builds.values().stream().mapToLong(IndexBuild::getPendingRows).sum();
+    long lag = builds.values().stream().mapToLong(IndexBuild::getLagMillis).max().orElse(0);
     return IndexStatus.newBuilder().setId(index.id()).setField(index.field()).setScope(index.scope().label()).setState(index.state().label())
-        .setReplicas(replicas).setReplicasBuilt(built).setRowsIndexed(rows).addAllBuildingOn(buildingOn).build();
+        .setReplicas(replicas).setReplicasBuilt(built).setRowsIndexed(rows).addAllBuildingOn(buildingOn).setPendingRows(pending)
+        .setLagMillis(lag).build();
   }
 
   /** Whether every replica of the table is on a node whose backfill of the index has ended. */

@@ -141,10 +141,10 @@ final class NodeTrash implements TrashAdmin {
             + ", which is not in the map at epoch " + current.epoch()
             + (e.kind() == ShardTrash.Kind.TABLE_DROPPED ? "; 'table undrop' brings a dropped table back with its data" : ""))
             .asRuntimeException());
-    if (table.newestGlobalIndex() > 0 || io.shardwise.core.map.Tables.indexTable(table.name())) {
+    if (!table.globalIndexes().isEmpty() || io.shardwise.core.map.Tables.indexTable(table.name())) {
       // A merge writes rows as they were stored, without the transaction that would change a global index's entries with them.
       throw Status.FAILED_PRECONDITION.withDescription("trash entry " + id + " is of table " + table.name() + ", which "
-          + (table.newestGlobalIndex() > 0 ? "has a global index: drop the index, restore, then create it again"
+          + (!table.globalIndexes().isEmpty() ? "has a global index: drop the index, restore, then create it again"
           : "is a global index's: its entries are rebuilt by creating the index again")).asRuntimeException();
     }
     boolean sameShard = e.shard().layout() != ShardRef.Layout.TABLE && table.positionOf(e.shard().shardNumber()) >= 0;

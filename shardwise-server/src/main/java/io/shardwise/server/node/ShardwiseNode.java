@@ -190,7 +190,11 @@ public final class ShardwiseNode implements AutoCloseable {
     cleaner.scheduleWithFixedDelay(() -> purgeTombstones(tombstoneGrace), tombstonesEvery, tombstonesEvery, TimeUnit.MILLISECONDS);
     writable.set(true);
     data = new DataServiceImpl(ctx, tables, config.txnTimeout());
-    indexBuilds.attach(data.indexFence(), data.globalIndexes());
+    indexBuilds.attach(data.indexFence(), data.globalIndexes(), data.asyncIndexes());
+    data.asyncIndexes().start();
+    io.micrometer.core.instrument.Gauge.builder("shardwise.index.lag", data.asyncIndexes(), io.shardwise.server.index.AsyncIndexes::lagSeconds)
+        .baseUnit("seconds").description("age of the oldest write not yet shown by an async global index, over the shards this node leads")
+        .register(metrics);
     cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
@@ -694,6 +698,9 @@ public final class ShardwiseNode implements AutoCloseable {
     coordinator.close(); // unregisters first, so nobody routes here while we stop
     if (server != null) {
       GrpcServers.stop(server);
+    }
+    if (data != null && data.asyncIndexes() != null) {
+      data.asyncIndexes().close();
     }
     peers.close();
     if (indexBuilds != null) {

@@ -90,6 +90,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.shardwise.server.index.GlobalIndexes globals;
   /** Where this node's shards take writes of document tables ({@link io.shardwise.server.index.GlobalIndexFence}). */
   private final io.shardwise.server.index.GlobalIndexFence fence;
+  /** This node's drainer of pending markers (null in a router). */
+  private final io.shardwise.server.index.AsyncIndexes asyncIndexes;
 
   public DataServiceImpl(ClusterContext ctx, TableAdmin tables) {
     this(ctx, tables, Duration.ofSeconds(5));
@@ -139,7 +141,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         batchGetAtLeaders(b.build(), keys, results);
         return List.of(results);
       }
+
+      @Override
+      public void awaitReconciled(Table table, long millis) {
+        awaitReconciledShards(table, millis);
+      }
     }, txns, Inline.BLOCKING);
+    this.asyncIndexes = ctx.isRouter() ? null : new io.shardwise.server.index.AsyncIndexes(ctx, globals, 4);
     this.indexes = new io.shardwise.server.index.IndexAdmin(ctx, tables, globals);
     this.requests = new RequestMetrics(ctx.metrics());
     this.followerReads = io.micrometer.core.instrument.Counter.builder("shardwise.follower.reads")
@@ -151,6 +159,11 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   /** The fence this node's shards take writes of document tables inside (its drain is the index builds'). */
   public io.shardwise.server.index.GlobalIndexFence indexFence() {
     return fence;
+  }
+
+  /** This node's drainer of async global indexes' pending markers (null in a router); the node starts and closes it. */
+  public io.shardwise.server.index.AsyncIndexes asyncIndexes() {
+    return asyncIndexes;
   }
 
   /** This node's side of global indexes (the controller's backfill runs through it). */
@@ -794,6 +807,55 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return ctx.peers().data(address).shardScan(request.setHeader(forwardHeader(ctx.map().current())).build());
   }
 
+  /**
+   * A consistent query's wait: every shard's leader of {@code table} waits until the rows pending
+   * there when it is asked are reconciled ({@link io.shardwise.server.index.AsyncIndexes#awaitReconciled}),
+   * all shards at once.
+   */
+  private void awaitReconciledShards(Table table, long millis) {
+    List<java.util.concurrent.Future<ShardScanResponse>> asked = new ArrayList<>();
+    for (int p = 0; p < table.shards().size(); p++) {
+      int position = p;
+      asked.add(Inline.BLOCKING.submit(() -> {
+        ShardAssignment shard = table.shards().get(position);
+        ShardScanRequest request = ShardScanRequest.newBuilder().setHeader(forwardHeader(ctx.map().current())).setTable(table.name())
+            .setPosition(position).setNumber(shard.id().number()).setHasNumber(true).setAwaitReconciledMillis((int) Math.min(Integer.MAX_VALUE,
+                millis)).build();
+        if (!ctx.isRouter() && shard.owner().equals(ctx.self())) {
+          return awaitReconciledHere(ctx.map().current(), table, shard, request);
+        }
+        return ctx.peers().data(liveAddress(shard.owner())).withDeadlineAfter(millis + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)
+            .shardScan(request);
+      }));
+    }
+    for (int p = 0; p < asked.size(); p++) {
+      try {
+        asked.get(p).get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw Status.CANCELLED.withDescription("interrupted while a consistent query waited for its index").asRuntimeException();
+      } catch (java.util.concurrent.ExecutionException e) {
+        throw Status.UNAVAILABLE.withDescription("a consistent query could not confirm that shard " + table.shards().get(p).id()
+            + " has reconciled its async global indexes (" + e.getCause().getMessage() + "): retry, or query without consistent")
+            .asRuntimeException();
+      }
+    }
+  }
+
+  private ShardScanResponse awaitReconciledHere(ShardMap map, Table table, ShardAssignment shard, ShardScanRequest request) {
+    Inline.mayBlock();
+    try {
+      if (!asyncIndexes.awaitReconciled(ref(table, shard), request.getAwaitReconciledMillis())) {
+        throw Status.UNAVAILABLE.withDescription("shard " + shard.id() + " has not reconciled the rows pending at its leader "
+            + ctx.self() + " within " + request.getAwaitReconciledMillis() + " ms (the index's lag is longer)").asRuntimeException();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.CANCELLED.withDescription("interrupted").asRuntimeException();
+    }
+    return ShardScanResponse.newBuilder().setHeader(header(map, 1)).build();
+  }
+
   @Override
   public void shardScan(ShardScanRequest request, StreamObserver<ShardScanResponse> out) {
     respond(requests.timed("shard_scan", out), () -> {
@@ -811,6 +873,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       }
       if (ctx.isRouter() || !shard.owner().equals(ctx.self())) {
         throw Errors.wrongShard(map.epoch(), shard.id().toString(), shard.owner().value(), nullToEmpty(ctx.addressOf(shard.owner())));
+      }
+      if (request.getAwaitReconciledMillis() > 0) {
+        return awaitReconciledHere(map, table, shard, request);
       }
       return localShardScan(map, table, shard, request);
     });
@@ -937,7 +1002,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             .orElse(null);
         boolean global = chosen != null && chosen.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL;
         if (global && !request.getHasPartitionKey()) {
-          return globals.query(table, chosen, where(table, request.getWhere()), limit, request.getPageToken().toByteArray())
+          return globals.query(table, chosen, where(table, request.getWhere()), limit, request.getPageToken().toByteArray(),
+              request.getConsistent(), deadline)
               .setHeader(header(map, 1)).build();
         }
         // One partition: its one shard filters it (fewer reads than a posting list and its rows).
@@ -1497,12 +1563,16 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     if (formatOf(h, tableName) != io.shardwise.core.doc.ValueFormat.JSON) {
       return;
     }
+    Table table = mapFor(h).table(tableName).orElse(null);
     for (int i = 0; i < values.size(); i++) {
       try {
         io.shardwise.proto.Documents.check(values.get(i).toByteArray());
       } catch (io.shardwise.proto.Documents.NotADocumentException e) {
         throw Errors.invalid(what.apply(i) + " is " + e.getMessage() + " (table " + tableName + " holds JSON documents); nothing was"
             + " written");
+      }
+      if (table != null) {
+        io.shardwise.server.index.GlobalIndexes.checkIndexable(table, values.get(i).toByteArray(), what.apply(i));
       }
     }
   }

@@ -50,14 +50,15 @@ final class LocalIndexes {
   private static final byte[] EMPTY = new byte[0];
 
   /**
-   * The local indexes the store maintains for one table.
+   * The local indexes the store maintains for one table, and whether its rows' writes leave pending
+   * markers (the table has an asynchronous global index).
    *
    * @param prefixLength the bytes before a key in the table's stored keys ({@link ShardRef#prefixLength})
    */
-  record TableIndexes(long tableId, int prefixLength, List<IndexDef> indexes, List<List<String>> paths) {
+  record TableIndexes(long tableId, int prefixLength, List<IndexDef> indexes, List<List<String>> paths, boolean pending) {
 
-    TableIndexes(long tableId, int prefixLength, List<IndexDef> indexes) {
-      this(tableId, prefixLength, List.copyOf(indexes), indexes.stream().map(IndexDef::path).toList());
+    TableIndexes(long tableId, int prefixLength, List<IndexDef> indexes, boolean pending) {
+      this(tableId, prefixLength, List.copyOf(indexes), indexes.stream().map(IndexDef::path).toList(), pending);
     }
 
     int position(long indexId) {
@@ -71,6 +72,7 @@ final class LocalIndexes {
   }
 
   private final RocksDB db;
+  private final java.util.concurrent.atomic.AtomicLong markersWritten = new java.util.concurrent.atomic.AtomicLong();
   private final ColumnFamilyHandle column;
   private final ColumnFamilyHandle meta;
   /** Table id → its indexes; replaced whole (copy on write) under every row lock. */
@@ -113,11 +115,14 @@ final class LocalIndexes {
   }
 
   /**
-   * Sets the indexes of table {@code tableId} (none: forgets the table), in {@code batch}; the
-   * caller writes the batch and then calls {@link #defined}, holding every row lock throughout.
-   * Returns the ids of the indexes no longer kept, whose entries the batch also removes.
+   * Sets the indexes of table {@code tableId} (none and no markers: forgets the table), in {@code
+   * batch}; the caller writes the batch and then calls {@link #defined}, holding every row lock
+   * throughout. Returns the ids of the indexes no longer kept, whose entries the batch also removes
+   * (and the pending entries, when the table leaves no more markers: the markers left in its shards
+   * are the store's own keys that nothing reads, removed by a later reconcile of their rows if the
+   * table gets an asynchronous index again).
    */
-  List<Long> define(WriteBatch batch, long tableId, int prefixLength, List<IndexDef> indexes) throws RocksDBException {
+  List<Long> define(WriteBatch batch, long tableId, int prefixLength, List<IndexDef> indexes, boolean pending) throws RocksDBException {
     TableIndexes before = tables.get(tableId);
     List<Long> dropped = new ArrayList<>();
     if (before != null) {
@@ -129,21 +134,24 @@ final class LocalIndexes {
         }
       }
     }
-    if (indexes.isEmpty()) {
+    if (before != null && before.pending() && !pending) {
+      batch.deleteRange(column, prefix(tableId, PENDING), io.shardwise.core.doc.IndexValues.successor(prefix(tableId, PENDING)));
+    }
+    if (indexes.isEmpty() && !pending) {
       batch.delete(meta, defsKey(tableId));
     } else {
-      batch.put(meta, defsKey(tableId), encode(new TableIndexes(tableId, prefixLength, indexes)));
+      batch.put(meta, defsKey(tableId), encode(new TableIndexes(tableId, prefixLength, indexes, pending)));
     }
     return dropped;
   }
 
   /** Makes a definition written by {@link #define} the one writes follow. */
-  void defined(long tableId, int prefixLength, List<IndexDef> indexes) {
+  void defined(long tableId, int prefixLength, List<IndexDef> indexes, boolean pending) {
     Map<Long, TableIndexes> next = new HashMap<>(tables);
-    if (indexes.isEmpty()) {
+    if (indexes.isEmpty() && !pending) {
       next.remove(tableId);
     } else {
-      next.put(tableId, new TableIndexes(tableId, prefixLength, indexes));
+      next.put(tableId, new TableIndexes(tableId, prefixLength, indexes, pending));
     }
     tables = Map.copyOf(next);
   }
@@ -175,7 +183,14 @@ final class LocalIndexes {
     TreeMap<byte[], byte[]> written = null; // what earlier effects of the same batch left
     for (ShardEngine.StoredValue v : effects) {
       TableIndexes t = now.get(tableIdOf(v.storeKey()));
-      if (t == null || !ShardRef.isRowKey(v.storeKey(), t.prefixLength())) {
+      if (t == null) {
+        continue;
+      }
+      if (t.pending() && ShardRef.isPendingKey(v.storeKey(), t.prefixLength())) {
+        pend(batch, t.tableId(), v.storeKey(), v.stored());
+        continue;
+      }
+      if (t.indexes().isEmpty() || !ShardRef.isRowKey(v.storeKey(), t.prefixLength())) {
         continue;
       }
       if (written == null) {
@@ -210,10 +225,38 @@ final class LocalIndexes {
     }
   }
 
+  /**
+   * Puts (or, {@code stored} null, deletes) in {@code batch} the pending entry of the marker at
+   * {@code markerKey}: {@code [table id][0: no index's id][marker's store key] → the marker as
+   * stored}. So a shard's markers are one stretch of entries ({@link #pendingPrefix}), found by one
+   * seek — the shard's leader drains them — on every replica and after every move, as entries are.
+   */
+  void pend(WriteBatch batch, long tableId, byte[] markerKey, byte[] stored) throws RocksDBException {
+    byte[] key = entryKey(tableId, PENDING, EMPTY, markerKey);
+    if (stored == null) {
+      batch.delete(column, key);
+    } else {
+      batch.put(column, key, stored);
+      markersWritten.incrementAndGet();
+    }
+  }
+
+  /** Pending markers written so far (a hint for the drainer: markers may have come since it last looked). */
+  long markersWritten() {
+    return markersWritten.get();
+  }
+
   /** Deletes in {@code batch} every entry of the row at {@code storeKey} stored as {@code raw} (its table's indexes as kept now). */
   void unindex(WriteBatch batch, byte[] storeKey, byte[] raw) throws RocksDBException {
     TableIndexes t = tables.get(tableIdOf(storeKey));
-    if (t == null || !ShardRef.isRowKey(storeKey, t.prefixLength())) {
+    if (t == null) {
+      return;
+    }
+    if (t.pending() && ShardRef.isPendingKey(storeKey, t.prefixLength())) {
+      pend(batch, t.tableId(), storeKey, null);
+      return;
+    }
+    if (!ShardRef.isRowKey(storeKey, t.prefixLength())) {
       return;
     }
     byte[][] values = ShardStore.indexValuesOf(t, raw);
@@ -222,6 +265,14 @@ final class LocalIndexes {
         batch.delete(column, entryKey(t.tableId(), t.indexes().get(i).id(), values[i], storeKey));
       }
     }
+  }
+
+  /** The index id under which a table's pending entries lie: no index has it (ids are map epochs, from 1). */
+  static final long PENDING = 0;
+
+  /** {@code [table id][0]}: every pending entry of a table starts so; then the marker's store key. */
+  static byte[] pendingPrefix(long tableId) {
+    return prefix(tableId, PENDING);
   }
 
   /** {@code [table id][index id]}: every entry of one index starts so. */
@@ -245,7 +296,7 @@ final class LocalIndexes {
     return ByteBuffer.allocate(BUILT.length + 16).put(BUILT).putLong(tableId).putLong(indexId).array();
   }
 
-  /** table id, prefix length, count, then per index: id, scope, state, path length, names (length, UTF-8). */
+  /** table id, prefix length, count, then per index: id, scope, state, path length, names (length, UTF-8); then 1 if pending. */
   private static byte[] encode(TableIndexes t) {
     java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
     java.io.DataOutputStream out = new java.io.DataOutputStream(bytes);
@@ -261,6 +312,9 @@ final class LocalIndexes {
         for (String name : i.path()) {
           out.writeUTF(name);
         }
+      }
+      if (t.pending()) {
+        out.writeByte(1); // absent in definitions written before asynchronous indexes
       }
     } catch (java.io.IOException e) {
       throw new AssertionError(e);
@@ -286,7 +340,8 @@ final class LocalIndexes {
         }
         indexes.add(new IndexDef(id, path, scope, state));
       }
-      return new TableIndexes(tableId, prefixLength, indexes);
+      boolean pending = in.available() > 0 && in.readByte() == 1;
+      return new TableIndexes(tableId, prefixLength, indexes, pending);
     } catch (java.io.IOException e) {
       throw new StorageException("a stored index definition is damaged: " + e.getMessage(), e);
     }

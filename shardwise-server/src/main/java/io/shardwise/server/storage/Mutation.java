@@ -7,10 +7,27 @@ package io.shardwise.server.storage;
  * {@code null} for none) that makes a retry of it answer the first result instead of writing again.
  * With a {@code transform} (a counter operation, {@link io.shardwise.core.key.Counters}) the value
  * written is the transform of the key's live value ({@code null} if absent), computed when the
- * write is applied, under the same locks as its version; {@code value} is then ignored.
+ * write is applied, under the same locks as its version; {@code value} is then ignored. With
+ * {@code reconciled} ({@link #reconciled(ShardRef, byte[], long)}) it writes no row: the row's
+ * pending marker loses the changes up to {@code expectedVersion}.
  */
 public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId,
-    java.util.function.UnaryOperator<byte[]> transform, TxnStep txn) {
+    java.util.function.UnaryOperator<byte[]> transform, TxnStep txn, boolean reconciled) {
+
+  public Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVersion, byte[] requestId,
+      java.util.function.UnaryOperator<byte[]> transform, TxnStep txn) {
+    this(shard, key, value, expectedVersion, requestId, transform, txn, false);
+  }
+
+  /**
+   * The row at {@code key}'s changes up to {@code version} show in its table's asynchronous global
+   * indexes: its pending marker ({@link PendingMarker}) goes, or keeps only the later changes. Taken
+   * through the shard's write path (its log, a move's change log) so every replica forgets the same
+   * changes; writes nothing if the row has no marker.
+   */
+  public static Mutation reconciled(ShardRef shard, byte[] key, long version) {
+    return new Mutation(shard, key, null, version, null, null, null, true);
+  }
 
   /** No condition. */
   public static final long ANY = -1;
@@ -37,11 +54,22 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
 
   /** Every store key this mutation may write: a move's change log records them all. */
   public java.util.List<byte[]> storeKeys() {
-    if (txn != null && shard.intentKey(key) != null) {
-      return java.util.List.of(txn.kind() == TxnStep.Kind.RECORD ? shard.txnRecordKey(key, txn.txnId()) : shard.intentKey(key),
-          shard.storeKey(key));
+    byte[] pending = shard.pendingKey(key); // a row's write may leave a pending marker beside it
+    if (reconciled) {
+      return pending == null ? java.util.List.of() : java.util.List.of(pending);
     }
-    return requestId == null ? java.util.List.of(shard.storeKey(key)) : java.util.List.of(shard.storeKey(key), shard.recordKey(key, requestId));
+    java.util.List<byte[]> out = new java.util.ArrayList<>(4);
+    if (txn != null && shard.intentKey(key) != null) {
+      out.add(txn.kind() == TxnStep.Kind.RECORD ? shard.txnRecordKey(key, txn.txnId()) : shard.intentKey(key));
+    }
+    out.add(shard.storeKey(key));
+    if (requestId != null && txn == null) {
+      out.add(shard.recordKey(key, requestId));
+    }
+    if (pending != null && (txn == null || txn.kind() == TxnStep.Kind.RESOLVE)) {
+      out.add(pending);
+    }
+    return out;
   }
 
   public static Mutation put(ShardRef shard, byte[] key, byte[] value) {
@@ -85,6 +113,6 @@ public record Mutation(ShardRef shard, byte[] key, byte[] value, long expectedVe
 
   /** The same write with the client's write id ({@code null} or empty: none). */
   public Mutation withRequestId(byte[] id) {
-    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id, transform, txn);
+    return new Mutation(shard, key, value, expectedVersion, id == null || id.length == 0 ? null : id, transform, txn, reconciled);
   }
 }

@@ -36,8 +36,9 @@ import java.util.Objects;
  * <p><b>Keys the store keeps for itself</b> lie inside the span and are told from user keys by the
  * byte after the escaped partition key ({@link Key#encode}: a user key has 0x00 0x01 there): a
  * write id's record ({@link #recordKey}, 0x02), a transaction's intent on a key ({@link #intentKey},
- * 0x03), the version floor ({@link #floorKey}, 0x04) and a transaction's record ({@link
- * #txnRecordKey}, 0x05).
+ * 0x03), the version floor ({@link #floorKey}, 0x04), a transaction's record ({@link
+ * #txnRecordKey}, 0x05) and a row's pending marker for its asynchronous global indexes ({@link
+ * #pendingKey}, 0x06).
  *
  * <p>Two refs are equal when their table id, number and layout are: a shard's span never changes,
  * since a split or a merge makes new shards with new numbers. Immutable.
@@ -65,6 +66,7 @@ public final class ShardRef {
   private static final byte INTENT = 0x03;
   private static final byte FLOOR = 0x04;
   private static final byte TXN_RECORD = 0x05;
+  private static final byte PENDING = 0x06;
 
   private final long tableId;
   private final long shardNumber;
@@ -352,6 +354,26 @@ public final class ShardRef {
     byte[] anchor = java.util.Arrays.copyOf(local, end + 2);
     anchor[end + 1] = TERMINATOR;
     return new byte[][] {anchor, java.util.Arrays.copyOfRange(local, end + 2, local.length)};
+  }
+
+  /**
+   * Where the shard keeps the pending marker of the row at {@code key} (an encoded key): the key with
+   * the tag 0x06 in place of its partition key's terminator, beside the row's partition as an intent
+   * is, so it goes with the row through every move, split and merge. {@code null} if {@code key} is
+   * not an encoded user key.
+   */
+  public byte[] pendingKey(byte[] key) {
+    return retagged(key, PENDING);
+  }
+
+  /** True if {@code storeKey}, a stored key of a table whose keys follow {@code prefixLength} bytes, is a row's pending marker. */
+  static boolean isPendingKey(byte[] storeKey, int prefixLength) {
+    return storeKey.length > prefixLength && tagOf(storeKey, prefixLength) == PENDING;
+  }
+
+  /** The encoded key of the row a pending marker's store key ({@link #pendingKey}) stands for. */
+  public byte[] keyOfPending(byte[] storeKey) {
+    return keyOfIntent(storeKey);
   }
 
   /** True if {@code storeKey} (of this shard) is a transaction's intent. */

@@ -418,6 +418,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           continue;
         }
       }
+      if (m.reconciled()) {
+        versions[i] = reconciled(m, pending, effects);
+        continue;
+      }
       byte[] intentKey = m.shard().intentKey(m.key());
       if (intentKey == null && m.txn() != null) {
         throw new IllegalArgumentException("a transaction's key is an encoded key");
@@ -426,6 +430,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       Intent lock = lockRaw == null ? null : Intent.decode(lockRaw, HEADER);
       if (m.txn() != null && m.txn().kind() == TxnStep.Kind.RESOLVE) {
         versions[i] = resolve(m, keys.storeKeys[i], intentKey, lock, now, effects);
+        if (versions[i] > 0) {
+          pend(m, versions[i], now, pending, effects);
+        }
         continue;
       }
       if (lock != null && !(m.txn() != null && lock.sameTransaction(m.txn().txnId()))) {
@@ -458,6 +465,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       } else {
         versions[i] = stored + 1;
         effects.add(new StoredValue(keys.storeKeys[i], value == null ? tombstone(versions[i], now) : encode(value, versions[i])));
+        pend(m, versions[i], now, pending, effects);
       }
       if (keys.recordKeys[i] != null) {
         effects.add(new StoredValue(keys.recordKeys[i], encode(requestRecord(versions[i], now), 1)));
@@ -495,6 +503,44 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
     effects.add(new StoredValue(storeKey, lock.op() == Intent.Op.PUT ? encode(lock.value(), lock.version()) : tombstone(lock.version(), now)));
     return lock.version();
+  }
+
+  /**
+   * Adds to {@code effects} the pending marker of {@code m}'s row, written now at {@code version},
+   * if its table has an asynchronous global index (the definitions change only under every row
+   * lock, so a write either leaves a marker or comes before the index, which its backfill then finds).
+   */
+  private void pend(Mutation m, long version, long now, java.util.function.Function<byte[], byte[]> pending, List<StoredValue> effects) {
+    LocalIndexes.TableIndexes t = indexes.of(m.shard().tableId());
+    if (t == null || !t.pending()) {
+      return;
+    }
+    byte[] markerKey = m.shard().pendingKey(m.key());
+    if (markerKey == null) {
+      return;
+    }
+    byte[] raw = readThrough(markerKey, pending);
+    PendingMarker marker = raw == null ? PendingMarker.of(version, now) : PendingMarker.decode(raw, HEADER).andThen(version, now);
+    effects.add(new StoredValue(markerKey, encode(marker.encode(), 1)));
+  }
+
+  /**
+   * A {@link Mutation#reconciled}: the row's marker without the changes up to the mutation's
+   * version (gone if none is left). Returns 1 if the marker changed, 0 if not (none, or only later changes).
+   */
+  private long reconciled(Mutation m, java.util.function.Function<byte[], byte[]> pending, List<StoredValue> effects) {
+    byte[] markerKey = m.shard().pendingKey(m.key());
+    byte[] raw = markerKey == null ? null : readThrough(markerKey, pending);
+    if (raw == null) {
+      return 0;
+    }
+    PendingMarker before = PendingMarker.decode(raw, HEADER);
+    PendingMarker after = before.reconciledThrough(m.expectedVersion());
+    if (after == before) {
+      return 0;
+    }
+    effects.add(new StoredValue(markerKey, after == null ? null : encode(after.encode(), 1)));
+    return 1;
   }
 
   private byte[] readThrough(byte[] storeKey, java.util.function.Function<byte[], byte[]> pending) {
@@ -1433,12 +1479,13 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   public List<Long> defineIndexes(io.shardwise.core.map.Table table) {
     List<io.shardwise.core.doc.IndexDef> local = table.indexes().stream()
         .filter(i -> i.scope() == io.shardwise.core.doc.IndexDef.Scope.LOCAL).toList();
-    return defineIndexes(table.id(), ShardRef.of(table, table.shards().get(0).id().number()).prefixLength(), local);
+    return defineIndexes(table.id(), ShardRef.of(table, table.shards().get(0).id().number()).prefixLength(), local,
+        !table.asyncIndexes().isEmpty());
   }
 
   /** Forgets the indexes of a table the map no longer has, deleting their entries (its rows go to the trash). */
   public List<Long> forgetIndexes(long tableId) {
-    return defineIndexes(tableId, 0, List.of());
+    return defineIndexes(tableId, 0, List.of(), false);
   }
 
   /** The tables this store keeps local indexes for. */
@@ -1446,9 +1493,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return indexes.all().keySet();
   }
 
-  private List<Long> defineIndexes(long tableId, int prefixLength, List<io.shardwise.core.doc.IndexDef> local) {
+  private List<Long> defineIndexes(long tableId, int prefixLength, List<io.shardwise.core.doc.IndexDef> local, boolean pending) {
     LocalIndexes.TableIndexes before = indexes.of(tableId);
-    if (before == null ? local.isEmpty() : before.indexes().equals(local) && before.prefixLength() == prefixLength) {
+    if (before == null ? local.isEmpty() && !pending
+        : before.indexes().equals(local) && before.prefixLength() == prefixLength && before.pending() == pending) {
       return List.of();
     }
     enter();
@@ -1459,9 +1507,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       }
       List<ReentrantLock> held = lock(all);
       try (WriteBatch batch = new WriteBatch()) {
-        List<Long> dropped = indexes.define(batch, tableId, prefixLength, local);
+        List<Long> dropped = indexes.define(batch, tableId, prefixLength, local, pending);
         db.write(writeOptions, batch);
-        indexes.defined(tableId, prefixLength, local);
+        indexes.defined(tableId, prefixLength, local, pending);
         return dropped;
       } catch (RocksDBException e) {
         throw new StorageException("defining the indexes of table " + tableId + " failed: " + e.getMessage(), e);
@@ -1559,7 +1607,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           RocksIterator it = db.newIterator(read)) {
         for (it.seek(from); it.isValid(); it.next()) {
           byte[] key = it.key();
-          if (!ShardRef.isRowKey(key, t.prefixLength())) {
+          if (!ShardRef.isRowKey(key, t.prefixLength()) && !(only == null && t.pending() && ShardRef.isPendingKey(key, t.prefixLength()))) {
             continue;
           }
           if (keys.size() == BACKFILL_BATCH) {
@@ -1582,6 +1630,10 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
               .filter(p -> only == null || only.contains(now.indexes().get(p).id())).toArray();
           for (byte[] key : keys) {
             byte[] raw = read(key);
+            if (now != null && now.pending() && ShardRef.isPendingKey(key, now.prefixLength())) {
+              indexes.pend(batch, now.tableId(), key, raw); // a marker that came with a move's copy
+              continue;
+            }
             if (raw != null && raw[0] != TOMBSTONE && positions.length > 0) {
               indexes.index(batch, now, positions, key, raw);
               rows++;
@@ -1829,6 +1881,85 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         db.releaseSnapshot(snapshot);
         snapshot.close();
       }
+    } finally {
+      exit();
+    }
+  }
+
+  // ------------------------------------------------------------------ pending markers
+
+  /** Pending markers written in this store since it opened (they may have been reconciled since): the drainer's hint. */
+  public long markersWritten() {
+    return indexes.markersWritten();
+  }
+
+  /** A row whose changes its table's asynchronous global indexes do not show yet: its encoded key and its marker. */
+  public record PendingRow(byte[] key, PendingMarker marker) {}
+
+  /**
+   * Up to {@code limit} of {@code shard}'s pending rows, in key order from {@code from} (an encoded
+   * key, inclusive; empty: the shard's start), as this store holds them (a leader's store may lag its
+   * appended log by a few entries: a marker read a little late is reconciled a little late).
+   */
+  public List<PendingRow> pendingRows(ShardRef shard, byte[] from, int limit) {
+    enter();
+    try {
+      byte[] prefix = LocalIndexes.pendingPrefix(shard.tableId());
+      byte[] start = concat(prefix, from.length == 0 ? shard.startKey() : max(shard.startKey(), shard.pendingKey(from)));
+      List<PendingRow> out = new ArrayList<>();
+      try (Slice bound = new Slice(concat(prefix, shard.endKey()));
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true);
+          RocksIterator it = db.newIterator(indexes.column(), read)) {
+        for (it.seek(start); it.isValid() && out.size() < limit; it.next()) {
+          byte[] markerKey = Arrays.copyOfRange(it.key(), prefix.length, it.key().length);
+          out.add(new PendingRow(shard.keyOfPending(markerKey), PendingMarker.decode(it.value(), HEADER)));
+        }
+        checkIterator(it, shard);
+      }
+      return out;
+    } finally {
+      exit();
+    }
+  }
+
+  /** How many of a shard's rows are pending, and since when the oldest ({@code Long.MAX_VALUE}: none). */
+  public record PendingSummary(long rows, long oldestMillis, boolean counted) {}
+
+  /** The most markers {@link #pendingSummary} reads: past that it reports a count of at least as many. */
+  static final int PENDING_SUMMARY_LIMIT = 100_000;
+
+  /** {@code shard}'s pending rows, counted (up to {@link #PENDING_SUMMARY_LIMIT}) with the oldest change's time. */
+  public PendingSummary pendingSummary(ShardRef shard) {
+    enter();
+    try {
+      byte[] prefix = LocalIndexes.pendingPrefix(shard.tableId());
+      long rows = 0;
+      long oldest = Long.MAX_VALUE;
+      try (Slice bound = new Slice(concat(prefix, shard.endKey()));
+          ReadOptions read = new ReadOptions().setIterateUpperBound(bound).setTotalOrderSeek(true).setFillCache(false);
+          RocksIterator it = db.newIterator(indexes.column(), read)) {
+        for (it.seek(concat(prefix, shard.startKey())); it.isValid() && rows < PENDING_SUMMARY_LIMIT; it.next()) {
+          rows++;
+          oldest = Math.min(oldest, PendingMarker.decode(it.value(), HEADER).sinceMillis());
+        }
+        checkIterator(it, shard);
+      }
+      return new PendingSummary(rows, oldest, rows < PENDING_SUMMARY_LIMIT);
+    } finally {
+      exit();
+    }
+  }
+
+  /** The pending marker of the row at {@code key} of {@code shard} as stored here, or null. */
+  public PendingMarker pendingMarker(ShardRef shard, byte[] key) {
+    byte[] markerKey = shard.pendingKey(key);
+    if (markerKey == null) {
+      return null;
+    }
+    enter();
+    try {
+      byte[] raw = read(markerKey);
+      return raw == null ? null : PendingMarker.decode(raw, HEADER);
     } finally {
       exit();
     }

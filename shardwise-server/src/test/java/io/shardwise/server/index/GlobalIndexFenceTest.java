@@ -53,7 +53,7 @@ class GlobalIndexFenceTest {
     GlobalIndexFence fence = new GlobalIndexFence(map::get);
     assertThat(fence.write("docs", 0, () -> "written")).as("no global index: a plain write passes").isEqualTo("written");
     map.set(withGlobalIndex(map.get()));
-    long index = map.get().table("docs").orElseThrow().newestGlobalIndex();
+    long index = map.get().table("docs").orElseThrow().newestSyncIndex();
     assertThatThrownBy(() -> fence.write("docs", 0, () -> "written")).isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
       assertThat(Errors.code(e)).isEqualTo(ErrorInfo.Code.INDEXED_WRITE);
       assertThat(Errors.info(e).orElseThrow().getMapEpoch()).isEqualTo(map.get().epoch());

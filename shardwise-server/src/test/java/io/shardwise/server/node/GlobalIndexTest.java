@@ -84,15 +84,15 @@ class GlobalIndexTest {
       }, "global-index-test-writer");
       writer.start();
       try {
-        List<IndexInfo> created = client.createGlobalIndex("cars", "color", "", 0);
+        List<IndexInfo> created = client.createGlobalIndex("cars", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 0);
         assertThat(created).singleElement().satisfies(i -> {
           assertThat(i.scope()).isEqualTo("global");
           assertThat(i.indexTable()).isEqualTo("cars.color");
         });
-        client.createGlobalIndex("cars", "year", "range", 0);
-        client.createGlobalIndex("cars", "owner.id", "hashrange", 4);
-        client.createGlobalIndex("cars", "sold", "", 0);
-        client.createGlobalIndex("cars", "make", "", 0);
+        client.createGlobalIndex("cars", "year", io.shardwise.client.GlobalIndexMode.SYNC, "range", 0);
+        client.createGlobalIndex("cars", "owner.id", io.shardwise.client.GlobalIndexMode.SYNC, "hashrange", 4);
+        client.createGlobalIndex("cars", "sold", io.shardwise.client.GlobalIndexMode.SYNC, "", 0);
+        client.createGlobalIndex("cars", "make", io.shardwise.client.GlobalIndexMode.SYNC, "", 0);
         await().atMost(Duration.ofSeconds(60)).until(() -> failed.get() != null || client.indexes("cars").stream().allMatch(IndexInfo::ready));
         long during = writes.get();
         await().atMost(Duration.ofSeconds(20)).until(() -> failed.get() != null || writes.get() > during + 100); // and go on after
@@ -138,8 +138,8 @@ class GlobalIndexTest {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient client = cluster.client(Routing.CLIENT);
       client.createTable("fleet", TableSpec.builder("hashrange").shards(3).replicas(1).format(ValueFormat.JSON).build());
-      client.createGlobalIndex("fleet", "color", "", 3);
-      client.createGlobalIndex("fleet", "year", "range", 0);
+      client.createGlobalIndex("fleet", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 3);
+      client.createGlobalIndex("fleet", "year", io.shardwise.client.GlobalIndexMode.SYNC, "range", 0);
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("fleet").stream().allMatch(IndexInfo::ready));
       Random random = new Random(seed);
       RandomReshapes reshapes = new RandomReshapes(cluster, client, random, "m-" + seed);
@@ -224,7 +224,7 @@ class GlobalIndexTest {
           () -> client.put("late", parkedKey, "{\"color\": \"red\"}".getBytes(StandardCharsets.UTF_8)));
       assertThat(hook.parked.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("the put was routed to n1's shard").isTrue();
 
-      client.createGlobalIndex("late", "color", "", 2);
+      client.createGlobalIndex("late", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 2);
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("late").get(0).ready()); // backfilled without the parked row
       hook.release.countDown();
       assertThat(parked.get(30, java.util.concurrent.TimeUnit.SECONDS)).isPositive();
@@ -246,7 +246,7 @@ class GlobalIndexTest {
     try (TestCluster cluster = new TestCluster(dir, 3, Limits.DEFAULT)) {
       ShardwiseClient admin = cluster.client(Routing.CLIENT);
       admin.createTable("hot", TableSpec.builder("hashrange").shards(3).replicas(1).format(ValueFormat.JSON).build());
-      admin.createGlobalIndex("hot", "color", "", 2);
+      admin.createGlobalIndex("hot", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 2);
       await().atMost(Duration.ofSeconds(30)).until(() -> admin.indexes("hot").stream().allMatch(IndexInfo::ready));
       List<Thread> writers = new ArrayList<>();
       AtomicReference<Throwable> failed = new AtomicReference<>();
@@ -305,8 +305,8 @@ class GlobalIndexTest {
           batch.clear();
         }
       }
-      client.createGlobalIndex("items", "kind", "", 2);
-      client.createGlobalIndex("items", "tag", "", 2);
+      client.createGlobalIndex("items", "kind", io.shardwise.client.GlobalIndexMode.SYNC, "", 2);
+      client.createGlobalIndex("items", "tag", io.shardwise.client.GlobalIndexMode.SYNC, "", 2);
       await().atMost(Duration.ofSeconds(60)).until(() -> client.indexes("items").stream().allMatch(IndexInfo::ready));
       assertExact(client, "items", 2);
       QueryResult r = client.query("items", "kind = 'a' AND tag = 'x'", 1_000, Duration.ofSeconds(10));
@@ -336,14 +336,14 @@ class GlobalIndexTest {
       ShardwiseClient client = cluster.client(Routing.ROUTER);
       client.createTable("raw", TableSpec.builder("hashrange").shards(2).replicas(1).build());
       client.createTable("docs", TableSpec.builder("hashrange").shards(2).replicas(1).format(ValueFormat.JSON).build());
-      assertThatThrownBy(() -> client.createGlobalIndex("raw", "color", "", 0)).hasMessageContaining("only a table created with --format json");
-      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "ring", 0)).hasMessageContaining("hashrange or range, not 'ring'");
-      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "range", 3)).hasMessageContaining("starts as one shard");
+      assertThatThrownBy(() -> client.createGlobalIndex("raw", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 0)).hasMessageContaining("only a table created with --format json");
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", io.shardwise.client.GlobalIndexMode.SYNC, "ring", 0)).hasMessageContaining("hashrange or range, not 'ring'");
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", io.shardwise.client.GlobalIndexMode.SYNC, "range", 3)).hasMessageContaining("starts as one shard");
       for (int i = 0; i < 300; i++) {
         client.put("docs", Key.of("d" + i), ("{\"color\": \"c" + (i % 7) + "\", \"n\": " + i + "}").getBytes(StandardCharsets.UTF_8));
       }
-      client.createGlobalIndex("docs", "color", "", 0);
-      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", "", 0)).satisfies(e ->
+      client.createGlobalIndex("docs", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 0);
+      assertThatThrownBy(() -> client.createGlobalIndex("docs", "color", io.shardwise.client.GlobalIndexMode.SYNC, "", 0)).satisfies(e ->
           assertThat(((ShardwiseException) e).code()).isEqualTo(Status.Code.ALREADY_EXISTS));
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
       assertThat(client.indexes("docs").get(0).rowsIndexed()).as("the backfill's progress, as the controller reports it").isEqualTo(300);
@@ -379,7 +379,7 @@ class GlobalIndexTest {
       client.put("docs", Key.of("d1"), ("{\"color\": \"" + longValue + "\"}").getBytes(StandardCharsets.UTF_8)); // no index: any length
 
       // A table dropped takes its index tables with it.
-      client.createGlobalIndex("docs", "n", "range", 0);
+      client.createGlobalIndex("docs", "n", io.shardwise.client.GlobalIndexMode.SYNC, "range", 0);
       await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("docs").get(0).ready());
       assertThat(client.query("docs", "n >= 290", 1_000, Duration.ofSeconds(5)).rows()).hasSize(10);
       client.dropTable("docs");
