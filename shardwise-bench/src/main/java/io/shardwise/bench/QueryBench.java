@@ -27,7 +27,10 @@ import org.HdrHistogram.Recorder;
  * shard, then fetches its rows by key from the shards that hold them. Between each, the same writes
  * (each document's color changed) without and with the index: what an indexed field costs a write —
  * local: one batch in the row's shard; global: a transaction over the row's shard and the index
- * shards of the old and the new color.
+ * shards of the old and the new color. Last the sync global index is replaced by an async one:
+ * the same queries (and consistent ones, which first wait for the data shards' leaders), the same
+ * writes — each one shard's, plus a pending marker its leader drains — with the index's lag
+ * sampled while they run, and the time it takes to catch up once they stop.
  */
 public final class QueryBench {
 
@@ -90,8 +93,18 @@ public final class QueryBench {
     }
   }
 
-  /** Queries by scan, then by local index, then by global index; the writes' cost without and with each; the mixed runs. */
-  public record Report(List<Result> queries, List<WriteCost> writes, List<Mix> mixes) {}
+  /**
+   * An async index's lag while a table's writes ran: {@code samples} looks at {@code index status}
+   * (every 100 ms), the median and largest lag seen (ms) and the most rows pending; then how long
+   * after the writes stopped the index showed every one of them ({@code caughtUpMillis}).
+   */
+  public record Lag(int shards, int samples, long p50Millis, long maxMillis, long maxPendingRows, long caughtUpMillis) {}
+
+  /**
+   * Queries by scan, then by local index, then by global index (sync, then async); the writes' cost
+   * without and with each; the mixed runs; the async index's lag.
+   */
+  public record Report(List<Result> queries, List<WriteCost> writes, List<Mix> mixes, List<Lag> lags) {}
 
   public static Report run(ShardwiseClient client, Options o) throws Exception {
     List<Result> queries = new ArrayList<>();
@@ -125,7 +138,91 @@ public final class QueryBench {
     for (int percent : o.mixes()) {
       mixes.add(mix(client, o, widest, "global index", percent));
     }
-    return new Report(queries, writes, mixes);
+    List<Lag> lags = new ArrayList<>();
+    for (int shards : o.shardCounts()) {
+      client.dropIndex(table(shards), "color");
+      client.createGlobalIndex(table(shards), "color", io.shardwise.client.GlobalIndexMode.ASYNC, "hashrange", 0);
+    }
+    awaitReady(client, o);
+    for (int shards : o.shardCounts()) {
+      awaitCaughtUp(client, table(shards));
+      queries.add(queries(client, o, shards, "async index"));
+      queries.add(queries(client, o, shards, "async index, consistent"));
+      LagSampler sampler = new LagSampler(client, table(shards));
+      sampler.start();
+      WriteCost cost;
+      try {
+        cost = writes(client, o, shards, "color (async)");
+      } finally {
+        sampler.stop();
+      }
+      writes.add(cost);
+      long stopped = System.nanoTime();
+      awaitCaughtUp(client, table(shards));
+      lags.add(sampler.lag(shards, (System.nanoTime() - stopped) / 1_000_000));
+    }
+    for (int percent : o.mixes()) {
+      mixes.add(mix(client, o, widest, "async index", percent));
+    }
+    return new Report(queries, writes, mixes, lags);
+  }
+
+  private static void awaitCaughtUp(ShardwiseClient client, String table) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+    while (client.indexes(table).stream().anyMatch(i -> i.pendingRows() > 0)) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("the async index of " + table + " did not catch up within 10 minutes");
+      }
+      Thread.sleep(20); // a poll of the nodes' reports
+    }
+  }
+
+  /** Samples an async index's lag and pending rows ({@code index status}) every 100 ms on a thread of its own. */
+  private static final class LagSampler {
+    private final ShardwiseClient client;
+    private final String table;
+    private final Histogram lags = new Histogram(3);
+    private long maxPending;
+    private volatile boolean running = true;
+    private final Thread thread;
+
+    LagSampler(ShardwiseClient client, String table) {
+      this.client = client;
+      this.table = table;
+      this.thread = new Thread(this::sample, "lag-sampler");
+      this.thread.setDaemon(true);
+    }
+
+    void start() {
+      thread.start();
+    }
+
+    private void sample() {
+      while (running) {
+        for (io.shardwise.client.IndexInfo i : client.indexes(table)) {
+          if ("async".equals(i.mode())) {
+            synchronized (this) {
+              lags.recordValue(i.lagMillis());
+              maxPending = Math.max(maxPending, i.pendingRows());
+            }
+          }
+        }
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }
+
+    void stop() throws InterruptedException {
+      running = false;
+      thread.join();
+    }
+
+    synchronized Lag lag(int shards, long caughtUpMillis) {
+      return new Lag(shards, (int) lags.getTotalCount(), lags.getValueAtPercentile(50), lags.getMaxValue(), maxPending, caughtUpMillis);
+    }
   }
 
   private static void awaitReady(ShardwiseClient client, Options o) throws InterruptedException {
@@ -206,9 +303,10 @@ public final class QueryBench {
     double seconds = ForDuration.run(o.threads(), duration, () -> {
       String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
       long begin = System.nanoTime();
-      QueryResult r = client.query(table, where, 10_000, Duration.ofSeconds(10));
+      QueryResult r = client.query(table, null, where, 10_000, Duration.ofSeconds(10), new byte[0], access.endsWith("consistent"));
       boolean global = r.plan().indexShards() > 0;
-      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index") || global != access.equals("global index")) {
+      boolean wantGlobal = access.startsWith("global") || access.startsWith("async");
+      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index") || global != wantGlobal) {
         failed.increment();
         return;
       }

@@ -263,6 +263,11 @@ final class BenchCommand implements Callable<Integer> {
         w.addObject().put("shards", c.shards()).put("indexes", c.indexes()).put("puts_per_second", c.putsPerSecond())
             .put("p50_micros", c.p50()).put("p99_micros", c.p99());
       }
+      com.fasterxml.jackson.databind.node.ArrayNode l = o.putArray("async_lag");
+      for (QueryBench.Lag g : report.lags()) {
+        l.addObject().put("shards", g.shards()).put("samples", g.samples()).put("lag_p50_millis", g.p50Millis())
+            .put("lag_max_millis", g.maxMillis()).put("max_pending_rows", g.maxPendingRows()).put("caught_up_millis", g.caughtUpMillis());
+      }
       Output.json(out, o);
     } else {
       out.printf("%d documents, 1 in %d matching each query, %d replica(s), %d threads, %s each (writes: half that)%n", records,
@@ -283,6 +288,13 @@ final class BenchCommand implements Callable<Integer> {
             String.format("%.2f ms", c.p50() / 1000.0), String.format("%.2f ms", c.p99() / 1000.0)));
       }
       Output.table(out, List.of("SHARDS", "INDEXES", "PUTS/S", "P50", "P99"), writes);
+      List<List<String>> lagRows = new ArrayList<>();
+      for (QueryBench.Lag g : report.lags()) {
+        lagRows.add(List.of(Integer.toString(g.shards()), Integer.toString(g.samples()), g.p50Millis() + " ms", g.maxMillis() + " ms",
+            String.format("%,d", g.maxPendingRows()), g.caughtUpMillis() + " ms"));
+      }
+      out.println("async index's lag while the puts above ran (index status every 100 ms), and the time to show them all once they stopped:");
+      Output.table(out, List.of("SHARDS", "SAMPLES", "LAG P50", "LAG MAX", "MOST PENDING", "CAUGHT UP IN"), lagRows);
       if (!report.mixes().isEmpty()) {
         List<List<String>> mixRows = new ArrayList<>();
         for (QueryBench.Mix x : report.mixes()) {
