@@ -58,6 +58,10 @@ final class IndexCommand {
     @Option(names = "--shards", paramLabel = "N", description = "A global index's shards (hashrange; default one per live node).")
     int shards;
 
+    @Option(names = "--covering", paramLabel = "F1,F2", split = ",", description = {"A global index whose entries also hold these fields:",
+        "a query needing only them and the indexed field (query --fields) is answered from the index, no row fetched."})
+    List<String> covering = new ArrayList<>();
+
     @picocli.CommandLine.ArgGroup(exclusive = true)
     Mode mode = new Mode();
 
@@ -75,12 +79,12 @@ final class IndexCommand {
     @Override
     public Integer call() throws InterruptedException {
       ShardwiseClient client = common.cluster.connect();
-      if (!scope.global && (strategy != null || shards != 0 || mode.async || mode.sync)) {
-        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy, --shards, --async and --sync are for a global"
-            + " index (--global)");
+      if (!scope.global && (strategy != null || shards != 0 || mode.async || mode.sync || !covering.isEmpty())) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--strategy, --shards, --async, --sync and --covering are for a"
+            + " global index (--global)");
       }
       List<IndexInfo> indexes = scope.global
-          ? client.createGlobalIndex(table, field, mode.sync ? GlobalIndexMode.SYNC : GlobalIndexMode.ASYNC, strategy, shards)
+          ? client.createGlobalIndex(table, field, mode.sync ? GlobalIndexMode.SYNC : GlobalIndexMode.ASYNC, strategy, shards, covering)
           : client.createIndex(table, field);
       String kind = scope.global ? "global" : "local";
       if (wait != null) {
@@ -195,6 +199,9 @@ final class IndexCommand {
         if ("async".equals(i.mode())) {
           n.put("pending_rows", i.pendingRows()).put("lag_millis", i.lagMillis());
         }
+        if (!i.covering().isEmpty()) {
+          i.covering().forEach(n.putArray("covering")::add);
+        }
         i.buildingOn().forEach(n.putArray("building_on")::add);
       }
       Output.json(out, o);
@@ -202,7 +209,8 @@ final class IndexCommand {
     }
     List<List<String>> rows = new ArrayList<>();
     for (IndexInfo i : indexes) {
-      rows.add(List.of(i.field(), i.indexTable().isEmpty() ? i.scope() : i.scope() + " " + i.mode() + " (" + i.indexTable() + ")", i.state(),
+      rows.add(List.of(i.field(), (i.indexTable().isEmpty() ? i.scope() : i.scope() + " " + i.mode() + " (" + i.indexTable() + ")")
+          + (i.covering().isEmpty() ? "" : ", covering " + String.join(",", i.covering())), i.state(),
           i.replicasBuilt() + " of " + i.replicas(), Output.number(i.rowsIndexed()),
           "async".equals(i.mode()) ? String.format(java.util.Locale.ROOT, "%,d rows, %,d ms", i.pendingRows(), i.lagMillis()) : "-",
           i.buildingOn().isEmpty() ? "-" : String.join(", ", i.buildingOn())));

@@ -46,6 +46,10 @@ final class QueryCommand implements Callable<Integer> {
   @Option(names = "--key", paramLabel = "PK", description = "Only the documents of this partition key: one shard is asked.")
   String partitionKey;
 
+  @Option(names = "--fields", paramLabel = "F1,F2", split = ",", description = {"Only these fields of each document.",
+      "Through a global index covering them and the condition's fields, no row is fetched (versions print as 0)."})
+  List<String> fields = new ArrayList<>();
+
   @Option(names = "--consistent", description = {"Through an async global index: first wait (up to --shard-deadline) until the index shows",
       "every write acknowledged before the query began. Local and sync global indexes are never stale: no effect."})
   boolean consistent;
@@ -67,7 +71,7 @@ final class QueryCommand implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--page-token is not a token a query printed");
     }
     QueryResult r = common.cluster.connect().query(table, partitionKey == null ? null : partitionKey.getBytes(StandardCharsets.UTF_8), where,
-        limit, deadline, token, consistent);
+        limit, deadline, token, consistent, fields);
     String next = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(r.nextPageToken());
     PrintWriter out = spec.commandLine().getOut();
     if (common.output == OutputFormat.json) {
@@ -95,6 +99,9 @@ final class QueryCommand implements Callable<Integer> {
         if (r.plan().stalePossible()) {
           plan.put("stale_possible", true);
         }
+        if (r.plan().covered()) {
+          plan.put("covered", true);
+        }
         if (r.plan().consistentWaitMicros() > 0) {
           plan.put("consistent_wait_micros", r.plan().consistentWaitMicros());
         }
@@ -118,8 +125,14 @@ final class QueryCommand implements Callable<Integer> {
           out.printf(java.util.Locale.ROOT, "plan: %s of %s (no ready index serves this condition), filtered at each shard's owner%n",
               p.access(), Output.count(p.shards(), "shard"));
         } else if (p.indexShards() > 0) {
-          out.printf(java.util.Locale.ROOT, "plan: %s on %s: posting lists from %s, then the rows they name fetched by key from %s,"
-              + " each checked%n", p.access(), p.index(), Output.count(p.indexShards(), "index shard"), Output.count(p.rowShards(), "data shard"));
+          if (p.covered()) {
+            out.printf(java.util.Locale.ROOT, "plan: %s on %s: posting lists from %s, answered from their entries (the index covers"
+                + " every field needed): no row fetched%n", p.access(), p.index(), Output.count(p.indexShards(), "index shard"));
+          } else {
+            out.printf(java.util.Locale.ROOT, "plan: %s on %s: posting lists from %s, then the rows they name fetched by key from %s,"
+                + " each checked%n", p.access(), p.index(), Output.count(p.indexShards(), "index shard"), Output.count(p.rowShards(),
+                "data shard"));
+          }
           out.printf(java.util.Locale.ROOT, "  index entries read %,d%n", p.indexEntries());
           for (QueryResult.PostingList l : p.postingLists()) {
             out.printf(java.util.Locale.ROOT, "  posting list %s: %,d entries%n", l.probe(), l.entries());

@@ -18,12 +18,14 @@ import java.util.List;
  * @param mode a global index's: "sync" or "async"; empty for a local index
  * @param pendingRows an async index: rows written that it does not show yet (over every shard's leader)
  * @param lagMillis an async index: the age of the oldest such write (0: it shows every write)
+ * @param covering a covering global index's covered fields (its entries hold them and the indexed one)
  */
 public record IndexInfo(long id, String field, String scope, String state, int replicas, int replicasBuilt, long rowsIndexed,
-    List<String> buildingOn, String indexTable, String mode, long pendingRows, long lagMillis) {
+    List<String> buildingOn, String indexTable, String mode, long pendingRows, long lagMillis, List<String> covering) {
 
   public IndexInfo {
     buildingOn = List.copyOf(buildingOn);
+    covering = List.copyOf(covering);
   }
 
   /** Whether queries use it. */

@@ -50,10 +50,11 @@ public record QueryResult(List<KeyValue> rows, Plan plan, boolean complete, bool
    * global indexes the posting lists too), and the slowest shard's time. Through an async global
    * index: {@code stalePossible} if the query did not wait for the index (it may miss the newest
    * writes), else {@code consistentWaitMicros}, how long it waited for the index to catch up.
+   * {@code covered}: answered from a covering index's entries alone, no row fetched (versions 0).
    */
   public record Plan(String access, int shards, List<String> missingShards, long rowsExamined, long rowsMatched, long bytesShipped,
       long slowestShardMicros, String index, long indexEntries, List<PostingList> postingLists, int indexShards, int rowShards,
-      long consistentWaitMicros, boolean stalePossible) {
+      long consistentWaitMicros, boolean stalePossible, boolean covered) {
 
     public Plan {
       missingShards = List.copyOf(missingShards);

@@ -891,9 +891,20 @@ public final class ShardwiseClient implements AutoCloseable {
    */
   public QueryResult query(String table, byte[] partitionKey, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken,
       boolean consistent) {
+    return query(table, partitionKey, where, limit, shardDeadline, pageToken, consistent, List.of());
+  }
+
+  /**
+   * As {@link #query(String, byte[], String, int, java.time.Duration, byte[], boolean)}, each
+   * document with only {@code fields} (paths such as {@code owner.id}; none: whole documents).
+   * Through a global index that covers them and the condition's fields ({@link IndexInfo#covering}),
+   * no row is fetched: the answer comes from the index's entries (each row's version is then 0).
+   */
+  public QueryResult query(String table, byte[] partitionKey, String where, int limit, java.time.Duration shardDeadline, byte[] pageToken,
+      boolean consistent, List<String> fields) {
     io.shardwise.proto.v1.QueryRequest.Builder request = io.shardwise.proto.v1.QueryRequest.newBuilder().setTable(table)
         .setWhere(where).setLimit(limit).setShardDeadlineMillis((int) Math.min(Integer.MAX_VALUE, shardDeadline.toMillis()))
-        .setPageToken(ByteString.copyFrom(pageToken)).setConsistent(consistent);
+        .setPageToken(ByteString.copyFrom(pageToken)).setConsistent(consistent).addAllFields(fields);
     if (partitionKey != null) {
       request.setPartitionKey(ByteString.copyFrom(partitionKey)).setHasPartitionKey(true);
     }
@@ -903,7 +914,7 @@ public final class ShardwiseClient implements AutoCloseable {
         p.getMissingShardsList(), p.getRowsExamined(), p.getRowsMatched(), p.getBytesShipped(), p.getSlowestShardMicros(), p.getIndex(),
         p.getIndexEntries(), java.util.stream.IntStream.range(0, Math.min(p.getIndexProbesCount(), p.getIndexProbeEntriesCount()))
             .mapToObj(i -> new QueryResult.PostingList(p.getIndexProbes(i), p.getIndexProbeEntries(i))).toList(), p.getIndexShards(),
-        p.getRowShards(), p.getConsistentWaitMicros(), p.getStalePossible()),
+        p.getRowShards(), p.getConsistentWaitMicros(), p.getStalePossible(), p.getCovered()),
         r.getComplete(), r.getTruncated(), r.getNextPageToken().toByteArray());
   }
 
@@ -929,8 +940,19 @@ public final class ShardwiseClient implements AutoCloseable {
    * write costs a two-phase commit). Built online like a local index ({@link #indexes}).
    */
   public List<IndexInfo> createGlobalIndex(String table, String field, GlobalIndexMode mode, String strategy, int shards) {
+    return createGlobalIndex(table, field, mode, strategy, shards, List.of());
+  }
+
+  /**
+   * {@link #createGlobalIndex(String, String, GlobalIndexMode, String, int)} whose entries also hold
+   * {@code covering} (paths; at most 16): a query needing only the indexed field and these — in its
+   * condition and its {@code fields} — is answered from the index without fetching a row.
+   */
+  public List<IndexInfo> createGlobalIndex(String table, String field, GlobalIndexMode mode, String strategy, int shards,
+      List<String> covering) {
     return indexInfos(onSeed(stub -> stub.createIndex(io.shardwise.proto.v1.CreateIndexRequest.newBuilder().setTable(table)
-        .setField(field).setScope("global").setMode(mode.label()).setStrategy(strategy == null ? "" : strategy).setShards(shards).build())));
+        .setField(field).setScope("global").setMode(mode.label()).setStrategy(strategy == null ? "" : strategy).setShards(shards)
+        .addAllCovering(covering).build())));
   }
 
   /** {@link #createGlobalIndex(String, String, GlobalIndexMode, String, int)}, kept asynchronously (the default). */
@@ -964,7 +986,8 @@ public final class ShardwiseClient implements AutoCloseable {
 
   private static List<IndexInfo> indexInfos(io.shardwise.proto.v1.IndexStatusResponse r) {
     return r.getIndexesList().stream().map(i -> new IndexInfo(i.getId(), i.getField(), i.getScope(), i.getState(), i.getReplicas(),
-        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList(), i.getIndexTable(), i.getMode(), i.getPendingRows(), i.getLagMillis()))
+        i.getReplicasBuilt(), i.getRowsIndexed(), i.getBuildingOnList(), i.getIndexTable(), i.getMode(), i.getPendingRows(), i.getLagMillis(),
+        i.getCoveringList()))
         .toList();
   }
 

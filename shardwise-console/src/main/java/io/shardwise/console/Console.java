@@ -163,14 +163,20 @@ public final class Console implements AutoCloseable {
   }
 
   /**
-   * {@code GET /api/v1/query?table=T&where=COND[&limit=N][&page_token=TOKEN]}: the documents that
-   * meet the condition, as {@code shardwise query} gives them, asked of a live node: rows (each
-   * document as JSON), complete, truncated, next_page_token and the plan (shards asked and missing,
-   * rows examined and matched, bytes shipped, the slowest shard).
+   * {@code GET /api/v1/query?table=T&where=COND[&limit=N][&page_token=TOKEN][&consistent=true][&fields=F1,F2]}: the
+   * documents that meet the condition, as {@code shardwise query} gives them, asked of a live node:
+   * rows (each document as JSON), complete, truncated, next_page_token and the plan (shards asked and
+   * missing, rows examined and matched, bytes shipped, the slowest shard; through an async global
+   * index, stale_possible or the consistent wait).
    */
   private void query(Context ctx) {
     io.shardwise.proto.v1.QueryRequest.Builder request = io.shardwise.proto.v1.QueryRequest.newBuilder()
-        .setTable(requiredQuery(ctx, "table")).setWhere(requiredQuery(ctx, "where")).setLimit(intParam(ctx, "limit", 100));
+        .setTable(requiredQuery(ctx, "table")).setWhere(requiredQuery(ctx, "where")).setLimit(intParam(ctx, "limit", 100))
+        .setConsistent("true".equalsIgnoreCase(ctx.queryParam("consistent")));
+    String fields = ctx.queryParam("fields");
+    if (fields != null && !fields.isBlank()) {
+      request.addAllFields(java.util.Arrays.stream(fields.split(",")).map(String::strip).toList());
+    }
     String token = ctx.queryParam("page_token");
     if (token != null && !token.isEmpty()) {
       try {
@@ -214,7 +220,8 @@ public final class Console implements AutoCloseable {
     ObjectNode plan = out.putObject("plan").put("access", p.getAccess()).put("shards", p.getShards())
         .put("rows_examined", p.getRowsExamined()).put("rows_matched", p.getRowsMatched()).put("bytes_shipped", p.getBytesShipped())
         .put("slowest_shard_micros", p.getSlowestShardMicros()).put("index", p.getIndex()).put("index_entries", p.getIndexEntries())
-        .put("index_shards", p.getIndexShards()).put("row_shards", p.getRowShards());
+        .put("index_shards", p.getIndexShards()).put("row_shards", p.getRowShards()).put("stale_possible", p.getStalePossible()).put("covered", p.getCovered())
+        .put("consistent_wait_micros", p.getConsistentWaitMicros());
     ArrayNode missing = plan.putArray("missing_shards");
     p.getMissingShardsList().forEach(missing::add);
     ArrayNode lists = plan.putArray("posting_lists");

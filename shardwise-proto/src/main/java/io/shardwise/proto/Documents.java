@@ -189,6 +189,43 @@ public final class Documents {
     }
   }
 
+  /**
+   * {@code document} with only the fields at {@code paths} (each kept with the objects above it; a
+   * path through a non-object, or to nothing, is left out), as compact JSON: what a projected query
+   * answers, and what a covering index's entry holds.
+   *
+   * @throws NotADocumentException if {@code document} is not one
+   */
+  public static byte[] project(byte[] document, List<List<String>> paths) {
+    com.fasterxml.jackson.databind.JsonNode root;
+    try {
+      root = TREES.readTree(document);
+    } catch (IOException e) {
+      throw new NotADocumentException(e.getMessage(), 0);
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode out = TREES.createObjectNode();
+    for (List<String> path : paths) {
+      com.fasterxml.jackson.databind.JsonNode node = root;
+      for (String name : path) {
+        node = node != null && node.isObject() ? node.get(name) : null;
+      }
+      if (node == null) {
+        continue;
+      }
+      com.fasterxml.jackson.databind.node.ObjectNode at = out;
+      for (int i = 0; i < path.size() - 1; i++) {
+        com.fasterxml.jackson.databind.JsonNode next = at.get(path.get(i));
+        at = next instanceof com.fasterxml.jackson.databind.node.ObjectNode o ? o : at.putObject(path.get(i));
+      }
+      at.set(path.get(path.size() - 1), node);
+    }
+    try {
+      return TREES.writeValueAsBytes(out);
+    } catch (IOException e) {
+      throw new IllegalStateException("a projection of a parsed document could not be written", e);
+    }
+  }
+
   /** A value that is not a document: why, and at which byte of the value (0-based). */
   public static final class NotADocumentException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;

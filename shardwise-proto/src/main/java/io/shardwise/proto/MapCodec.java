@@ -70,7 +70,8 @@ public final class MapCodec {
     for (io.shardwise.proto.v1.IndexProto i : header.getIndexesList()) {
       out.add(new io.shardwise.core.doc.IndexDef(i.getId(), i.getPathList(),
           io.shardwise.core.doc.IndexDef.Scope.valueOf(i.getScope().toUpperCase(java.util.Locale.ROOT)),
-          io.shardwise.core.doc.IndexDef.State.valueOf(i.getState().toUpperCase(java.util.Locale.ROOT)), i.getAsync()));
+          io.shardwise.core.doc.IndexDef.State.valueOf(i.getState().toUpperCase(java.util.Locale.ROOT)), i.getAsync(),
+          i.getCoveringList().stream().map(f -> List.of(f.split("\\.", -1))).toList()));
     }
     return out;
   }
@@ -82,7 +83,7 @@ public final class MapCodec {
 
   public static io.shardwise.proto.v1.IndexProto toProto(io.shardwise.core.doc.IndexDef i) {
     return io.shardwise.proto.v1.IndexProto.newBuilder().setId(i.id()).addAllPath(i.path()).setScope(i.scope().label())
-        .setState(i.state().label()).setAsync(i.async()).build();
+        .setState(i.state().label()).setAsync(i.async()).addAllCovering(i.covering().stream().map(c -> String.join(".", c)).toList()).build();
   }
 
   /** What a table's values are, as its header says (any bytes when it says nothing). */

@@ -20,8 +20,12 @@ import java.util.Objects;
  * @param path the field's path ({@code owner.id}: names of nested objects)
  * @param async a global index whose entries follow their rows' writes instead of committing with
  *     them ({@link #async()}); false for a local index
+ * @param covering a global index's covered fields ({@link #covering()}); none for a local index
  */
-public record IndexDef(long id, List<String> path, Scope scope, State state, boolean async) {
+public record IndexDef(long id, List<String> path, Scope scope, State state, boolean async, List<List<String>> covering) {
+
+  /** The most fields one index may cover. */
+  public static final int MAX_COVERED = 16;
 
   /** The most indexes one table may have. */
   public static final int MAX_PER_TABLE = 16;
@@ -67,11 +71,59 @@ public record IndexDef(long id, List<String> path, Scope scope, State state, boo
     if (async && scope != Scope.GLOBAL) {
       throw new IllegalArgumentException("only a global index is kept asynchronously");
     }
+    covering = List.copyOf(covering.stream().map(List::copyOf).toList());
+    if (!covering.isEmpty() && scope != Scope.GLOBAL) {
+      throw new IllegalArgumentException("only a global index covers fields");
+    }
+    if (covering.size() > MAX_COVERED) {
+      throw new IllegalArgumentException("an index covers at most " + MAX_COVERED + " fields, not " + covering.size());
+    }
+    java.util.Set<List<String>> seen = new java.util.HashSet<>();
+    seen.add(path);
+    for (List<String> c : covering) {
+      if (c.isEmpty() || c.size() > Where.MAX_PATH) {
+        throw new IllegalArgumentException("a covered field path has 1 to " + Where.MAX_PATH + " names, not " + c.size());
+      }
+      if (!seen.add(c)) {
+        throw new IllegalArgumentException("field " + String.join(".", c) + " is named twice (the indexed field is covered already)");
+      }
+    }
   }
 
   /** A local index, or a global one kept in sync. */
   public IndexDef(long id, List<String> path, Scope scope, State state) {
-    this(id, path, scope, state, false);
+    this(id, path, scope, state, false, List.of());
+  }
+
+  /** An index covering no field. */
+  public IndexDef(long id, List<String> path, Scope scope, State state, boolean async) {
+    this(id, path, scope, state, async, List.of());
+  }
+
+  /**
+   * The fields a global index's entries hold besides the row's key (a <b>covering</b> index): the
+   * indexed field and these. A query that needs no other field — in its condition or its answer —
+   * is answered from the entries alone, without fetching a row.
+   */
+  @Override
+  public List<List<String>> covering() {
+    return covering;
+  }
+
+  /** The fields each entry holds: the indexed one, then the covered ones; empty if the index covers none. */
+  public List<List<String>> projected() {
+    if (covering.isEmpty()) {
+      return List.of();
+    }
+    List<List<String>> out = new ArrayList<>(1 + covering.size());
+    out.add(path);
+    out.addAll(covering);
+    return out;
+  }
+
+  /** True if this index's entries hold every field of {@code paths} (a covering index; never one covering nothing). */
+  public boolean covers(java.util.Collection<List<String>> paths) {
+    return !covering.isEmpty() && projected().containsAll(paths);
   }
 
   /**
@@ -111,7 +163,7 @@ public record IndexDef(long id, List<String> path, Scope scope, State state, boo
   }
 
   public IndexDef withState(State next) {
-    return new IndexDef(id, path, scope, next, async);
+    return new IndexDef(id, path, scope, next, async, covering);
   }
 
   /**

@@ -31,6 +31,23 @@ public abstract sealed class Where permits Where.Compare, Where.And, Where.Or {
 
   private Where() {}
 
+  /** The field paths this condition reads, each once, in the order they first appear. */
+  public java.util.Set<List<String>> paths() {
+    java.util.Set<List<String>> out = new java.util.LinkedHashSet<>();
+    collect(this, out);
+    return out;
+  }
+
+  private static void collect(Where w, java.util.Set<List<String>> out) {
+    if (w instanceof Compare c) {
+      out.add(c.path());
+    } else if (w instanceof And and) {
+      and.parts().forEach(p -> collect(p, out));
+    } else {
+      ((Or) w).parts().forEach(p -> collect(p, out));
+    }
+  }
+
   /** A comparison's operator. */
   public enum Op {
     EQ("="), NE("!="), LT("<"), LE("<="), GT(">"), GE(">=");

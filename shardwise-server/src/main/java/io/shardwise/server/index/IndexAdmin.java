@@ -54,6 +54,13 @@ public final class IndexAdmin {
       throw Errors.invalid("a local index lives in its table's shards: --strategy, --shards, --sync and --async are for global indexes");
     }
     boolean async = scope == IndexDef.Scope.GLOBAL && async(request.getMode());
+    if (scope == IndexDef.Scope.LOCAL && request.getCoveringCount() > 0) {
+      throw Errors.invalid("a local index's query reads its rows beside it: --covering is for global indexes");
+    }
+    List<List<String>> covering = new ArrayList<>();
+    for (String f : request.getCoveringList()) {
+      covering.add(path(f));
+    }
     ShardMap current = ctx.map().current();
     Table indexed = current.table(name).orElseThrow(() -> Errors.noSuchTable(name, current.epoch()));
     io.shardwise.server.rpc.TableAdmin.Placed placed = scope == IndexDef.Scope.GLOBAL ? placeIndexTable(indexed, path, request) : null;
@@ -73,7 +80,12 @@ public final class IndexAdmin {
         throw Status.ABORTED.withDescription("table " + name + " was recreated meanwhile: create the index again").asRuntimeException();
       }
       List<IndexDef> next = new ArrayList<>(t.indexes());
-      IndexDef index = new IndexDef(map.epoch() + 1, path, scope, IndexDef.State.BUILDING, async); // its id: the epoch of the map that holds it first
+      IndexDef index; // its id: the epoch of the map that holds it first
+      try {
+        index = new IndexDef(map.epoch() + 1, path, scope, IndexDef.State.BUILDING, async, covering);
+      } catch (IllegalArgumentException e) {
+        throw Errors.invalid(e.getMessage());
+      }
       next.add(index);
       ShardMapDelta.Builder delta = ShardMapDelta.on(map);
       if (placed != null) {
@@ -123,7 +135,8 @@ public final class IndexAdmin {
     for (IndexDef i : t.indexes()) {
       IndexStatus status = IndexProgress.of(t, i, stats);
       out.addIndexes(i.scope() == IndexDef.Scope.GLOBAL
-          ? status.toBuilder().setIndexTable(i.globalTable(name)).setMode(i.async() ? "async" : "sync").build() : status);
+          ? status.toBuilder().setIndexTable(i.globalTable(name)).setMode(i.async() ? "async" : "sync")
+              .addAllCovering(i.covering().stream().map(c -> String.join(".", c)).toList()).build() : status);
     }
     return out.build();
   }

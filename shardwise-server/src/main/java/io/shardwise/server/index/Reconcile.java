@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * nothing is written: the row stays pending and is read again. Where the reverse entry already
  * says the row's value, nothing is written: the row was read before its reverse entry, and a
  * reverse entry only changes to its row's value at some version, so the index shows the row at
- * least as of the version read.
+ * least as of the version read. A covering index's reverse entry holds the covered fields too, so
+ * a change of one of them is reconciled like a change of the value.
  *
  * <p>So reconciling is idempotent and needs no order: rows reconciled twice, late, by two leaders at
  * once or out of order cost work, never an entry. Thread-safe; blocks while shards answer.
@@ -64,6 +65,27 @@ final class Reconcile {
     return Key.of(partition, EMPTY);
   }
 
+  /**
+   * What a reverse entry holds: the value the row is indexed under; for a covering index also the
+   * fields its entry holds ({@code [value's length: 4][value][fields]}), so a change of a covered
+   * field alone is a change to reconcile too.
+   */
+  static byte[] reversePayload(byte[] value, byte[] fields) {
+    if (fields == null) {
+      return value;
+    }
+    return java.nio.ByteBuffer.allocate(4 + value.length + fields.length).putInt(value.length).put(value).put(fields).array();
+  }
+
+  /** The value a reverse entry of {@code index} ({@link #reversePayload}) says its row is indexed under. */
+  static byte[] valueOf(IndexDef index, byte[] payload) {
+    if (index.covering().isEmpty()) {
+      return payload;
+    }
+    int n = java.nio.ByteBuffer.wrap(payload).getInt();
+    return Arrays.copyOfRange(payload, 4, 4 + n);
+  }
+
   /** True if an index table's entry with this partition key is a reverse entry (not a value's). */
   static boolean isReverse(byte[] partitionKey) {
     return partitionKey.length > 0 && partitionKey[0] == REVERSE;
@@ -94,17 +116,20 @@ final class Reconcile {
         IndexDef index = indexes.get(x);
         String indexTable = index.globalTable(table.name());
         GetResponse rev = held.get(x).get(r);
-        byte[] have = rev.getFound() ? rev.getValue().toByteArray() : null;
+        byte[] havePayload = rev.getFound() ? rev.getValue().toByteArray() : null;
         byte[] want = indexable(table, index, row);
-        if (Arrays.equals(have, want)) {
+        byte[] fields = want == null ? null : GlobalIndexes.covered(index, row.document());
+        byte[] wantPayload = want == null ? null : reversePayload(want, fields);
+        if (Arrays.equals(havePayload, wantPayload)) {
           continue;
         }
-        if (have != null) {
+        byte[] have = havePayload == null ? null : valueOf(index, havePayload);
+        if (have != null && !Arrays.equals(have, want)) {
           items.add(TxnItem.delete(indexTable, GlobalIndexes.entry(have, row.key())));
         }
         if (want != null) {
-          items.add(TxnItem.put(indexTable, GlobalIndexes.entry(want, row.key()), EMPTY));
-          items.add(TxnItem.put(indexTable, reverse.get(r), want).onlyIf(rev.getFound() ? rev.getVersion() : TxnItem.ABSENT));
+          items.add(TxnItem.put(indexTable, GlobalIndexes.entry(want, row.key()), fields == null ? EMPTY : fields));
+          items.add(TxnItem.put(indexTable, reverse.get(r), wantPayload).onlyIf(rev.getFound() ? rev.getVersion() : TxnItem.ABSENT));
         } else {
           items.add(TxnItem.delete(indexTable, reverse.get(r)).onlyIf(rev.getVersion()));
         }

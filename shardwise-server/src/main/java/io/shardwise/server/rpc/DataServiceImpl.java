@@ -976,6 +976,34 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     }
   }
 
+  /** The fields a query asks for, as paths (none: whole documents); INVALID_ARGUMENT for a bad one or too many. */
+  private static List<List<String>> fields(List<String> asked) {
+    if (asked.size() > io.shardwise.core.doc.Where.MAX_COMPARISONS) {
+      throw Errors.invalid("a query asks for at most " + io.shardwise.core.doc.Where.MAX_COMPARISONS + " fields, not " + asked.size());
+    }
+    List<List<String>> out = new ArrayList<>(asked.size());
+    for (String f : asked) {
+      try {
+        out.add(io.shardwise.core.doc.IndexDef.parsePath(f));
+      } catch (IllegalArgumentException e) {
+        throw Errors.invalid(e.getMessage());
+      }
+    }
+    return out;
+  }
+
+  /** {@code answer} with only {@code fields} of each document (none: as it is). */
+  private static io.shardwise.proto.v1.QueryResponse projected(io.shardwise.proto.v1.QueryResponse.Builder answer, List<List<String>> fields) {
+    if (!fields.isEmpty()) {
+      for (int i = 0; i < answer.getRowsCount(); i++) {
+        KeyValue row = answer.getRows(i);
+        answer.setRows(i, row.toBuilder().setValue(ByteString.copyFrom(io.shardwise.proto.Documents.project(row.getValue().toByteArray(),
+            fields))));
+      }
+    }
+    return answer.build();
+  }
+
   /** How many times a query runs when shards split or merge under it, before it answers them as missing. */
   private static final int QUERY_ATTEMPTS = 4;
 
@@ -993,6 +1021,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         throw Errors.limit("a query returns at most " + MAX_QUERY_ROWS + " rows, not " + limit);
       }
       long deadline = request.getShardDeadlineMillis() == 0 ? 5_000 : request.getShardDeadlineMillis();
+      List<List<String>> fields = fields(request.getFieldsList());
       RequestHeader h = request.getHeader();
       // A shard split or merged while the query ran: run it again on the newer map (a read: nothing to undo), a few times.
       ShardMap map = first;
@@ -1002,9 +1031,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
             .orElse(null);
         boolean global = chosen != null && chosen.scope() == io.shardwise.core.doc.IndexDef.Scope.GLOBAL;
         if (global && !request.getHasPartitionKey()) {
-          return globals.query(table, chosen, where(table, request.getWhere()), limit, request.getPageToken().toByteArray(),
-              request.getConsistent(), deadline)
-              .setHeader(header(map, 1)).build();
+          return projected(globals.query(table, chosen, where(table, request.getWhere()), limit, request.getPageToken().toByteArray(),
+              request.getConsistent(), deadline, fields).setHeader(header(map, 1)), fields);
         }
         // One partition: its one shard filters it (fewer reads than a posting list and its rows).
         io.shardwise.server.index.IndexPlan index = global ? null : chosen;
@@ -1015,9 +1043,9 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         byte[] lower = partition == null ? new byte[0] : Key.of(partition).encode(); // the partition's first key
         byte[] upper = partition == null ? null : Key.encodedPartitionEnd(partition);
         try {
-          return TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from.length == 0 ? lower : from, upper,
-              pageRows, request.getWhere(), index), limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1, index, only)
-              .setHeader(header(map, only >= 0 ? 1 : table.shards().size() - resume.position())).build();
+          return projected(TableQuery.run(table, (position, from, pageRows) -> shardScan(h, table, position, from.length == 0 ? lower : from,
+              upper, pageRows, request.getWhere(), index), limit, deadline, resume, attempt < QUERY_ATTEMPTS - 1, index, only)
+              .setHeader(header(map, only >= 0 ? 1 : table.shards().size() - resume.position())), fields);
         } catch (TableQuery.StaleMap stale) {
           map = ctx.map().await(Math.max(stale.epoch, map.epoch() + 1), CATCH_UP);
         }

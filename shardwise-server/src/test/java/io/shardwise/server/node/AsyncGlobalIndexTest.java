@@ -203,6 +203,74 @@ class AsyncGlobalIndexTest {
     }
   }
 
+  /**
+   * A covering index (both modes): a query needing only the covered fields — its answer's and its
+   * condition's — is answered from the entries, no row fetched; a change of a covered field alone
+   * reaches the entries; a query needing another field fetches the rows; the checker compares each
+   * entry's fields with its row's.
+   */
+  @ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.EnumSource(GlobalIndexMode.class)
+  void aCoveringIndexAnswersFromItsEntriesAndFollowsChangesOfCoveredFieldsAlone(GlobalIndexMode mode) throws Exception {
+    try (TestCluster cluster = new TestCluster(dir, 2, Limits.DEFAULT)) {
+      ShardwiseClient client = cluster.client(Routing.CLIENT);
+      client.createTable("items", TableSpec.builder("hashrange").shards(3).format(ValueFormat.JSON).build());
+      for (int i = 0; i < 60; i++) {
+        client.put("items", Key.of("item-" + i), item(i % 3, i));
+      }
+      List<IndexInfo> created = client.createGlobalIndex("items", "color", mode, "", 2, List.of("size", "owner.id"));
+      assertThat(created.get(0).covering()).containsExactly("size", "owner.id");
+      await().atMost(Duration.ofSeconds(30)).until(() -> client.indexes("items").get(0).ready());
+      for (int i = 60; i < 90; i++) { // written once the index exists: by the writes, not the backfill
+        client.put("items", Key.of("item-" + i), item(i % 3, i));
+      }
+      QueryResult r = client.query("items", null, "color = 'c1'", 100, Duration.ofSeconds(10), new byte[0], true, List.of("size", "owner.id"));
+      assertThat(r.plan().covered()).as("every field asked is in the entries").isTrue();
+      assertThat(r.plan().rowShards()).as("no row fetched").isZero();
+      assertThat(r.rows()).hasSize(30).allSatisfy(kv -> {
+        int n = Integer.parseInt(kv.key().toString().replaceAll("\\D", ""));
+        assertThat(kv.valueAsString()).isEqualTo("{\"size\":" + n + ",\"owner\":{\"id\":\"o" + (n % 5) + "\"}}");
+        assertThat(kv.version()).as("an entry holds fields, not versions").isZero();
+      });
+      QueryResult big = client.query("items", null, "color = 'c1' AND size >= 70", 100, Duration.ofSeconds(10), new byte[0], true,
+          List.of("size"));
+      assertThat(big.plan().covered()).isTrue();
+      assertThat(big.rows()).extracting(KeyValue::valueAsString).containsExactlyInAnyOrder("{\"size\":70}", "{\"size\":73}",
+          "{\"size\":76}", "{\"size\":79}", "{\"size\":82}", "{\"size\":85}", "{\"size\":88}");
+      QueryResult pad = client.query("items", null, "color = 'c1'", 100, Duration.ofSeconds(10), new byte[0], true, List.of("pad"));
+      assertThat(pad.plan().covered()).as("pad is not covered: the rows are fetched").isFalse();
+      assertThat(pad.plan().rowShards()).isPositive();
+      assertThat(pad.rows()).hasSize(30).allSatisfy(kv -> assertThat(kv.valueAsString()).isEqualTo("{\"pad\":\"xxxx\"}"));
+
+      // A covered field changed alone (the indexed value stays): the entry follows.
+      client.put("items", Key.of("item-1"), item(1, 1_000));
+      QueryResult after = client.query("items", null, "color = 'c1' AND size >= 1000", 100, Duration.ofSeconds(10), new byte[0], true,
+          List.of("size"));
+      assertThat(after.rows()).extracting(kv -> kv.key().toString()).containsExactly(Key.of("item-1").toString());
+      Random random = new Random(3);
+      for (int i = 0; i < 200; i++) {
+        int n = random.nextInt(100);
+        if (random.nextInt(5) == 0) {
+          client.delete("items", Key.of("item-" + n));
+        } else {
+          client.put("items", Key.of("item-" + n), item(random.nextInt(3), random.nextInt(50)));
+        }
+      }
+      awaitCaughtUp(client, "items");
+      GlobalIndexTest.assertExact(client, "items", 1);
+
+      assertThatThrownBy(() -> client.createGlobalIndex("items", "size", mode, "", 0, List.of("color", "color")))
+          .hasMessageContaining("named twice");
+      assertThatThrownBy(() -> client.createGlobalIndex("items", "size", mode, "", 0, List.of("size")))
+          .hasMessageContaining("named twice");
+    }
+  }
+
+  private static byte[] item(int color, int size) {
+    return ("{\"color\": \"c" + color + "\", \"size\": " + size + ", \"owner\": {\"id\": \"o" + (size % 5) + "\", \"name\": \"n\"},"
+        + " \"pad\": \"xxxx\"}").getBytes(StandardCharsets.UTF_8);
+  }
+
   /** Waits until every async index of {@code table} reports no pending row (lag zero). */
   static void awaitCaughtUp(ShardwiseClient client, String table) {
     await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() -> client.indexes(table).stream()
