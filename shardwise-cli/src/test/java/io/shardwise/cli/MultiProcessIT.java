@@ -340,7 +340,7 @@ class MultiProcessIT {
     // A global index: a table of its own; a query of one value reads one index shard, then the rows by key.
     ServerProcesses.Result global = cli("index", "create", "docs", "color", "--global", "--sync", "--wait", "30s");
     assertThat(global.exit()).as(global.err()).isZero();
-    assertThat(global.out()).contains("global (docs.color)").contains("ready");
+    assertThat(global.out()).contains("global sync (docs.color)").contains("ready");
     ServerProcesses.Result throughGlobal = cli("query", "docs", "--where", "color = 'red'", "--explain");
     assertThat(throughGlobal.exit()).as(throughGlobal.err()).isZero();
     assertThat(throughGlobal.out()).contains("car-1").contains("1 row")
@@ -352,9 +352,24 @@ class MultiProcessIT {
     assertThat(direct.err()).contains("written by the index only");
     ServerProcesses.Result badScope = cli("index", "create", "docs", "make", "--strategy", "range");
     assertThat(badScope.exit()).isNotZero();
-    assertThat(badScope.err()).contains("--strategy and --shards are for a global index");
+    assertThat(badScope.err()).contains("--strategy, --shards, --async, --sync and --covering are for a global index");
     assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
     assertThat(cli("table", "describe", "docs.color").exit()).as("the index's table went with it").isNotZero();
+    // An async covering index (the default mode): writes commit alone, a consistent query sees them, from the entries alone.
+    ServerProcesses.Result async = cli("index", "create", "docs", "color", "--global", "--covering", "size", "--wait", "30s");
+    assertThat(async.exit()).as(async.err()).isZero();
+    assertThat(async.out()).contains("global async (docs.color), covering size").contains("ready");
+    assertThat(cli("kv", "put", "docs", "car-3", "{\"color\": \"green\", \"size\": 7}").exit()).isZero();
+    ServerProcesses.Result covered = cli("query", "docs", "--where", "color = 'green'", "--fields", "size", "--consistent", "--explain");
+    assertThat(covered.exit()).as(covered.err()).isZero();
+    assertThat(covered.out()).contains("car-3").contains("{\"size\":7}").contains("answered from their entries")
+        .contains("consistent: waited");
+    ServerProcesses.Result loose = cli("query", "docs", "--where", "color = 'red'", "--explain");
+    assertThat(loose.out()).contains("car-1").contains("async index: may miss writes newer than its lag");
+    ServerProcesses.Result lag = cli("index", "status", "docs", "-o", "json");
+    assertThat(lag.out()).contains("\"mode\" : \"async\"").contains("\"pending_rows\" : ").contains("\"covering\" : [ \"size\" ]");
+    assertThat(cli("index", "check", "docs").exit()).isZero();
+    assertThat(cli("index", "drop", "docs", "color").exit()).isZero();
   }
 
   /** Live keys in the trash entries of one kind. */
