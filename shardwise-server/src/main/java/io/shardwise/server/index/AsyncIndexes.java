@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
 public final class AsyncIndexes implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(AsyncIndexes.class);
-  /** Pending rows a shard's page reconciles (their entries in transactions of up to 100 items). */
+  /** Pending rows a look takes of each shard, and rows reconciled together (their entries in transactions of up to 100 items). */
   static final int PAGE = 128;
   /** How often the drainer looks for markers when none was written since its last look. */
   private static final long IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
@@ -115,7 +115,9 @@ public final class AsyncIndexes implements AutoCloseable {
 
   /**
    * One look at every shard this node leads of a table with an async global index: a page of each
-   * one's pending rows reconciled (shards at once). Returns the rows whose markers were cleared.
+   * one's pending rows, a table's pages reconciled together (rows of several shards share each
+   * transaction: fewer, fuller transactions than a shard at a time), chunks at once. Returns the
+   * rows whose markers were cleared.
    */
   int drainOnce() throws InterruptedException {
     ShardMap map = ctx.map().current();
@@ -124,15 +126,16 @@ public final class AsyncIndexes implements AutoCloseable {
       if (t.asyncIndexes().isEmpty()) {
         continue;
       }
+      List<Pending> found = new ArrayList<>();
       for (ShardAssignment s : t.shards()) {
-        if (!ctx.self().equals(s.owner())) {
-          continue;
+        if (ctx.self().equals(s.owner())) {
+          ShardRef ref = ShardRef.of(t, s.id().number());
+          ctx.store().pendingRows(ref, new byte[0], PAGE).forEach(r -> found.add(new Pending(ref, r)));
         }
-        ShardRef ref = ShardRef.of(t, s.id().number());
-        List<ShardStore.PendingRow> rows = ctx.store().pendingRows(ref, new byte[0], PAGE);
-        if (!rows.isEmpty()) {
-          work.add(drainers.submit(() -> drain(t, ref, rows)));
-        }
+      }
+      for (int from = 0; from < found.size(); from += PAGE) {
+        List<Pending> chunk = found.subList(from, Math.min(found.size(), from + PAGE));
+        work.add(drainers.submit(() -> drain(t, chunk)));
       }
     }
     int cleared = 0;
@@ -140,40 +143,47 @@ public final class AsyncIndexes implements AutoCloseable {
       try {
         cleared += f.get();
       } catch (java.util.concurrent.ExecutionException e) {
-        LOG.debug("node {}: a shard's pending rows were not reconciled (tried again): {}", ctx.self(), e.getCause().toString());
+        LOG.debug("node {}: pending rows were not reconciled (tried again): {}", ctx.self(), e.getCause().toString());
       }
     }
     return cleared;
   }
 
-  /** Reconciles {@code rows} of {@code ref}; returns the rows whose markers lost what was reconciled. */
-  private int drain(Table table, ShardRef ref, List<ShardStore.PendingRow> rows) {
+  /** A pending row of a shard this node leads. */
+  private record Pending(ShardRef shard, ShardStore.PendingRow row) {}
+
+  /** Reconciles {@code rows} of {@code table}; returns the rows whose markers lost what was reconciled. */
+  private int drain(Table table, List<Pending> rows) {
     List<Key> keys = new ArrayList<>(rows.size());
-    rows.forEach(r -> keys.add(Key.decode(r.key())));
+    rows.forEach(r -> keys.add(Key.decode(r.row().key())));
     List<GetResponse> now = cluster.get(table.name(), keys);
     List<Reconcile.RowNow> read = new ArrayList<>(rows.size());
     for (int i = 0; i < rows.size(); i++) {
       GetResponse g = now.get(i);
       // An absent row was read after its marker: its state is at least as new as the marker's newest change.
       read.add(g.getFound() ? new Reconcile.RowNow(keys.get(i), g.getValue().toByteArray(), g.getVersion())
-          : new Reconcile.RowNow(keys.get(i), null, rows.get(i).marker().latest()));
+          : new Reconcile.RowNow(keys.get(i), null, rows.get(i).row().marker().latest()));
     }
     boolean[] done = reconcile.run(table, read, null);
-    List<Mutation> marks = new ArrayList<>();
+    java.util.Map<ShardRef, List<Mutation>> marks = new java.util.LinkedHashMap<>();
     for (int i = 0; i < rows.size(); i++) {
       if (done[i]) {
-        marks.add(Mutation.reconciled(ref, rows.get(i).key(), read.get(i).version()));
+        Pending p = rows.get(i);
+        marks.computeIfAbsent(p.shard(), r -> new ArrayList<>()).add(Mutation.reconciled(p.shard(), p.row().key(), read.get(i).version()));
       }
     }
-    if (marks.isEmpty()) {
-      return 0;
+    int cleared = 0;
+    for (List<Mutation> shardMarks : marks.values()) { // one write per shard: through its log
+      try {
+        ctx.shards().apply(shardMarks);
+        cleared += shardMarks.size();
+      } catch (io.shardwise.server.storage.VersionMismatchException e) {
+        throw new AssertionError("a reconciled mark has no condition", e);
+      } catch (RuntimeException e) {
+        LOG.debug("node {}: markers of shard {} not cleared (reconciled again later): {}", ctx.self(), shardMarks.get(0).shard(), e.toString());
+      }
     }
-    try {
-      ctx.shards().apply(marks);
-    } catch (io.shardwise.server.storage.VersionMismatchException e) {
-      throw new AssertionError("a reconciled mark has no condition", e);
-    }
-    return marks.size();
+    return cleared;
   }
 
   // ------------------------------------------------------------------ consistent queries
@@ -186,7 +196,7 @@ public final class AsyncIndexes implements AutoCloseable {
    */
   public boolean awaitReconciled(ShardRef ref, long millis) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-    List<ShardStore.PendingRow> rows = ctx.store().pendingRows(ref, new byte[0], AWAIT_LIMIT);
+    List<ShardStore.PendingRow> rows = ctx.shards().pendingRows(ref, AWAIT_LIMIT); // after the read barrier: every acknowledged write applied here
     waiting.incrementAndGet();
     try {
       synchronized (wake) {

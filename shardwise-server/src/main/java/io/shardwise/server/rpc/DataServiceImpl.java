@@ -852,6 +852,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw Status.CANCELLED.withDescription("interrupted").asRuntimeException();
+    } catch (ShardFencedException e) {
+      throw fencedScan(map, shard, e);
     }
     return ShardScanResponse.newBuilder().setHeader(header(map, 1)).build();
   }

@@ -223,6 +223,21 @@ public final class LocalShards {
     }
   }
 
+  /**
+   * The shard's pending rows (of its table's async global indexes) as its leader holds them once it
+   * is known to lead (its read barrier: every write it acknowledged is applied here), as {@link
+   * #scan} reads a page: what a consistent query waits for.
+   */
+  public List<io.shardwise.server.storage.ShardStore.PendingRow> pendingRows(ShardRef ref, int limit) {
+    barrierIfReplicated(ref);
+    LocalShard s = enter(ref, false);
+    try {
+      return store.pendingRows(ref, new byte[0], limit);
+    } finally {
+      s.exit();
+    }
+  }
+
   /** One page of the shard's rows that local index probes find, as {@link #scan} reads a page. */
   public io.shardwise.server.storage.ShardStore.IndexPage indexScan(ShardRef ref, List<io.shardwise.server.storage.ShardStore.IndexProbe> probes,
       byte[] from, byte[] to, int limit, java.util.function.Predicate<byte[]> matches) {

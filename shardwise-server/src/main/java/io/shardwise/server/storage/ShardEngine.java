@@ -43,6 +43,11 @@ public interface ShardEngine {
     throw new UnsupportedOperationException("this engine keeps no indexes");
   }
 
+  /** Up to {@code limit} of {@code shard}'s pending rows ({@link ShardStore#pendingRows}); an engine without indexes has none. */
+  default List<ShardStore.PendingRow> pendingRows(ShardRef shard, byte[] from, int limit) {
+    return List.of();
+  }
+
   /**
    * Applies the mutations atomically: all of them, or none. A mutation whose write id this shard
    * has already applied is answered with its first result and not applied again; the record of a

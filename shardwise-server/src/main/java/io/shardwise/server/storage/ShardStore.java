@@ -1901,6 +1901,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    * key, inclusive; empty: the shard's start), as this store holds them (a leader's store may lag its
    * appended log by a few entries: a marker read a little late is reconciled a little late).
    */
+  @Override
   public List<PendingRow> pendingRows(ShardRef shard, byte[] from, int limit) {
     enter();
     try {
