@@ -30,7 +30,9 @@ import org.HdrHistogram.Recorder;
  * shards of the old and the new color. Last the sync global index is replaced by an async one:
  * the same queries (and consistent ones, which first wait for the data shards' leaders), the same
  * writes — each one shard's, plus a pending marker its leader drains — with the index's lag
- * sampled while they run, and the time it takes to catch up once they stop.
+ * sampled while they run, and the time it takes to catch up once they stop. Last, the async index
+ * made covering ({@code n}): queries asking for {@code color} and {@code n} only, answered from the
+ * entries without fetching a row.
  */
 public final class QueryBench {
 
@@ -163,6 +165,16 @@ public final class QueryBench {
     }
     for (int percent : o.mixes()) {
       mixes.add(mix(client, o, widest, "async index", percent));
+    }
+    // A covering index: the same async index whose entries also hold n; queries asking for color and n only read no row.
+    for (int shards : o.shardCounts()) {
+      client.dropIndex(table(shards), "color");
+      client.createGlobalIndex(table(shards), "color", io.shardwise.client.GlobalIndexMode.ASYNC, "hashrange", 0, List.of("n"));
+    }
+    awaitReady(client, o);
+    for (int shards : o.shardCounts()) {
+      awaitCaughtUp(client, table(shards));
+      queries.add(queries(client, o, shards, "async covering, fields color,n"));
     }
     return new Report(queries, writes, mixes, lags);
   }
@@ -303,10 +315,13 @@ public final class QueryBench {
     double seconds = ForDuration.run(o.threads(), duration, () -> {
       String where = "color = 'c" + ThreadLocalRandom.current().nextInt(o.colors()) + "'";
       long begin = System.nanoTime();
-      QueryResult r = client.query(table, null, where, 10_000, Duration.ofSeconds(10), new byte[0], access.endsWith("consistent"));
+      boolean covering = access.startsWith("async covering");
+      QueryResult r = client.query(table, null, where, 10_000, Duration.ofSeconds(10), new byte[0], access.endsWith("consistent"),
+          covering ? List.of("color", "n") : List.of());
       boolean global = r.plan().indexShards() > 0;
       boolean wantGlobal = access.startsWith("global") || access.startsWith("async");
-      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index") || global != wantGlobal) {
+      if (!r.complete() || !r.plan().access().equals(access.equals("scan") ? "scan" : "index") || global != wantGlobal
+          || r.plan().covered() != covering) {
         failed.increment();
         return;
       }
