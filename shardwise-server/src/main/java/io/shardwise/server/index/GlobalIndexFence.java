@@ -60,6 +60,22 @@ public final class GlobalIndexFence {
     }
   }
 
+  /**
+   * Runs {@code step}, a transaction's resolution at this node's shard of a document table, inside
+   * the fence without a check (a resolution is never refused: its transaction is decided). So a
+   * resolution that began before this node learned of a new global index — its row written without
+   * a pending marker, under the old definitions — has landed before {@link #drain} returns, and the
+   * index's backfill reads the row it left.
+   */
+  public <T> T pass(Supplier<T> step) {
+    lock.readLock().lock();
+    try {
+      return step.get();
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
   /** Returns once every write that entered the fence before this call has left it. */
   public void drain() {
     lock.writeLock().lock();

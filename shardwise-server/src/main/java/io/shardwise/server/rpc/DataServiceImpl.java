@@ -1320,7 +1320,18 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           for (int i : indexes) {
             byShard.computeIfAbsent(ref(table, table.shardFor(partitionKeys[i])), r -> new ArrayList<>()).add(keys.get(i));
           }
-          byShard.forEach((shard, part) -> txnSteps.resolve(shard, part, txnId, request.getCommit()));
+          // Inside the fence (never refused): a resolution begun before a new global index lands before the index is drained here.
+          boolean documents = table.format() == io.shardwise.core.doc.ValueFormat.JSON;
+          byShard.forEach((shard, part) -> {
+            if (documents) {
+              fence.pass(() -> {
+                txnSteps.resolve(shard, part, txnId, request.getCommit());
+                return null;
+              });
+            } else {
+              txnSteps.resolve(shard, part, txnId, request.getCommit());
+            }
+          });
         },
         (stub, header, indexes) -> {
           io.shardwise.proto.v1.TxnResolveRequest.Builder sub = request.toBuilder().setHeader(header).clearKeys();

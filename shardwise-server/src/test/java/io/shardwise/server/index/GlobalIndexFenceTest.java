@@ -65,14 +65,18 @@ class GlobalIndexFenceTest {
     assertThat(GlobalIndexFence.replanEpoch("item 0 is locked by an older transaction")).isZero();
   }
 
-  @Test
-  void aDrainReturnsOnlyOnceEveryWriteThatEnteredBeforeItHasLeft() throws Exception {
-    GlobalIndexFence fence = new GlobalIndexFence(GlobalIndexFenceTest::docs);
+  /** A plain write, and a transaction's resolution (never refused, even of a table with a sync global index). */
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"write", "resolution"})
+  void aDrainReturnsOnlyOnceEveryWriteThatEnteredBeforeItHasLeft(String kind) throws Exception {
+    GlobalIndexFence fence = new GlobalIndexFence(kind.equals("write") ? GlobalIndexFenceTest::docs : () -> withGlobalIndex(docs()));
     ExecutorService threads = Executors.newFixedThreadPool(2);
     try {
       CountDownLatch entered = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
-      Future<String> write = threads.submit(() -> fence.write("docs", 0, () -> {
+      java.util.function.Function<java.util.function.Supplier<String>, String> inside = kind.equals("write")
+          ? step -> fence.write("docs", 0, step) : fence::pass;
+      Future<String> write = threads.submit(() -> inside.apply(() -> {
         entered.countDown();
         try {
           release.await();
