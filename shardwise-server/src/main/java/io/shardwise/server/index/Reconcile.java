@@ -32,6 +32,11 @@ import org.slf4j.LoggerFactory;
  * least as of the version read. A covering index's reverse entry holds the covered fields too, so
  * a change of one of them is reconciled like a change of the value.
  *
+ * <p>The check on the row is what lets a marker be cleared: without it, a reconcile that read the
+ * row at an older version (value Q) could commit after another reconcile had found the row at its
+ * newest version (value Z, the reverse entry already Z from before Q) and cleared the marker —
+ * its condition on the reverse entry still holds — and leave Q for good.
+ *
  * <p>So reconciling is idempotent and needs no order: rows reconciled twice, late, by two leaders at
  * once or out of order cost work, never an entry. Thread-safe; blocks while shards answer.
  */
