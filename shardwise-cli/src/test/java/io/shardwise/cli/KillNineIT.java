@@ -52,7 +52,11 @@ class KillNineIT {
    * move's source killed here; a foreign ZooKeeper: {@code NoDeleteOnAMapAloneTest}; ZooKeeper
    * paused: the pause scenarios; a ring join: {@code RebalanceTest}; a replica move's source or
    * leader killed: {@code RebalanceTest}'s replicated join under the history check, and the leader
-   * kill scenarios here).
+   * kill scenarios here; an owner killed right after splits and a merge: {@code SplitMergeTest} and
+   * {@code ReplicationTest}'s splits and merges at one log position; a wiped data directory: {@code
+   * StoreTrustTest}, {@code ReplicationTest} and the replication simulation; two of three replicas
+   * killed: {@code ReplicationTest}'s minimum in-sync refusal; a leader paused past its session: the
+   * leader cut off from ZooKeeper here).
    */
   static final String CAMPAIGN = "campaign";
 
@@ -273,6 +277,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void anOwnerKilledRightAfterSplitsAndAMergeLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
     splitsThenKill(seed, "split-then-kill", HASH_RANGES);
   }
@@ -638,6 +643,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void aNodeRestartedOnAWipedDataDirectoryUnderItsOldIdLosesNothing(long seed) throws Exception {
     List<String> nodes = startThreeNodesWithTables(REPLICATED, "hist");
     SplittableRandom random = new SplittableRandom(seed);
@@ -668,6 +674,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void twoOfThreeReplicasKilledRefuseWritesAndLoseNothing(long seed) throws Exception {
     List<String> nodes = startThreeNodesWithTables(REPLICATED, "hist");
     SplittableRandom random = new SplittableRandom(seed);
@@ -695,6 +702,7 @@ class KillNineIT {
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
+  @Tag(CAMPAIGN)
   void aLeaderPausedPastItsSessionNeverAnswersAsLeaderAgain(long seed) throws Exception {
     startThreeNodesWithTables(REPLICATED, "hist");
     SplittableRandom random = new SplittableRandom(seed);
