@@ -119,8 +119,8 @@ final class LocalIndexes {
    * batch}; the caller writes the batch and then calls {@link #defined}, holding every row lock
    * throughout. Returns the ids of the indexes no longer kept, whose entries the batch also removes
    * (and the pending entries, when the table leaves no more markers: the markers left in its shards
-   * are the store's own keys that nothing reads, removed by a later reconcile of their rows if the
-   * table gets an asynchronous index again).
+   * are the store's own keys that nothing reads; if the table gets an asynchronous index again, a
+   * row's next write extends its old marker, which the reconcile then clears).
    */
   List<Long> define(WriteBatch batch, long tableId, int prefixLength, List<IndexDef> indexes, boolean pending) throws RocksDBException {
     TableIndexes before = tables.get(tableId);
