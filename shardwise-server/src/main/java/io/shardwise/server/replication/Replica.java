@@ -426,7 +426,7 @@ final class Replica {
       try {
         ShardEngine.Evaluation e = engine.evaluate(batch, key -> {
           Pending p = pending.get(java.nio.ByteBuffer.wrap(key));
-          return p == null ? null : p.stored;
+          return p == null ? null : p.stored == null ? ShardEngine.REMOVED : p.stored;
         }, versionFloor);
         results = e.results();
         readOnly = e.effects().isEmpty();

@@ -74,10 +74,18 @@ public interface ShardEngine {
   Evaluation evaluate(List<Mutation> batch) throws VersionMismatchException;
 
   /**
+   * What {@code pending} ({@link #evaluate(List, java.util.function.Function, long)}) answers for a key
+   * that an appended entry removes: nothing is stored there once it is applied (no stored value is
+   * empty: each has a header). Compared by identity.
+   */
+  byte[] REMOVED = new byte[0];
+
+  /**
    * {@link #evaluate} as if the stored values {@code pending} gives were already written: for each
    * store key it is asked first, and only where it answers {@code null} does the engine read its
-   * own. A replicated shard's leader evaluates against the entries it appended and has not applied
-   * yet, so a write never waits for the one before it to be replicated. A key with nothing stored
+   * own; {@link #REMOVED} means nothing is stored. A replicated shard's leader evaluates against the
+   * entries it appended and has not applied yet, so a write never waits for the one before it to be
+   * replicated. A key with nothing stored
    * gets a version above {@code versionFloor} too (a replicated table's, kept in the map: {@link
    * io.shardwise.core.map.Replication#versionFloor}).
    */

@@ -545,6 +545,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
 
   private byte[] readThrough(byte[] storeKey, java.util.function.Function<byte[], byte[]> pending) {
     byte[] p = pending.apply(storeKey);
+    if (p == REMOVED) {
+      return null; // an appended entry removes it (a resolved intent, a cleared marker, a purged record)
+    }
     return p != null ? p : read(storeKey);
   }
 

@@ -69,6 +69,12 @@ public final class MemoryEngine implements ShardEngine {
     return evaluate(batch, k -> null, 0);
   }
 
+  /** {@code key}'s stored value as the appended entries ({@code pending}) leave it, else as stored here. */
+  private byte[] through(java.util.function.Function<byte[], byte[]> pending, byte[] key) {
+    byte[] p = pending.apply(key);
+    return p == REMOVED ? null : p != null ? p : data.get(key);
+  }
+
   @Override
   public Evaluation evaluate(List<Mutation> batch, java.util.function.Function<byte[], byte[]> pending, long versionFloor)
       throws VersionMismatchException {
@@ -96,12 +102,12 @@ public final class MemoryEngine implements ShardEngine {
       if (m.txn() != null) {
         throw new UnsupportedOperationException("the move simulation's engine keeps no transactions");
       }
-      byte[] record = records[i] == null ? null : pending.apply(records[i]) != null ? pending.apply(records[i]) : data.get(records[i]);
+      byte[] record = records[i] == null ? null : through(pending, records[i]);
       if (record != null) {
         versions[i] = ByteBuffer.wrap(record, HEADER, 8).getLong(); // a repeat: answered, not applied
         continue;
       }
-      byte[] raw = pending.apply(keys[i]) != null ? pending.apply(keys[i]) : data.get(keys[i]);
+      byte[] raw = through(pending, keys[i]);
       long stored = raw == null ? versionFloor : version(raw);
       boolean live = raw != null && raw[0] != TOMBSTONE;
       long current = live ? stored : 0;
