@@ -367,11 +367,20 @@ public final class GlobalIndexes {
    * @param what names the value in the refusal ("entry 3")
    */
   public static void checkIndexable(Table table, byte[] document, String what) {
-    for (IndexDef index : table.asyncIndexes()) {
-      byte[] v = value(index, document);
-      if (v != null && v.length > MAX_VALUE_BYTES) {
-        throw Errors.limit(what + ": field " + index.field() + " is " + v.length + " bytes encoded; a globally indexed value is at most "
-            + MAX_VALUE_BYTES + " bytes; nothing was written");
+    List<IndexDef> async = table.asyncIndexes();
+    if (async.isEmpty()) {
+      return;
+    }
+    byte[][] values;
+    try {
+      values = Documents.indexValues(document, async.stream().map(IndexDef::path).toList()); // one pass for them all
+    } catch (Documents.NotADocumentException e) {
+      return; // refused as not a document by the caller's check
+    }
+    for (int i = 0; i < values.length; i++) {
+      if (values[i] != null && values[i].length > MAX_VALUE_BYTES) {
+        throw Errors.limit(what + ": field " + async.get(i).field() + " is " + values[i].length + " bytes encoded; a globally indexed value"
+            + " is at most " + MAX_VALUE_BYTES + " bytes; nothing was written");
       }
     }
   }
