@@ -19,6 +19,7 @@ import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.proto.v1.ScheduledAction;
 import io.shardwise.server.coordination.Coordinator;
 import io.shardwise.server.rpc.Peers;
+import io.shardwise.server.rpc.Retries;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -119,7 +120,17 @@ public final class Balancer implements AutoCloseable {
     this.indexes = new io.shardwise.server.index.IndexReadiness(coordinator, peers, globalBackfill);
     io.shardwise.server.rpc.ShardSplits splits = new io.shardwise.server.rpc.ShardSplits(coordinator, peers);
     this.replicaMoves = new ReplicaMoves(coordinator, splits::handOver);
-    this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, this::moveNow);
+    this.resizer = new Resizer(coordinator, peers, tick.multipliedBy(5), metrics, new Resizer.ShardMoves() {
+      @Override
+      public MoveProgress move(String moveId, io.shardwise.core.map.Table table, ShardAssignment shard, NodeId to) {
+        return moveNow(moveId, table, shard, to);
+      }
+
+      @Override
+      public MoveProgress moveReplica(io.shardwise.core.map.Table table, ShardAssignment shard, NodeId from, NodeId to, boolean leadOnly) {
+        return moveReplicaNow(table, shard, from, to, leadOnly);
+      }
+    });
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "shardwise-balancer-" + self);
       t.setDaemon(true);
@@ -713,12 +724,9 @@ public final class Balancer implements AutoCloseable {
    */
   private MoveProgress moveNow(String moveId, io.shardwise.core.map.Table table, ShardAssignment shard, NodeId to) {
     if (table.replication().replicated()) {
-      // The replica of the shard's leader moves to `to` and the lead goes with it; if `to` is an
+      // The replica of the shard's leader moves to `to` and the lead goes with it; if `to` is a
       // follower already, only the lead passes (once it is in sync).
-      MoveRecord move = MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(shard.id().number())
-          .setFrom(shard.owner().value()).setTo(to.value()).setReplica(true).setLeadership(shard.isReplica(to))
-          .setShardEpoch(shard.epoch()).build();
-      return replicaMoves.run(move, inSyncWithin(move, snapshotBytesPerSecond), () -> false);
+      return moveReplicaNow(table, shard, shard.owner(), to, shard.isReplica(to));
     }
     NodeInfo source = coordinator.liveNodesNow().get(shard.owner());
     if (source == null) {
@@ -733,6 +741,21 @@ public final class Balancer implements AutoCloseable {
       last = progress.next();
     }
     return last;
+  }
+
+  /**
+   * A merge's replica move ({@link Resizer.ShardMoves#moveReplica}): run now, on the ticking thread.
+   * A lead-only move first waits (as long as a new follower may take to catch up) for {@code to} to
+   * be in sync: it may have joined the shard a moment ago.
+   */
+  private MoveProgress moveReplicaNow(io.shardwise.core.map.Table table, ShardAssignment shard, NodeId from, NodeId to, boolean leadOnly) {
+    MoveRecord move = MoveRecord.newBuilder().setTable(table.name()).setTableId(table.id()).setNumber(shard.id().number())
+        .setFrom(from.value()).setTo(to.value()).setReplica(true).setLeadership(leadOnly).setShardEpoch(shard.epoch()).build();
+    Duration within = inSyncWithin(move, snapshotBytesPerSecond);
+    if (leadOnly && !Retries.poll(within, Duration.ofMillis(100), () -> ReplicaMoves.leadReady(coordinator.readMap().map(), move))) {
+      throw new IllegalStateException("shard " + shard.id() + ": " + to + " did not join its in-sync set within " + within.toSeconds() + " s");
+    }
+    return replicaMoves.run(move, within, () -> false);
   }
 
   /** The source is gone for good: give its shard to the destination without data (there is no replica to copy). */

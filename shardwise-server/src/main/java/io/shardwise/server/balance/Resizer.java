@@ -254,19 +254,21 @@ final class Resizer {
             || !mine.contains(left.id().number()) || !mine.contains(right.id().number())) {
           continue;
         }
-        if (t.replication().replicated() && !left.sameReplicas(right)) {
-          continue; // replicated neighbours merge only on the same replicas and leader (a split's halves start so)
+        boolean replicated = t.replication().replicated();
+        if (replicated && left.replicas().size() != right.replicas().size()) {
+          continue; // a change of the table's factor is under way: its replicas are added or removed first
         }
-        // On two nodes: the smaller moves to the larger's node first, never onto a draining node.
+        // Apart (on two nodes; replicated: on other replicas or another leader), the smaller moves to
+        // the larger's node(s) first, never onto a draining node.
         ShardAssignment staying = l.getApproximateBytes() >= r.getApproximateBytes() ? left : right;
         ShardAssignment moving = staying == left ? right : left;
-        if (draining.contains(staying.owner())) {
+        if (onDraining(staying, replicated, draining)) {
           ShardAssignment swap = staying;
           staying = moving;
           moving = swap;
         }
-        boolean onTwoNodes = !left.owner().equals(right.owner());
-        if (onTwoNodes && draining.contains(staying.owner())) {
+        boolean apart = replicated ? !left.sameReplicas(right) : !left.owner().equals(right.owner());
+        if (apart && onDraining(staying, replicated, draining)) {
           continue;
         }
         long bytes = l.getApproximateBytes() + r.getApproximateBytes();
@@ -278,10 +280,12 @@ final class Resizer {
               .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(staying.owner().value()).setBytes(bytes)
               .setRequestsPerSecond(busiest).setState(ResizeRecord.State.WAITING);
           String first = "";
-          if (onTwoNodes) {
+          if (apart) {
             long movingBytes = (moving == left ? l : r).getApproximateBytes();
             merge.setMovesFirst(true).setMovingNumber(moving.id().number()).setMovingFrom(moving.owner().value());
-            first = "; shard " + moving.id().number() + " moves from " + moving.owner() + " to " + staying.owner() + " first (about "
+            first = replicated ? "; shard " + moving.id().number() + "'s replicas move from " + moving.replicas() + " to "
+                + staying.replicas() + " first, led from " + staying.owner() + " (about " + bytes(movingBytes) + " each)"
+                : "; shard " + moving.id().number() + " moves from " + moving.owner() + " to " + staying.owner() + " first (about "
                 + bytes(movingBytes) + ")";
           }
           mergesWanted.add(merge.setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s, at most %,d requests/s in each of the"
@@ -616,14 +620,25 @@ final class Resizer {
     return after;
   }
 
-  /** Runs one move now and waits for its end: the balancer, over gRPC to the shard's owner. */
+  /** Runs one move now and waits for its end: the balancer, over gRPC to the shard's owner, or by map changes for a replica. */
   interface ShardMoves {
     /**
-     * Moves {@code shard} of {@code table} to {@code to} and returns its last progress report.
+     * Moves {@code shard} of {@code table} to {@code to} and returns its last progress report. For a
+     * replicated table: the leader's replica, with the lead.
      *
      * @throws RuntimeException if the move did not run to its end
      */
     MoveProgress move(String moveId, Table table, ShardAssignment shard, NodeId to);
+
+    /**
+     * Moves the replica of {@code shard} (of a replicated table) on {@code from} to {@code to} ({@link
+     * ReplicaMoves}: {@code to} built and in sync, the lead passed if {@code from} led, {@code from}
+     * removed), or with {@code leadOnly} passes the lead from {@code from} to its in-sync follower
+     * {@code to}; returns once the map shows it.
+     *
+     * @throws RuntimeException if the move did not run to its end
+     */
+    MoveProgress moveReplica(Table table, ShardAssignment shard, NodeId from, NodeId to, boolean leadOnly);
   }
 
   /** A merge's or an isolation's move did not cut over: the merge does not run; the isolation ends with its key's shard where it was. */
@@ -641,6 +656,10 @@ final class Resizer {
    * mid-plan, say), and checks in the map that it cut over.
    */
   private void coLocate(ResizeRecord r, Table table, ResizeRecord.Builder b) {
+    if (table.replication().replicated()) {
+      coLocateReplicas(r, table.id());
+      return;
+    }
     ShardAssignment left = table.shard(r.getNumber()).orElseThrow();
     ShardAssignment right = table.shard(r.getRightNumber()).orElseThrow();
     if (left.owner().equals(right.owner())) {
@@ -650,6 +669,56 @@ final class Resizer {
     NodeId to = (moving == left ? right : left).owner();
     moveAndConfirm("merge-" + r.getTableId() + "-" + r.getNumber() + "-" + r.getRightNumber(), table, moving, to, b, "first, ");
     LOG.info("balancer: shard {} moved from {} to {} to merge with its neighbour", moving.id(), moving.owner(), to);
+  }
+
+  /**
+   * Before a merge of replicated neighbours on other replicas or under other leaders: moves the
+   * replicas of the one the plan named, one at a time, until it has the other's and the other's
+   * leader ({@link ShardMoves#moveReplica}: a follower is built and in sync before the one it
+   * replaces goes, so the shard never has fewer replicas than its factor). Followers it does not
+   * keep move first; then the lead passes to the other's leader if that is a replica already, else
+   * the leader's replica moves there with the lead — so the lead moves once. Each step starts from
+   * the map as it is now, so a plan run again (or by the next controller) goes on from there.
+   */
+  private void coLocateReplicas(ResizeRecord r, long tableId) {
+    for (int step = 0; ; step++) {
+      Table table = coordinator.readMapSynced().map().tableById(tableId)
+          .orElseThrow(() -> new MoveFailed("table " + r.getTable() + " is gone", null));
+      ShardAssignment left = table.shard(r.getNumber()).orElseThrow(() -> new MoveFailed("shard " + r.getNumber() + " is gone", null));
+      ShardAssignment right = table.shard(r.getRightNumber())
+          .orElseThrow(() -> new MoveFailed("shard " + r.getRightNumber() + " is gone", null));
+      if (left.sameReplicas(right)) {
+        return;
+      }
+      ShardAssignment moving = r.getMovesFirst() && r.getMovingNumber() == right.id().number() ? right : left;
+      ShardAssignment staying = moving == left ? right : left;
+      String context = "first, shard " + moving.id() + "'s replicas " + moving.replicas() + " were to match shard " + staying.id() + "'s "
+          + staying.replicas();
+      if (moving.replicas().size() != staying.replicas().size() || step > staying.replicas().size() + 1) {
+        throw new MoveFailed(context + ", and do not", null);
+      }
+      List<NodeId> missing = staying.replicas().stream().filter(n -> !moving.isReplica(n)).toList();
+      NodeId leavingFollower = moving.followers().stream().filter(n -> !staying.isReplica(n)).findFirst().orElse(null);
+      try {
+        if (leavingFollower != null) {
+          moves.moveReplica(table, moving, leavingFollower, missing.get(0), false);
+          LOG.info("balancer: the replica of shard {} on {} moved to {} to merge with its neighbour", moving.id(), leavingFollower,
+              missing.get(0));
+        } else {
+          boolean leadOnly = moving.isReplica(staying.owner());
+          moves.moveReplica(table, moving, moving.owner(), staying.owner(), leadOnly);
+          LOG.info("balancer: {} of shard {} moved from {} to {} to merge with its neighbour", leadOnly ? "the lead" : "the leader's replica",
+              moving.id(), moving.owner(), staying.owner());
+        }
+      } catch (RuntimeException e) {
+        throw new MoveFailed(context + ", and a step did not finish: " + e.getMessage(), e);
+      }
+    }
+  }
+
+  /** Whether {@code s} is on a draining node (replicated: any of its replicas). */
+  private static boolean onDraining(ShardAssignment s, boolean replicated, Set<NodeId> draining) {
+    return replicated ? s.replicas().stream().anyMatch(draining::contains) : draining.contains(s.owner());
   }
 
   private static String bytes(long n) {

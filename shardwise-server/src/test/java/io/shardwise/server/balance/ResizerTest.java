@@ -274,10 +274,10 @@ class ResizerTest {
 
   /**
    * A replicated table's shards split by size like any other (the split quiesces them at their
-   * leader), and neighbours merge only on the same replicas and leader: never by moving one first.
+   * leader), and neighbours on the same replicas and leader merge in place.
    */
   @Test
-  void replicatedShardsSplitBySizeAndMergeOnlyWithTheSameReplicas() {
+  void replicatedShardsSplitBySizeAndMergeInPlaceOnTheSameReplicas() {
     NodeId n3 = NodeId.of("n3");
     PartitionerSpec spec = PartitionerSpec.builder(Strategy.RANGE).hash(HashFunctions.murmur3_128())
         .splitPoints(List.of(b("b"), b("c"), b("d"))).build();
@@ -290,8 +290,40 @@ class ResizerTest {
     long[] bigFirst = {2 << 20, 1_000, 1_000, 1_000};
     List<ResizeRecord> r = propose(AUTO, map, stats(map, bigFirst, quiet, 10, Map.of()), all, new ArrayList<>());
     assertThat(r.stream().filter(x -> x.getKind() == ResizeRecord.Kind.SPLIT).map(ResizeRecord::getNumber)).containsExactly(0L);
-    // 1+2 have the same leader and followers (in another order); 2+3 have other leaders: not merged, not moved.
+    // 1+2 have the same leader and followers (in another order): merged where they are.
     assertThat(merges(r)).containsExactly("1+2");
     assertThat(r).noneMatch(ResizeRecord::getMovesFirst);
+  }
+
+  /**
+   * Replicated neighbours on other replicas or under other leaders merge once the smaller has been
+   * given the other's replicas and leader; never onto a draining node's replica, and not while the
+   * two have different replica counts (a change of the factor under way).
+   */
+  @Test
+  void replicatedNeighboursApartMergeAfterTheSmallerTakesTheOthersReplicas() {
+    NodeId n3 = NodeId.of("n3");
+    NodeId n4 = NodeId.of("n4");
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.RANGE).hash(HashFunctions.murmur3_128()).splitPoints(List.of(b("m"))).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 2, 1, KeySample.empty());
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), List.of(N1, N2),
+        List.of(List.of(N2, n3), List.of(n3, n4)), io.shardwise.core.map.Replication.of(3)).build());
+    Set<Long> both = Set.of(0L, 1L);
+    int[] quiet = {10, 10, 0, 0};
+
+    List<ResizeRecord> r = propose(AUTO, map, stats(map, new long[] {1_000, 3_000, 0, 0}, quiet, 10, Map.of()), both, new ArrayList<>());
+    assertThat(merges(r)).containsExactly("0+1");
+    ResizeRecord merge = r.get(0);
+    assertThat(merge.getMovesFirst()).isTrue();
+    assertThat(merge.getMovingNumber()).isEqualTo(map.table("t").orElseThrow().shards().get(0).id().number()); // the smaller
+    assertThat(merge.getOwner()).isEqualTo("n2");
+    assertThat(merge.getWhy()).contains("replicas move from [n1, n2, n3] to [n2, n3, n4] first, led from n2");
+
+    // The larger has a replica on a draining node: the larger moves instead; both have one: no merge.
+    List<ResizeRecord> draining = Resizer.propose(AUTO, map, stats(map, new long[] {1_000, 3_000, 0, 0}, quiet, 10, Map.of()), LIVE,
+        id -> both, Set.of(), Set.of(n4), (shard, why) -> { });
+    assertThat(draining).singleElement().satisfies(m -> assertThat(m.getOwner()).isEqualTo("n1"));
+    assertThat(Resizer.propose(AUTO, map, stats(map, new long[] {1_000, 3_000, 0, 0}, quiet, 10, Map.of()), LIVE, id -> both, Set.of(),
+        Set.of(n3), (shard, why) -> { })).isEmpty();
   }
 }
