@@ -60,6 +60,12 @@ class KillNineIT {
    */
   static final String CAMPAIGN = "campaign";
 
+  /**
+   * How long the history clients keep running after a fault has struck (its {@code strike} returned:
+   * a restarted node serves again), whenever that was: every run records the recovery under load.
+   */
+  private static final Duration AFTER_FAULT = Duration.ofSeconds(8);
+
   /** How long the nodes' transactions may stay undecided before a reader or writer aborts them. */
   private static final Duration TXN_TIMEOUT = Duration.ofSeconds(2);
 
@@ -173,20 +179,25 @@ class KillNineIT {
     }
     System.out.println("FAULT-RUN scenario=" + scenario + " seed=" + seed + " operations=" + ops + " acknowledged="
         + recorder.acknowledgedWrites() + " unknown=" + recorder.unknownWrites() + " violations=" + (violation.isPresent() ? 1 : 0)
-        + " longest_gap_ms=" + longestGapMillis(histories) + " others_failed=" + othersFailed + " others_gap_ms=" + othersGap
+        + " longest_gap_ms=" + longestGapMillis(histories, recorder.endedNanos()) + " others_failed=" + othersFailed + " others_gap_ms=" + othersGap
         + " struck_writable_ms=" + (unanswered ? -1 : struckWritable));
   }
 
   /**
-   * The longest time in which no operation on any key completed successfully: how long the fault
-   * left the clients (four of them, over every node) without any answer at all.
+   * The longest time in which no operation on any key completed successfully while the clients ran
+   * (until {@code endedNanos}, the recording's end; the checker's final reads come after it, once the
+   * run is over, and are not counted): how long the fault left the clients (four of them, over every
+   * node) without any answer at all.
    */
-  static long longestGapMillis(Map<String, List<Op>> histories) {
+  static long longestGapMillis(Map<String, List<Op>> histories, long endedNanos) {
     long[] done = histories.values().stream().flatMap(List::stream).filter(o -> o.outcome() == Op.Outcome.OK).mapToLong(Op::completed)
-        .sorted().toArray();
+        .filter(t -> t <= endedNanos).sorted().toArray();
     long gap = 0;
     for (int i = 1; i < done.length; i++) {
       gap = Math.max(gap, done[i] - done[i - 1]);
+    }
+    if (done.length > 0) {
+      gap = Math.max(gap, endedNanos - done[done.length - 1]); // clients held until the end had no answer either
     }
     return gap / 1_000_000;
   }
@@ -239,6 +250,7 @@ class KillNineIT {
         availability.start();
         recorder.start(duration);
         Struck struck = fault.strike();
+        recorder.runAtLeast(AFTER_FAULT);
         recorder.awaitEnd();
         List<Integer> struckKeys = new ArrayList<>();
         for (int k = 0; k < owners.size(); k++) {

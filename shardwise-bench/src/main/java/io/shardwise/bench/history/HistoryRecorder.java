@@ -42,6 +42,8 @@ public final class HistoryRecorder implements AutoCloseable {
   private final AtomicLong unknownWrites = new AtomicLong();
   private final List<Thread> threads = new ArrayList<>();
   private final List<Throwable> crashes = new CopyOnWriteArrayList<>();
+  private final AtomicLong endedNanos = new AtomicLong();
+  private volatile long deadlineNanos;
 
   /**
    * @param newClient makes one client per recording thread (closed by {@link #close})
@@ -63,16 +65,18 @@ public final class HistoryRecorder implements AutoCloseable {
     return String.format("hist-%03d", k);
   }
 
-  /** Starts the clients; they run until {@code duration} has passed or {@link #stop} is called. */
+  /** Starts the clients; they run until {@code duration} has passed (or later: {@link #runAtLeast}) or {@link #stop} is called. */
   public HistoryRecorder start(Duration duration) {
-    long deadline = System.nanoTime() + duration.toNanos();
+    deadlineNanos = System.nanoTime() + duration.toNanos();
     for (int c = 0; c < clients.size(); c++) {
       int client = c;
       Thread t = new Thread(() -> {
         try {
-          runClient(client, deadline);
+          runClient(client);
         } catch (Throwable e) {
           crashes.add(e);
+        } finally {
+          endedNanos.accumulateAndGet(System.nanoTime(), Math::max);
         }
       }, "history-client-" + c);
       t.setDaemon(true);
@@ -82,12 +86,26 @@ public final class HistoryRecorder implements AutoCloseable {
     return this;
   }
 
-  private void runClient(int client, long deadline) {
+  /** Keeps the clients running for at least {@code more} from now (a fault's recovery is recorded under load, however late it struck). */
+  public void runAtLeast(Duration more) {
+    long until = System.nanoTime() + more.toNanos();
+    deadlineNanos = Math.max(deadlineNanos, until);
+  }
+
+  /**
+   * When the last client stopped ({@link System#nanoTime}; 0 while one runs): the end of the
+   * recording. {@link #finish}'s reads come after it, when the run is over.
+   */
+  public long endedNanos() {
+    return endedNanos.get();
+  }
+
+  private void runClient(int client) {
     ShardwiseClient db = clients.get(client);
     SplittableRandom random = new SplittableRandom(seed * 1_000_003L + client);
     Map<String, Long> lastSeen = new TreeMap<>();
     long n = 0;
-    while (!stop.get() && System.nanoTime() < deadline) {
+    while (!stop.get() && System.nanoTime() < deadlineNanos) {
       String k = keyName(random.nextInt(keys));
       Key key = Key.of(k.getBytes(StandardCharsets.UTF_8));
       int dice = random.nextInt(100);
