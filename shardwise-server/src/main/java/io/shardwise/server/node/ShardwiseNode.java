@@ -80,6 +80,7 @@ public final class ShardwiseNode implements AutoCloseable {
   private Balancer balancer;
   private DataServiceImpl data;
   private Server server;
+  private io.shardwise.server.replication.GrpcReplication.Service replicationService;
   private String address;
 
   private ShardwiseNode(NodeId id, ShardStore store, Coordinator coordinator, Peers peers) {
@@ -196,11 +197,12 @@ public final class ShardwiseNode implements AutoCloseable {
         .baseUnit("seconds").description("age of the oldest write not yet shown by an async global index, over the shards this node leads")
         .register(metrics);
     cleaner.scheduleWithFixedDelay(this::purgeTxnRecords, 1, 1, TimeUnit.MINUTES);
+    replicationService = io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
+        config.dataDir().resolve("replica-snapshots"));
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
         DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
         data, new AdminServiceImpl(ctx, tables, trash, indexBuilds), moves,
-        io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
-            config.dataDir().resolve("replica-snapshots")));
+        replicationService);
     address = config.host() + ":" + server.getPort();
     NodeInfo.Builder info = NodeInfo.newBuilder().setId(id.value()).setAddress(address).putAllLabels(config.labels());
     // A restart right after a kill -9 finds its old session's znode: wait out the session, not fail.
@@ -697,6 +699,7 @@ public final class ShardwiseNode implements AutoCloseable {
     }
     coordinator.close(); // unregisters first, so nobody routes here while we stop
     if (server != null) {
+      replicationService.closeStreams(); // open append streams would hold a graceful stop for its whole wait
       GrpcServers.stop(server);
     }
     if (data != null && data.asyncIndexes() != null) {

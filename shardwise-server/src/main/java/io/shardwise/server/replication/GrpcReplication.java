@@ -58,9 +58,10 @@ public final class GrpcReplication {
    * @param snapshotDir where snapshots are received before they are installed (on the store's
    *     file system, so installing moves the file in)
    */
-  public static ReplicationServiceGrpc.ReplicationServiceImplBase service(Replicator replicator, ShardResolver shards, Path snapshotDir) {
+  public static Service service(Replicator replicator, ShardResolver shards, Path snapshotDir) {
     java.util.concurrent.atomic.AtomicLong files = new java.util.concurrent.atomic.AtomicLong();
-    return new ReplicationServiceGrpc.ReplicationServiceImplBase() {
+    AnsweredStreams streams = new AnsweredStreams();
+    return new Service(streams, new ReplicationServiceGrpc.ReplicationServiceImplBase() {
       @Override
       public StreamObserver<ReplicaSnapshotChunk> installSnapshot(StreamObserver<ShardAppendResult> out) {
         return new StreamObserver<>() {
@@ -121,28 +122,36 @@ public final class GrpcReplication {
 
       @Override
       public void append(AppendRequest request, StreamObserver<AppendResponse> out) {
-        List<ShardAppend> appends = new ArrayList<>(request.getShardsCount());
-        List<ShardAppendResult> unknown = new ArrayList<>();
-        for (io.shardwise.proto.v1.ShardAppend a : request.getShardsList()) {
-          ShardRef ref = shards.resolve(a.getTableId(), a.getNumber());
-          if (ref == null) { // not in this node's map yet (or any more)
-            unknown.add(ShardAppendResult.newBuilder().setTableId(a.getTableId()).setNumber(a.getNumber())
-                .setOutcome(ShardAppendResult.Outcome.NOT_REPLICA).build());
-          } else {
-            appends.add(fromProto(ref, a));
-          }
-        }
-        AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends, request.getEchoToken(),
-            request.getEchoNanos()));
-        AppendResponse.Builder b = AppendResponse.newBuilder().setFollower(reply.follower().value()).setMapEpoch(reply.mapEpoch())
-            .addAllShards(unknown).setToken(reply.token()).setSentNanos(reply.sentNanos())
-            .setStore(reply.store());
-        for (ShardReply r : reply.shards()) {
-          b.addShards(ShardAppendResult.newBuilder().setTableId(r.shard().tableId()).setNumber(r.shard().shardNumber())
-              .setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch()));
-        }
-        out.onNext(b.build());
+        out.onNext(answer(replicator, shards, request));
         out.onCompleted();
+      }
+
+      @Override
+      public StreamObserver<AppendRequest> appendStream(StreamObserver<AppendResponse> out) {
+        AnsweredStream answers = streams.open(out);
+        return new StreamObserver<>() {
+          @Override
+          public void onNext(AppendRequest request) { // a call's messages come one at a time, in order: answered in order
+            AppendResponse answer;
+            try {
+              answer = answer(replicator, shards, request);
+            } catch (RuntimeException e) {
+              answers.fail(io.grpc.Status.INTERNAL.withDescription("taking an append failed: " + e).asRuntimeException());
+              return;
+            }
+            answers.answer(answer);
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            answers.forget(); // the leader closed or lost the stream: nothing is owed to it
+          }
+
+          @Override
+          public void onCompleted() {
+            answers.complete();
+          }
+        };
       }
 
       @Override
@@ -179,19 +188,131 @@ public final class GrpcReplication {
           out.onCompleted();
         });
       }
-    };
+    });
   }
 
   /**
-   * A leader's transport: an asynchronous call per message, to the follower's address as ZooKeeper
-   * lists it; a snapshot as a stream at {@code snapshotBytesPerSecond} at most (0: unlimited).
+   * The replication service a node serves ({@link #service}), and the end of its append streams
+   * when the node stops: a server stopping gracefully waits for its open calls, and these never end
+   * by themselves.
+   */
+  public static final class Service implements io.grpc.BindableService {
+    private final AnsweredStreams streams;
+    private final ReplicationServiceGrpc.ReplicationServiceImplBase calls;
+
+    private Service(AnsweredStreams streams, ReplicationServiceGrpc.ReplicationServiceImplBase calls) {
+      this.streams = streams;
+      this.calls = calls;
+    }
+
+    @Override
+    public io.grpc.ServerServiceDefinition bindService() {
+      return calls.bindService();
+    }
+
+    /** Ends every open append stream (its leader opens another, elsewhere or later) and refuses new ones. */
+    public void closeStreams() {
+      streams.closeAll();
+    }
+  }
+
+  /** The append streams a follower node answers. */
+  private static final class AnsweredStreams {
+    private final java.util.Set<AnsweredStream> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile boolean closing;
+
+    AnsweredStream open(StreamObserver<AppendResponse> out) {
+      AnsweredStream s = new AnsweredStream(out, open);
+      open.add(s);
+      if (closing) {
+        s.fail(io.grpc.Status.UNAVAILABLE.withDescription("this node is stopping").asRuntimeException());
+      }
+      return s;
+    }
+
+    void closeAll() {
+      closing = true;
+      open.forEach(AnsweredStream::complete);
+    }
+  }
+
+  /** One append stream's answers: written by its call's messages and by a stopping node, never after it ended. */
+  private static final class AnsweredStream {
+    private final StreamObserver<AppendResponse> out;
+    private final java.util.Set<AnsweredStream> open;
+    private boolean ended;
+
+    AnsweredStream(StreamObserver<AppendResponse> out, java.util.Set<AnsweredStream> open) {
+      this.out = out;
+      this.open = open;
+    }
+
+    synchronized void answer(AppendResponse answer) {
+      if (!ended) {
+        out.onNext(answer);
+      }
+    }
+
+    synchronized void fail(RuntimeException e) {
+      if (!ended) {
+        ended = true;
+        open.remove(this);
+        out.onError(e);
+      }
+    }
+
+    synchronized void complete() {
+      if (!ended) {
+        ended = true;
+        open.remove(this);
+        out.onCompleted();
+      }
+    }
+
+    synchronized void forget() {
+      ended = true;
+      open.remove(this);
+    }
+  }
+
+  /** A follower node's answer to one append message. */
+  private static AppendResponse answer(Replicator replicator, ShardResolver shards, AppendRequest request) {
+    List<ShardAppend> appends = new ArrayList<>(request.getShardsCount());
+    List<ShardAppendResult> unknown = new ArrayList<>();
+    for (io.shardwise.proto.v1.ShardAppend a : request.getShardsList()) {
+      ShardRef ref = shards.resolve(a.getTableId(), a.getNumber());
+      if (ref == null) { // not in this node's map yet (or any more)
+        unknown.add(ShardAppendResult.newBuilder().setTableId(a.getTableId()).setNumber(a.getNumber())
+            .setOutcome(ShardAppendResult.Outcome.NOT_REPLICA).build());
+      } else {
+        appends.add(fromProto(ref, a));
+      }
+    }
+    AppendReply reply = replicator.onAppend(new AppendBatch(NodeId.of(request.getLeader()), appends, request.getEchoToken(),
+        request.getEchoNanos()));
+    AppendResponse.Builder b = AppendResponse.newBuilder().setFollower(reply.follower().value()).setMapEpoch(reply.mapEpoch())
+        .addAllShards(unknown).setToken(reply.token()).setSentNanos(reply.sentNanos())
+        .setStore(reply.store());
+    for (ShardReply r : reply.shards()) {
+      b.addShards(ShardAppendResult.newBuilder().setTableId(r.shard().tableId()).setNumber(r.shard().shardNumber())
+          .setOutcome(ShardAppendResult.Outcome.valueOf(r.outcome().name())).setMatched(r.matched()).setKnownEpoch(r.knownEpoch()));
+    }
+    return b.build();
+  }
+
+  /**
+   * A leader's transport: messages on one stream per follower address ({@link AppendStreams}; a
+   * call per message to a node that does not serve the stream), to the follower's address as
+   * ZooKeeper lists it; a snapshot as a stream at {@code snapshotBytesPerSecond} at most (0:
+   * unlimited).
    */
   public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels,
       long snapshotBytesPerSecond) {
+    AppendStreams streams = new AppendStreams(channels, APPEND_DEADLINE_MILLIS);
     return new Replicator.Transport() {
       @Override
       public void send(NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
-        sendAppend(addresses, channels, to, batch, done);
+        sendAppend(addresses, channels, streams, to, batch, done);
       }
 
       @Override
@@ -220,8 +341,8 @@ public final class GrpcReplication {
     };
   }
 
-  private static void sendAppend(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels, NodeId to,
-      AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
+  private static void sendAppend(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels, AppendStreams streams,
+      NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
     String address = addresses.apply(to);
     if (address == null) {
       done.accept(null, new IllegalStateException(to + " is not live"));
@@ -234,27 +355,152 @@ public final class GrpcReplication {
       request.addShards(toProto(a));
       sent.put(new ShardKey(a.shard().tableId(), a.shard().shardNumber()), a.shard());
     }
+    java.util.function.BiConsumer<AppendResponse, Throwable> answered = (response, failure) -> {
+      if (failure != null) {
+        done.accept(null, failure);
+        return;
+      }
+      List<ShardReply> replies = new ArrayList<>(response.getShardsCount());
+      for (ShardAppendResult r : response.getShardsList()) {
+        ShardRef ref = sent.get(new ShardKey(r.getTableId(), r.getNumber()));
+        if (ref != null) {
+          replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
+        }
+      }
+      done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies, response.getToken(),
+          response.getSentNanos(), response.getStore()), null);
+    };
+    if (streams.send(address, request.build(), answered)) {
+      return;
+    }
     var call = ReplicationServiceGrpc.newFutureStub(channels.apply(address)).withDeadlineAfter(APPEND_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)
         .append(request.build());
     Futures.addCallback(call, new FutureCallback<>() {
       @Override
       public void onSuccess(AppendResponse response) {
-        List<ShardReply> replies = new ArrayList<>(response.getShardsCount());
-        for (ShardAppendResult r : response.getShardsList()) {
-          ShardRef ref = sent.get(new ShardKey(r.getTableId(), r.getNumber()));
-          if (ref != null) {
-            replies.add(new ShardReply(ref, Outcome.valueOf(r.getOutcome().name()), r.getMatched(), r.getKnownEpoch()));
-          }
-        }
-        done.accept(new AppendReply(NodeId.of(response.getFollower()), response.getMapEpoch(), replies, response.getToken(),
-            response.getSentNanos(), response.getStore()), null);
+        answered.accept(response, null);
       }
 
       @Override
       public void onFailure(Throwable t) {
-        done.accept(null, t);
+        answered.accept(null, t);
       }
     }, MoreExecutors.directExecutor());
+  }
+
+  /**
+   * A leader node's append streams: one per follower address, opened at its first message and
+   * again after it broke, on which every message is answered in order (CockroachDB's Raft
+   * transport and TiKV's batched Raft messages keep a stream per node pair the same way). A call per
+   * message costs a new HTTP/2 stream with its headers coded both ways, and on few cores that was
+   * much of replication's cost. A message not answered within the deadline (a leader's: {@link
+   * #APPEND_DEADLINE_MILLIS}) cancels its stream, which fails every message on it: each is then lost, as a call past its
+   * deadline was. An address that answers UNIMPLEMENTED (a node that serves only {@code Append})
+   * gets a call per message from then on.
+   */
+  static final class AppendStreams {
+    private static final java.util.concurrent.ScheduledExecutorService TIMEOUTS = java.util.concurrent.Executors
+        .newSingleThreadScheduledExecutor(r -> {
+          Thread t = new Thread(r, "shardwise-append-timeouts");
+          t.setDaemon(true);
+          return t;
+        });
+
+    private final Function<String, io.grpc.Channel> channels;
+    private final long deadlineMillis;
+    private final java.util.concurrent.ConcurrentHashMap<String, Stream> streams = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Set<String> unaryOnly = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis) {
+      this.channels = channels;
+      this.deadlineMillis = deadlineMillis;
+    }
+
+    /** Sends {@code request} on {@code address}'s stream; false if that address takes a call per message instead. */
+    boolean send(String address, AppendRequest request, java.util.function.BiConsumer<AppendResponse, Throwable> answered) {
+      if (unaryOnly.contains(address)) {
+        return false;
+      }
+      while (true) {
+        Stream s = streams.computeIfAbsent(address, Stream::new);
+        if (s.send(request, answered)) {
+          return true;
+        }
+        streams.remove(address, s); // it broke meanwhile: open another
+      }
+    }
+
+    /** One stream: the messages sent and not yet answered, oldest first. */
+    private final class Stream implements io.grpc.stub.ClientResponseObserver<AppendRequest, AppendResponse> {
+      private record Pending(java.util.function.BiConsumer<AppendResponse, Throwable> answered, java.util.concurrent.ScheduledFuture<?> timeout) {}
+
+      private final String address;
+      private final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
+      private final io.grpc.stub.ClientCallStreamObserver<AppendRequest> requests;
+      private boolean closed;
+
+      @SuppressWarnings("unchecked")
+      Stream(String address) {
+        this.address = address;
+        this.requests = (io.grpc.stub.ClientCallStreamObserver<AppendRequest>) ReplicationServiceGrpc.newStub(channels.apply(address))
+            .appendStream(this);
+      }
+
+      @Override
+      public void beforeStart(io.grpc.stub.ClientCallStreamObserver<AppendRequest> call) {
+        // nothing: messages are small and one at a time per leader, gRPC buffers what its window holds back
+      }
+
+      synchronized boolean send(AppendRequest request, java.util.function.BiConsumer<AppendResponse, Throwable> answered) {
+        if (closed) {
+          return false;
+        }
+        var timeout = TIMEOUTS.schedule(() -> requests.cancel("no answer within " + deadlineMillis + " ms", null), deadlineMillis,
+            TimeUnit.MILLISECONDS);
+        pending.add(new Pending(answered, timeout));
+        requests.onNext(request);
+        return true;
+      }
+
+      @Override
+      public void onNext(AppendResponse response) {
+        Pending p;
+        synchronized (this) {
+          p = pending.poll();
+        }
+        if (p != null) {
+          p.timeout().cancel(false);
+          p.answered().accept(response, null);
+        }
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        if (io.grpc.Status.fromThrowable(t).getCode() == io.grpc.Status.Code.UNIMPLEMENTED) {
+          unaryOnly.add(address);
+        }
+        close(t);
+      }
+
+      @Override
+      public void onCompleted() {
+        close(new IllegalStateException("the follower at " + address + " closed the append stream"));
+      }
+
+      private void close(Throwable why) {
+        List<Pending> lost;
+        synchronized (this) {
+          closed = true;
+          lost = new ArrayList<>(pending);
+          pending.clear();
+        }
+        streams.remove(address, this);
+        for (Pending p : lost) {
+          p.timeout().cancel(false);
+          p.answered().accept(null, why);
+        }
+      }
+    }
   }
 
   private record ShardKey(long tableId, long number) {}
