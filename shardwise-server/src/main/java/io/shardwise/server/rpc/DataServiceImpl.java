@@ -59,19 +59,15 @@ import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
- * The data API of a node or a router. Every request is routed by {@link ShardMap#route}: served
- * from this node's store when it owns the key's shard; otherwise forwarded to the owner (one hop)
- * when the request allows it or this is a router, else refused with WRONG_SHARD. A forward that
- * meets a newer map downstream waits for this process's map to catch up and routes again, at most
- * {@value #ATTEMPTS} times.
+ * The data API of a node or a router: what each request does here — checked, served from this
+ * node's store, or planned with its global index entries — while {@link RequestRouter} decides
+ * where (here, or forwarded to the key's owner).
  */
 public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
-  private static final int ATTEMPTS = 3;
-  private static final Duration CATCH_UP = Duration.ofSeconds(2);
+  private static final int ATTEMPTS = RequestRouter.ATTEMPTS;
+  private static final Duration CATCH_UP = RequestRouter.CATCH_UP;
   private static final int DEFAULT_SCAN_LIMIT = 100;
-  /** How long a request waits for a shard paused by a move's cutover before routing again. */
-  private static final Duration PAUSE_WAIT = Duration.ofSeconds(2);
 
   private final ClusterContext ctx;
   private final TableAdmin tables;
@@ -86,6 +82,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   private final io.shardwise.server.txn.ShardSteps txnSteps;
   /** What a request does when it meets a transaction's intent. */
   private final MeetingIntents intents;
+  /** Where each request is served: here, or forwarded to its owner. */
+  private final RequestRouter router;
   /** Global indexes: writes of indexed tables planned with their entries, queries through them, backfills, the checker. */
   private final io.shardwise.server.index.GlobalIndexes globals;
   /** Where this node's shards take writes of document tables ({@link io.shardwise.server.index.GlobalIndexFence}). */
@@ -115,6 +113,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
           }
         });
     this.intents = new MeetingIntents(txns);
+    this.router = new RequestRouter(ctx, intents);
     this.fence = new io.shardwise.server.index.GlobalIndexFence(() -> ctx.map().current());
     this.globals = new io.shardwise.server.index.GlobalIndexes(new io.shardwise.server.index.GlobalIndexes.Cluster() {
       @Override
@@ -281,7 +280,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         return indexed.get();
       }
       try {
-        return keyed(request.getHeader(), request.getTable(), key, true, merge,
+        return router.keyed(request.getHeader(), request.getTable(), key, true, merge,
             (map, shard) -> fenced(map, request.getTable(), 0, () -> {
               long version;
               try {
@@ -330,7 +329,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
 
   /** True if, by this node's map, {@code table} has a global index: its writes are planned with their entries. */
   private boolean globallyIndexed(RequestHeader h, String table) {
-    ShardMap map = mapFor(h);
+    ShardMap map = router.mapFor(h);
     return map.table(table).map(io.shardwise.server.index.GlobalIndexes::indexed).orElse(false);
   }
 
@@ -369,7 +368,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         }
         h = h.toBuilder().setForward(true).build(); // not fresh enough here: the leader answers, through this node
       }
-      return keyed(h, request.getTable(), key, false,
+      return router.keyed(h, request.getTable(), key, false,
           (map, shard) -> found(map, intents.read(request.getTable(), () -> ctx.shards().get(shard, key.encode()))),
           (stub, header) -> stub.get(request.toBuilder().setHeader(header).setMaxStalenessMillis(0).build()));
     });
@@ -429,7 +428,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         return indexed.get();
       }
       try {
-        return keyed(request.getHeader(), request.getTable(), key, true,
+        return router.keyed(request.getHeader(), request.getTable(), key, true,
             (map, shard) -> fenced(map, request.getTable(), 0, () -> DeleteResponse.newBuilder().setHeader(header(map, 1))
                 .setDeleted(ctx.shards().delete(shard, key.encode(), requestId)).build()),
             (stub, header) -> stub.delete(request.toBuilder().setHeader(header).build()));
@@ -499,7 +498,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       long[] versions = new long[keys.size()];
       int touched;
       try {
-      touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+      touched = router.batch(request.getHeader(), request.getTable(), partitionKeys, true,
           (map, table, indexes) -> fenced(map, table.name(), 0, () -> {
             List<Mutation> mutations = new ArrayList<>();
             for (int i : indexes) {
@@ -601,7 +600,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   /** Reads {@code keys} (those of {@code request}) at their shards' leaders, here or forwarded, into {@code results}; returns the shards touched. */
   private int batchGetAtLeaders(BatchGetRequest request, List<Key> keys, GetResponse[] results) {
     byte[][] partitionKeys = partitionKeys(keys);
-    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, false,
+    int touched = router.batch(request.getHeader(), request.getTable(), partitionKeys, false,
         (map, table, indexes) -> {
           List<ShardRef> shards = new ArrayList<>(indexes.size());
           for (int i : indexes) {
@@ -640,7 +639,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       if (limit > ctx.limits().maxScanLimit()) {
         throw Errors.limit("scan limit is " + limit + " rows; the limit is " + ctx.limits().maxScanLimit());
       }
-      ShardMap map = mapFor(request.getHeader());
+      ShardMap map = router.mapFor(request.getHeader());
       Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
       if (request.hasPartition()) {
         return scanPartition(request, limit);
@@ -680,7 +679,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     byte[] to = request.getPartition().getSortTo().isEmpty()
         ? Key.encodedPartitionEnd(pk)
         : Key.of(pk, request.getPartition().getSortTo().toByteArray()).encode();
-    return keyed(request.getHeader(), request.getTable(), start, false,
+    return router.keyed(request.getHeader(), request.getTable(), start, false,
         (map, shard) -> {
           ScanPage page = intents.scan(request.getTable(), () -> ctx.shards().scan(shard, from, to, limit));
           ScanResponse.Builder b = ScanResponse.newBuilder().setHeader(header(map, 1));
@@ -803,8 +802,8 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     if (!ctx.isRouter() && shard.owner().equals(ctx.self())) {
       return localShardScan(ctx.map().current(), table, shard, request.build());
     }
-    String address = liveAddress(shard.owner());
-    return ctx.peers().data(address).shardScan(request.setHeader(forwardHeader(ctx.map().current())).build());
+    String address = router.liveAddress(shard.owner());
+    return ctx.peers().data(address).shardScan(request.setHeader(RequestRouter.forwardHeader(ctx.map().current())).build());
   }
 
   /**
@@ -818,13 +817,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
       int position = p;
       asked.add(Inline.BLOCKING.submit(() -> {
         ShardAssignment shard = table.shards().get(position);
-        ShardScanRequest request = ShardScanRequest.newBuilder().setHeader(forwardHeader(ctx.map().current())).setTable(table.name())
+        ShardScanRequest request = ShardScanRequest.newBuilder().setHeader(RequestRouter.forwardHeader(ctx.map().current())).setTable(table.name())
             .setPosition(position).setNumber(shard.id().number()).setHasNumber(true).setAwaitReconciledMillis((int) Math.min(Integer.MAX_VALUE,
                 millis)).build();
         if (!ctx.isRouter() && shard.owner().equals(ctx.self())) {
           return awaitReconciledHere(ctx.map().current(), table, shard, request);
         }
-        return ctx.peers().data(liveAddress(shard.owner())).withDeadlineAfter(millis + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)
+        return ctx.peers().data(router.liveAddress(shard.owner())).withDeadlineAfter(millis + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)
             .shardScan(request);
       }));
     }
@@ -861,7 +860,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   @Override
   public void shardScan(ShardScanRequest request, StreamObserver<ShardScanResponse> out) {
     respond(requests.timed("shard_scan", out), () -> {
-      ShardMap map = mapFor(request.getHeader());
+      ShardMap map = router.mapFor(request.getHeader());
       Table table = map.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), map.epoch()));
       ShardAssignment shard;
       if (request.getHasNumber()) {
@@ -1016,7 +1015,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
   public void query(io.shardwise.proto.v1.QueryRequest request, StreamObserver<io.shardwise.proto.v1.QueryResponse> out) {
     respond(requests.timed("query", out), () -> {
       Inline.mayBlock();
-      ShardMap first = mapFor(request.getHeader());
+      ShardMap first = router.mapFor(request.getHeader());
       where(first.table(request.getTable()).orElseThrow(() -> Errors.noSuchTable(request.getTable(), first.epoch())), request.getWhere());
       int limit = request.getLimit() == 0 ? 100 : request.getLimit();
       if (limit > MAX_QUERY_ROWS) {
@@ -1213,7 +1212,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     byte[][] partitionKeys = partitionKeys(keys);
     long[] versions = new long[items.size()];
     java.util.concurrent.atomic.AtomicReference<io.shardwise.proto.v1.TxnPrepareResponse> refusal = new java.util.concurrent.atomic.AtomicReference<>();
-    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+    int touched = router.batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> fenced(map, table.name(), planned, () -> {
           Map<ShardRef, List<Integer>> byShard = new LinkedHashMap<>();
           for (int i : indexes) {
@@ -1277,7 +1276,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     java.util.concurrent.atomic.AtomicReference<io.shardwise.proto.v1.TxnPrepareResponse> answer = new java.util.concurrent.atomic.AtomicReference<>();
     io.shardwise.proto.v1.TxnPrepareResponse notOneShard = io.shardwise.proto.v1.TxnPrepareResponse.newBuilder().setFailedItem(-1)
         .setNotOneShard(true).build();
-    batch(request.getHeader(), request.getTable(), partitionKeys, true,
+    router.batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> fenced(map, table.name(), 0, () -> { // one phase carries no planning: never for a globally indexed table
           ShardRef shard = ref(table, table.shardFor(partitionKeys[0]));
           if (indexes.size() != items.size() || !shard.equals(ref(table, table.shardFor(anchor.partitionKey())))) {
@@ -1314,7 +1313,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     request.getKeysList().forEach(k -> keys.add(key(k)));
     byte[] txnId = request.getTxnId().toByteArray();
     byte[][] partitionKeys = partitionKeys(keys);
-    int touched = batch(request.getHeader(), request.getTable(), partitionKeys, true,
+    int touched = router.batch(request.getHeader(), request.getTable(), partitionKeys, true,
         (map, table, indexes) -> {
           Map<ShardRef, List<Key>> byShard = new LinkedHashMap<>();
           for (int i : indexes) {
@@ -1358,7 +1357,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     if (proposed == null && step != io.shardwise.server.txn.Participants.RecordStep.READ) {
       throw Errors.invalid("a record step other than READ proposes a record");
     }
-    return keyed(request.getHeader(), request.getTable(), anchor, step != io.shardwise.server.txn.Participants.RecordStep.READ,
+    return router.keyed(request.getHeader(), request.getTable(), anchor, step != io.shardwise.server.txn.Participants.RecordStep.READ,
         (map, shard) -> {
           byte[] after = txnSteps.record(shard, anchor, txnId, step, proposed);
           io.shardwise.proto.v1.TxnRecordResponse.Builder b = io.shardwise.proto.v1.TxnRecordResponse.newBuilder().setHeader(header(map, 1));
@@ -1370,226 +1369,13 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         (stub, header) -> stub.txnRecord(request.toBuilder().setHeader(header).build()));
   }
 
-  // ------------------------------------------------------------------ routing
-
-  /** Serves a request for one key here, or forwards it to the owner. */
-  interface Local<R> {
-    R serve(ShardMap map, ShardRef shard);
-  }
-
-  interface Remote<R> {
-    R call(DataServiceGrpc.DataServiceBlockingStub owner, RequestHeader header);
-  }
-
-  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, Local<R> local, Remote<R> remote) {
-    return keyed(h, tableName, key, write, false, local, remote);
-  }
-
-  /** A single-key request ({@code merge}: a write that merges, an increment or an append, as hot-key sampling tells them apart). */
-  private <R> R keyed(RequestHeader h, String tableName, Key key, boolean write, boolean merge, Local<R> local, Remote<R> remote) {
-    ShardMap map = mapFor(h);
-    StatusRuntimeException last = null;
-    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-      Route route = route(map, tableName, key.partitionKey(), h.getMapEpoch());
-      if (route instanceof Route.Serve) {
-        if (write && !ctx.writable().getAsBoolean()) {
-          throw Errors.notServing(ctx.self().value(), map.epoch());
-        }
-        Table table = map.table(tableName).orElseThrow();
-        if (table.replication().replicated()) {
-          Inline.mayBlock(); // it waits for the log's followers, or for the read barrier
-        }
-        ShardRef shard = ref(table, ((Route.Serve) route).shard());
-        ctx.hooks().routedHere(shard, write);
-        try {
-          ShardMap served0 = map;
-          R served = intents.served(tableName, () -> local.serve(served0, shard));
-          if (write) {
-            ctx.hooks().written(shard);
-          }
-          heat(shard, key.partitionKey(), write, merge);
-          return served;
-        } catch (ShardFencedException e) {
-          Inline.mayBlock(); // nothing was written: the local shard refuses before the store is touched
-          last = moving(e);
-          e.awaitOpen(PAUSE_WAIT);
-          map = ctx.map().current(); // the shard may belong to another node now
-          continue;
-        }
-      }
-      if (route instanceof Route.NoSuchTable) {
-        throw Errors.noSuchTable(tableName, map.epoch());
-      }
-      if (route instanceof Route.MapBehind) {
-        throw Errors.mapBehind(map.epoch(), h.getMapEpoch());
-      }
-      Route.WrongShard wrong = (Route.WrongShard) route;
-      String address = nullToEmpty(ctx.addressOf(wrong.ownerHint()));
-      if (!mayForward(h)) {
-        throw Errors.wrongShard(map.epoch(), wrong.shard().toString(), wrong.ownerHint().value(), address);
-      }
-      Inline.mayBlock();
-      try {
-        return remote.call(ctx.peers().data(liveAddress(wrong.ownerHint())),
-            forwardHeader(map).toBuilder().setRequestId(h.getRequestId()).build()); // the owner dedups the retry too
-      } catch (StatusRuntimeException e) {
-        last = e;
-        map = catchUpAfter(e, map);
-      }
-    }
-    throw last;
-  }
-
-  interface LocalBatch {
-    void serve(ShardMap map, Table table, List<Integer> indexes);
-  }
-
-  interface RemoteBatch {
-    void call(DataServiceGrpc.DataServiceBlockingStub owner, RequestHeader header, List<Integer> indexes);
-  }
-
-  /** Groups keys by owner, serves this node's group atomically, forwards the rest; returns shards touched. */
-  private int batch(RequestHeader h, String tableName, byte[][] partitionKeys, boolean write, LocalBatch local, RemoteBatch remote) {
-    ShardMap map = mapFor(h);
-    List<Integer> pending = new ArrayList<>();
-    for (int i = 0; i < partitionKeys.length; i++) {
-      pending.add(i);
-    }
-    java.util.Set<Long> shards = new java.util.TreeSet<>();
-    StatusRuntimeException last = null;
-    for (int attempt = 0; attempt < ATTEMPTS && !pending.isEmpty(); attempt++) {
-      ShardMap current = map;
-      Table table = current.table(tableName).orElseThrow(() -> Errors.noSuchTable(tableName, current.epoch()));
-      Map<NodeId, List<Integer>> byOwner = new LinkedHashMap<>();
-      for (int i : pending) {
-        ShardAssignment shard = table.shardFor(partitionKeys[i]);
-        shards.add(shard.id().number());
-        byOwner.computeIfAbsent(shard.owner(), o -> new ArrayList<>()).add(i);
-      }
-      for (NodeId owner : byOwner.keySet()) {
-        if (!owner.equals(ctx.self()) && !mayForward(h)) {
-          ShardAssignment shard = table.shardFor(partitionKeys[byOwner.get(owner).get(0)]);
-          throw Errors.wrongShard(current.epoch(), shard.id().toString(), owner.value(), nullToEmpty(ctx.addressOf(owner)));
-        }
-      }
-      List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
-      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated())) {
-        // before serving this node's group, so a second run writes nothing twice; a replicated
-        // table's requests wait for other nodes (the log's followers, or the read barrier)
-        Inline.mayBlock();
-      }
-      List<Integer> retry = new ArrayList<>();
-      // Other owners' groups go out at once, each on a thread of its own, and are awaited after this
-      // node's group is served: a batch (or a transaction's round) over several owners takes about
-      // as long as its slowest owner, not the sum of them. The groups touch disjoint indexes.
-      Map<NodeId, java.util.concurrent.Future<?>> sent = new LinkedHashMap<>();
-      if (byOwner.size() > 1 || (mine != null && !byOwner.isEmpty())) {
-        for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
-          sent.put(group.getKey(), Inline.BLOCKING.submit(() -> {
-            remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
-            return null;
-          }));
-        }
-      }
-      if (mine != null) {
-        try {
-          if (write && !ctx.writable().getAsBoolean()) {
-            throw Errors.notServing(ctx.self().value(), current.epoch());
-          }
-          if (ctx.hooks() != RequestHooks.NONE) {
-            mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(s -> ctx.hooks().routedHere(s, write));
-          }
-          try {
-            intents.served(tableName, () -> {
-              local.serve(current, table, mine);
-              return null;
-            });
-            if (write && ctx.hooks() != RequestHooks.NONE) {
-              mine.stream().map(i -> ref(table, table.shardFor(partitionKeys[i]))).distinct().forEach(ctx.hooks()::written);
-            }
-          } catch (ShardFencedException e) {
-            Inline.mayBlock(); // the batch is all or nothing: nothing was written
-            last = moving(e);
-            e.awaitOpen(PAUSE_WAIT);
-            map = ctx.map().current();
-            retry.addAll(mine);
-          }
-        } catch (RuntimeException failed) {
-          awaitQuietly(sent.values()); // nothing of this request still runs when it fails
-          throw failed;
-        }
-      }
-      for (Map.Entry<NodeId, List<Integer>> group : byOwner.entrySet()) {
-        try {
-          java.util.concurrent.Future<?> f = sent.get(group.getKey());
-          if (f == null) {
-            remote.call(ctx.peers().data(liveAddress(group.getKey())), forwardHeader(current), group.getValue());
-          } else {
-            awaitSent(f);
-          }
-        } catch (StatusRuntimeException e) {
-          last = e;
-          try {
-            map = catchUpAfter(e, map);
-          } catch (StatusRuntimeException failed) {
-            awaitQuietly(sent.values()); // nothing of this request still runs when it fails
-            throw failed;
-          }
-          retry.addAll(group.getValue());
-        }
-      }
-      pending = retry;
-    }
-    if (!pending.isEmpty()) {
-      throw last;
-    }
-    return shards.size();
-  }
-
-  /** A forwarded group's call, awaited: its failure as it was thrown (a StatusRuntimeException, or another runtime exception). */
-  private static void awaitSent(java.util.concurrent.Future<?> f) {
-    try {
-      f.get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw Status.CANCELLED.withDescription("interrupted while forwarding").asRuntimeException();
-    } catch (java.util.concurrent.ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException re) {
-        throw re;
-      }
-      throw new IllegalStateException(e.getCause());
-    }
-  }
-
-  private static void awaitQuietly(java.util.Collection<java.util.concurrent.Future<?>> sent) {
-    for (java.util.concurrent.Future<?> f : sent) {
-      try {
-        awaitSent(f);
-      } catch (RuntimeException ignored) {
-        // the request fails for another reason
-      }
-    }
-  }
-
-  private Route route(ShardMap map, String table, byte[] partitionKey, long requestEpoch) {
-    if (!ctx.isRouter()) {
-      return map.route(ctx.self(), table, partitionKey, requestEpoch);
-    }
-    Table t = map.table(table).orElse(null);
-    if (t == null) {
-      return new Route.NoSuchTable(map.epoch(), table);
-    }
-    ShardAssignment shard = t.shardFor(partitionKey);
-    return new Route.WrongShard(map.epoch(), shard.id(), shard.owner());
-  }
-
-  private static StatusRuntimeException moving(ShardFencedException e) {
+  static StatusRuntimeException moving(ShardFencedException e) {
     return Status.UNAVAILABLE.withDescription(e.getMessage() + "; retry").asRuntimeException();
   }
 
   /** What {@code tableName}'s values are, by the map at the caller's epoch at least. */
   private io.shardwise.core.doc.ValueFormat formatOf(RequestHeader h, String tableName) {
-    ShardMap map = mapFor(h);
+    ShardMap map = router.mapFor(h);
     return map.table(tableName).orElseThrow(() -> Errors.noSuchTable(tableName, map.epoch())).format();
   }
 
@@ -1604,7 +1390,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     if (formatOf(h, tableName) != io.shardwise.core.doc.ValueFormat.JSON) {
       return;
     }
-    Table table = mapFor(h).table(tableName).orElse(null);
+    Table table = router.mapFor(h).table(tableName).orElse(null);
     for (int i = 0; i < values.size(); i++) {
       try {
         io.shardwise.proto.Documents.check(values.get(i).toByteArray());
@@ -1616,42 +1402,6 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
         io.shardwise.server.index.GlobalIndexes.checkIndexable(table, values.get(i).toByteArray(), what.apply(i));
       }
     }
-  }
-
-  private boolean mayForward(RequestHeader h) {
-    return ctx.isRouter() || h.getForward();
-  }
-
-  /** This process's map, after waiting briefly for it to reach the caller's epoch. */
-  private ShardMap mapFor(RequestHeader h) {
-    ShardMap map = ctx.map().current();
-    if (h.getMapEpoch() > map.epoch()) {
-      Inline.mayBlock();
-      return ctx.map().await(h.getMapEpoch(), CATCH_UP);
-    }
-    return map;
-  }
-
-  /** After a forward was refused: wait for a newer map if the refusal says one exists, else rethrow. */
-  private ShardMap catchUpAfter(StatusRuntimeException e, ShardMap map) {
-    ErrorInfo.Code code = Errors.code(e);
-    if (code != ErrorInfo.Code.WRONG_SHARD && code != ErrorInfo.Code.MAP_BEHIND) {
-      throw e;
-    }
-    long seen = Errors.info(e).map(ErrorInfo::getMapEpoch).orElse(0L);
-    return ctx.map().await(Math.max(map.epoch() + 1, seen), CATCH_UP);
-  }
-
-  private String liveAddress(NodeId node) {
-    String address = ctx.addressOf(node);
-    if (address == null) {
-      throw Status.UNAVAILABLE.withDescription("the owner " + node + " is not live").asRuntimeException();
-    }
-    return address;
-  }
-
-  private static RequestHeader forwardHeader(ShardMap map) {
-    return RequestHeader.newBuilder().setMapEpoch(map.epoch()).setForward(false).build();
   }
 
   static ResponseHeader header(ShardMap map, int shardsTouched) {
