@@ -62,9 +62,13 @@ class KillNineIT {
 
   /**
    * How long the history clients keep running after a fault has struck (its {@code strike} returned:
-   * a restarted node serves again), whenever that was: every run records the recovery under load.
+   * a restarted node serves again), whenever that was, and at least the run's duration: every run
+   * records the fault and the recovery under load.
    */
   private static final Duration AFTER_FAULT = Duration.ofSeconds(8);
+
+  /** Longer than any fault takes to strike: the history clients run until then at most if a fault never returns. */
+  private static final Duration STRIKE_LIMIT = Duration.ofMinutes(5);
 
   /** How long the nodes' transactions may stay undecided before a reader or writer aborts them. */
   private static final Duration TXN_TIMEOUT = Duration.ofSeconds(2);
@@ -248,9 +252,10 @@ class KillNineIT {
       try (HistoryRecorder recorder = new HistoryRecorder(() -> ShardwiseClient.builder().seeds(seeds).build(), "hist", 4, 10, seed);
           AvailabilityProbe availability = new AvailabilityProbe(probeClient, "probe", probeKeys, Duration.ofMillis(25))) {
         availability.start();
-        recorder.start(duration);
+        long started = System.nanoTime();
+        recorder.start(STRIKE_LIMIT); // until the fault has struck, however long that takes; then as below
         Struck struck = fault.strike();
-        recorder.runAtLeast(AFTER_FAULT);
+        recorder.endAt(Math.max(started + duration.toNanos(), System.nanoTime() + AFTER_FAULT.toNanos()));
         recorder.awaitEnd();
         List<Integer> struckKeys = new ArrayList<>();
         for (int k = 0; k < owners.size(); k++) {
@@ -566,13 +571,18 @@ class KillNineIT {
     }
 
     void stopAndCheck(String scenario, long seed) throws InterruptedException {
+      stopAndCheck(scenario, seed, 3);
+    }
+
+    /** Stops the writer, then waits for every index to be exact; {@code liveNodes}: the nodes whose local index is checked. */
+    void stopAndCheck(String scenario, long seed, int liveNodes) throws InterruptedException {
       writing.set(false);
       writer.join();
       long started = System.nanoTime();
       io.shardwise.client.IndexCheck.Report[] last = new io.shardwise.client.IndexCheck.Report[1];
       org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
         last[0] = client.checkIndexes("docs");
-        return last[0].exact() && last[0].checks().size() == 4; // three nodes' local index, and the global one
+        return last[0].exact() && last[0].checks().size() == liveNodes + 1; // each node's local index, and the global one
       });
       // The async index: drained by the shards' leaders (the promoted ones drain their old leaders' markers), then exact.
       io.shardwise.client.IndexCheck.Report[] async = new io.shardwise.client.IndexCheck.Report[1];
@@ -884,7 +894,7 @@ class KillNineIT {
   @Tag(CAMPAIGN)
   void theSourceOfARingArcKilledWhileANodeJoinsLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
     faultInAMove(seed, "ring-join-kill-source", io.shardwise.client.TableSpec.builder("tokens").tokens(8).seed(seed).replicas(1).build(),
-        (moving, records, random) -> killAndRestart(moving.getFrom()));
+        false, (moving, records, random) -> killAndRestart(moving.getFrom()));
     try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
       RebalanceRecords records = new RebalanceRecords(admin);
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
@@ -907,13 +917,14 @@ class KillNineIT {
    * table {@code bulk} runs (its follower on n4 being built), {@code kill -9} of either the move's
    * source or the shard's leader (seeded), restarted at once: a leader's death fails the shard over
    * mid-build, and the move must go on or end cleanly. Nothing acknowledged may be lost, and the
-   * move is settled.
+   * move is settled. {@link IndexedDocs}' tables are written throughout (their shards move to n4
+   * too, an async index's pending markers with them) and their indexes must be exact afterwards.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   @Tag(CAMPAIGN)
   void theSourceOrLeaderOfAReplicaMoveKilledMidMoveLosesNoAcknowledgedWriteAndStaysLinearizable(long seed) throws Exception {
-    faultInAMove(seed, "replicas-move-kill", REPLICATED, (moving, records, random) -> {
+    faultInAMove(seed, "replicas-move-kill", REPLICATED, true, (moving, records, random) -> {
       String victim = moving.getFrom();
       if (random.nextBoolean()) {
         try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
@@ -1154,10 +1165,16 @@ class KillNineIT {
    * the struck move is settled (not left moving) — marked done only if the map shows its cutover.
    */
   private void faultInAMove(long seed, String scenario, MoveFault fault) throws Exception {
-    faultInAMove(seed, scenario, HASH_RANGES, fault);
+    faultInAMove(seed, scenario, HASH_RANGES, false, fault);
   }
 
-  private void faultInAMove(long seed, String scenario, io.shardwise.client.TableSpec spec, MoveFault fault) throws Exception {
+  /**
+   * {@link #faultInAMove}, the tables made as {@code spec}; with {@code indexedDocs}, {@link
+   * IndexedDocs}' tables are written throughout too (their shards, with the async index's pending
+   * markers, move to the new node with the others') and their indexes checked at the end.
+   */
+  private void faultInAMove(long seed, String scenario, io.shardwise.client.TableSpec spec, boolean indexedDocs, MoveFault fault)
+      throws Exception {
     List<String> nodes = startThreeNodesWithTables(spec, "hist", "bulk");
     // Enough data that a throttled move takes seconds: the fault lands inside one.
     byte[] filler = new byte[1024];
@@ -1176,7 +1193,8 @@ class KillNineIT {
         loader.batchPut("bulk", entries);
       }
     }
-    try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+    try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10));
+        IndexedDocs docs = indexedDocs ? new IndexedDocs(seedAddresses(), seed) : null) {
       RebalanceRecords records = new RebalanceRecords(admin);
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0)
           .setBandwidthBytesPerSecond(2L << 20).setMaxMovesPerNode(1).build());
@@ -1198,6 +1216,9 @@ class KillNineIT {
         long epoch = admin.syncedMap().shard(settled.getTableId(), settled.getNumber()).orElseThrow().epoch();
         assertThat(epoch).as("a move marked done has cut over: the shard's epoch in the map is past the one it moved at").isGreaterThan(
             settled.getShardEpoch());
+      }
+      if (docs != null) {
+        docs.stopAndCheck(scenario, seed, 4);
       }
     }
   }

@@ -65,7 +65,7 @@ public final class HistoryRecorder implements AutoCloseable {
     return String.format("hist-%03d", k);
   }
 
-  /** Starts the clients; they run until {@code duration} has passed (or later: {@link #runAtLeast}) or {@link #stop} is called. */
+  /** Starts the clients; they run until {@code duration} has passed (or another end: {@link #endAt}) or {@link #stop} is called. */
   public HistoryRecorder start(Duration duration) {
     deadlineNanos = System.nanoTime() + duration.toNanos();
     for (int c = 0; c < clients.size(); c++) {
@@ -86,10 +86,9 @@ public final class HistoryRecorder implements AutoCloseable {
     return this;
   }
 
-  /** Keeps the clients running for at least {@code more} from now (a fault's recovery is recorded under load, however late it struck). */
-  public void runAtLeast(Duration more) {
-    long until = System.nanoTime() + more.toNanos();
-    deadlineNanos = Math.max(deadlineNanos, until);
+  /** Moves the clients' end to {@code nanoTime} ({@link System#nanoTime}), sooner or later than the duration they started with. */
+  public void endAt(long nanoTime) {
+    deadlineNanos = nanoTime;
   }
 
   /**
