@@ -4,7 +4,7 @@
 # source, of the destination and of the balancer's leader, and SIGSTOP of ZooKeeper for 1-8 s; kill -9 of an owner right
 # after splits and a merge of its shard; kill -9 of a leader after a table began to keep replicas, and of an
 # owner after it went back to one; kill -9 of a new leader right after planned lead handovers; kill -9 of a
-# node during cross-shard transfers (checked by the bank's total and every transfer's outcome); each
+# replica while replicated neighbours' replicas are matched for a merge; kill -9 of a node during cross-shard transfers (checked by the bank's total and every transfer's outcome); each
 # run checked for linearizability by io.shardwise.bench.history) once per seed, and prints one line
 # per run plus a summary per scenario.
 #

@@ -56,7 +56,9 @@ class KillNineIT {
    * {@code ReplicationTest}'s splits and merges at one log position; a wiped data directory: {@code
    * StoreTrustTest}, {@code ReplicationTest} and the replication simulation; two of three replicas
    * killed: {@code ReplicationTest}'s minimum in-sync refusal; a leader paused past its session: the
-   * leader cut off from ZooKeeper here).
+   * leader cut off from ZooKeeper here; replicated neighbours apart merged under a kill: {@code
+   * ReplicationTest}'s merge of such neighbours under the history check, and the replica move and
+   * replicated merge kill scenarios here).
    */
   static final String CAMPAIGN = "campaign";
 
@@ -933,6 +935,106 @@ class KillNineIT {
       }
       return killAndRestart(victim);
     });
+  }
+
+  /**
+   * Replicated neighbours apart merge while a node is killed: table {@code bulk} (3 replicas, 24 MB)
+   * split in two, the upper half given another leader and a replica on a fourth node; in auto mode
+   * the balancer gives the smaller half the other's replicas, one at a time, and its lead, then
+   * merges them. Once the first of those replicas is added, after 0–0.8 s (somewhere in its build,
+   * the lead's pass or the merge), {@code kill -9} of that half's leader or of another of its
+   * replicas (seeded), restarted at once. Nothing acknowledged may be lost, every bulk key must be
+   * readable, and the merge must be settled (done, or failed leaving two whole halves to merge later).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void replicatedNeighboursApartMergingWhileANodeIsKilledLoseNothing(long seed) throws Exception {
+    startThreeNodesWithTables(REPLICATED, "hist");
+    startNode("n4");
+    List<Key> bulkKeys = new ArrayList<>();
+    try (ShardwiseClient loader = client(List.of("n1", "n2", "n3", "n4"));
+        Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+      RebalanceRecords records = new RebalanceRecords(admin);
+      records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
+      loader.createTable("bulk", io.shardwise.client.TableSpec.builder("hashrange").shards(1).replicas(3).build());
+      byte[] filler = new byte[1024];
+      new SplittableRandom(seed).nextBytes(filler);
+      for (int batch = 0; batch < 24; batch++) {
+        List<Map.Entry<Key, byte[]>> entries = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+          Key k = Key.of(("bulk-" + batch + "-" + i).getBytes(StandardCharsets.UTF_8));
+          entries.add(new AbstractMap.SimpleEntry<>(k, filler));
+          if (i % 100 == 0) {
+            bulkKeys.add(k);
+          }
+        }
+        loader.batchPut("bulk", entries);
+      }
+      io.shardwise.client.ShardDescription whole = loader.describeTable("bulk", false).shards().get(0);
+      io.shardwise.client.TableDescription halves = loader.splitShardAtHash("bulk", whole.number(), middle(whole));
+      io.shardwise.core.map.Table split = admin.syncedMap().table("bulk").orElseThrow();
+      List<Long> numbers = halves.shards().stream().map(io.shardwise.client.ShardDescription::number).toList();
+      records.addResized(split.id(), numbers, new java.util.TreeSet<>(numbers)); // made as the balancer makes them: they may merge
+      io.shardwise.core.map.ShardAssignment upper = split.shards().get(1);
+      NodeId oldLeader = upper.owner();
+      NodeId spare = Stream.of("n1", "n2", "n3", "n4").map(NodeId::of).filter(n -> !upper.isReplica(n)).findFirst().orElseThrow();
+      admin.updateMap(m -> Optional.of(io.shardwise.core.map.ShardMapDelta.on(m)
+          .add(new io.shardwise.core.map.ShardMapDelta.ChangeLeader(upper.id(), oldLeader, upper.inSync().get(0), false)).build()));
+      admin.updateMap(m -> Optional.of(io.shardwise.core.map.ShardMapDelta.on(m)
+          .add(new io.shardwise.core.map.ShardMapDelta.AddFollower(upper.id(), spare)).build()));
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> admin.syncedMap().shard(split.id(), upper.id().number())
+          .orElseThrow().inSync().contains(spare));
+      admin.updateMap(m -> m.shard(split.id(), upper.id().number()).orElseThrow().isReplica(oldLeader)
+          ? Optional.of(io.shardwise.core.map.ShardMapDelta.on(m).add(new io.shardwise.core.map.ShardMapDelta.RemoveFollower(upper.id(),
+              oldLeader)).build())
+          : Optional.empty());
+
+      checkedRun("replicas-merge-apart-kill", seed, Duration.ofSeconds(18), REPLICATED, () -> {
+        records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.AUTO).setAutoMaxFraction(1.0).setSplitBytes(1L << 30)
+            .setSplitRps(100_000).setMergeSeconds(2).build());
+        io.shardwise.core.map.ShardAssignment[] building = new io.shardwise.core.map.ShardAssignment[1];
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20)).until(() -> {
+          building[0] = admin.syncedMap().table("bulk").orElseThrow().shards().stream().filter(a -> a.replicas().size() > 3).findFirst()
+              .orElse(null);
+          return building[0] != null;
+        });
+        SplittableRandom random = new SplittableRandom(seed);
+        Thread.sleep(random.nextInt(800));
+        List<NodeId> replicas = building[0].replicas();
+        String victim = random.nextBoolean() ? building[0].owner().value() : replicas.get(1 + random.nextInt(replicas.size() - 1)).value();
+        return killAndRestart(victim);
+      });
+      ResizeSettled settled = awaitMergeSettled(records, split.id(), Duration.ofSeconds(90));
+      io.shardwise.core.map.Table after = admin.syncedMap().table("bulk").orElseThrow();
+      System.out.println("MERGE-APART seed=" + seed + " state=" + settled.state() + " shards=" + after.shards().size() + " error="
+          + settled.error());
+      assertThat(after.shards()).as("one merged shard, or the two halves").hasSizeBetween(1, 2);
+      try (ShardwiseClient reader = client(List.of("n1", "n2", "n3", "n4"))) {
+        for (Key k : bulkKeys) {
+          assertThat(reader.get("bulk", k)).as(new String(k.partitionKey(), StandardCharsets.UTF_8)).isPresent();
+        }
+      }
+    }
+  }
+
+  private record ResizeSettled(io.shardwise.proto.v1.ResizeRecord.State state, String error) {}
+
+  /** The first merge of the table's shards once it is settled (done, failed, skipped or cancelled). */
+  private static ResizeSettled awaitMergeSettled(RebalanceRecords records, long tableId, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      for (PlanRecord p : records.plans()) {
+        for (io.shardwise.proto.v1.ResizeRecord r : p.getResizesList()) {
+          if (r.getTableId() == tableId && r.getKind() == io.shardwise.proto.v1.ResizeRecord.Kind.MERGE
+              && r.getState() != io.shardwise.proto.v1.ResizeRecord.State.WAITING) {
+            return new ResizeSettled(r.getState(), r.getError());
+          }
+        }
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("no merge of table " + tableId + " was settled within " + timeout);
   }
 
   /** One transfer as its client saw it: what it moved, and the outcome it was answered (EXCEPTION: none). */
