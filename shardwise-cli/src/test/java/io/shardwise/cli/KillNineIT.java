@@ -67,7 +67,7 @@ class KillNineIT {
    * a restarted node serves again), whenever that was, and at least the run's duration: every run
    * records the fault and the recovery under load.
    */
-  private static final Duration AFTER_FAULT = Duration.ofSeconds(8);
+  private static final Duration AFTER_FAULT = Duration.ofSeconds(5);
 
   /** Longer than any fault takes to strike: the history clients run until then at most if a fault never returns. */
   private static final Duration STRIKE_LIMIT = Duration.ofMinutes(5);

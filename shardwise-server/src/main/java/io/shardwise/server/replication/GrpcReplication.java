@@ -399,12 +399,18 @@ public final class GrpcReplication {
    * gets a call per message from then on.
    */
   static final class AppendStreams {
-    private static final java.util.concurrent.ScheduledExecutorService TIMEOUTS = java.util.concurrent.Executors
-        .newSingleThreadScheduledExecutor(r -> {
-          Thread t = new Thread(r, "shardwise-append-timeouts");
-          t.setDaemon(true);
-          return t;
-        });
+    private static final java.util.concurrent.ScheduledThreadPoolExecutor TIMEOUTS = timeouts();
+
+    /** One thread for every leader's message deadlines; a deadline cancelled (the usual end) leaves its queue at once. */
+    private static java.util.concurrent.ScheduledThreadPoolExecutor timeouts() {
+      java.util.concurrent.ScheduledThreadPoolExecutor e = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "shardwise-append-timeouts");
+        t.setDaemon(true);
+        return t;
+      });
+      e.setRemoveOnCancelPolicy(true);
+      return e;
+    }
 
     private final Function<String, io.grpc.Channel> channels;
     private final long deadlineMillis;
