@@ -394,9 +394,9 @@ public final class GrpcReplication {
    * transport and TiKV's batched Raft messages keep a stream per node pair the same way). A call per
    * message costs a new HTTP/2 stream with its headers coded both ways, and on few cores that was
    * much of replication's cost. A message not answered within the deadline (a leader's: {@link
-   * #APPEND_DEADLINE_MILLIS}) cancels its stream, which fails every message on it: each is then lost, as a call past its
-   * deadline was. An address that answers UNIMPLEMENTED (a node that serves only {@code Append})
-   * gets a call per message from then on.
+   * #APPEND_DEADLINE_MILLIS}) cancels its stream, which fails every message on it: each is then
+   * lost, as a call past its deadline was. An address that answers UNIMPLEMENTED (a node that
+   * serves only {@code Append}) gets a call per message from then on.
    */
   static final class AppendStreams {
     private static final java.util.concurrent.ScheduledThreadPoolExecutor TIMEOUTS = timeouts();
