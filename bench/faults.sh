@@ -15,7 +15,7 @@
 #
 # Every scenario runs here, those tagged "campaign" too (mvn verify leaves them out).
 #
-# Each seed takes about 9 minutes on 2 cores (fifteen scenarios, 30-50 s each). The output's FAULT-RUN lines (and INDEX-CHECK lines of
+# Each seed takes about 17 minutes on 2 cores (23 scenarios, 30-80 s each). The output's FAULT-RUN lines (and INDEX-CHECK lines of
 # the scenarios with an indexed table) are what docs/reliability.md records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
