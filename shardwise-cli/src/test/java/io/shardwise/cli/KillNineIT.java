@@ -958,19 +958,7 @@ class KillNineIT {
       RebalanceRecords records = new RebalanceRecords(admin);
       records.updateSettings(s -> s.toBuilder().setMode(BalancerSettings.Mode.MANUAL).build());
       loader.createTable("bulk", io.shardwise.client.TableSpec.builder("hashrange").shards(1).replicas(3).build());
-      byte[] filler = new byte[1024];
-      new SplittableRandom(seed).nextBytes(filler);
-      for (int batch = 0; batch < 24; batch++) {
-        List<Map.Entry<Key, byte[]>> entries = new ArrayList<>();
-        for (int i = 0; i < 1000; i++) {
-          Key k = Key.of(("bulk-" + batch + "-" + i).getBytes(StandardCharsets.UTF_8));
-          entries.add(new AbstractMap.SimpleEntry<>(k, filler));
-          if (i % 100 == 0) {
-            bulkKeys.add(k);
-          }
-        }
-        loader.batchPut("bulk", entries);
-      }
+      bulkKeys.addAll(loadBulk(loader, seed));
       io.shardwise.client.ShardDescription whole = loader.describeTable("bulk", false).shards().get(0);
       io.shardwise.client.TableDescription halves = loader.splitShardAtHash("bulk", whole.number(), middle(whole));
       io.shardwise.core.map.Table split = admin.syncedMap().table("bulk").orElseThrow();
@@ -1277,21 +1265,9 @@ class KillNineIT {
       throws Exception {
     List<String> nodes = startThreeNodesWithTables(spec, "hist", "bulk");
     // Enough data that a throttled move takes seconds: the fault lands inside one.
-    byte[] filler = new byte[1024];
-    new SplittableRandom(seed).nextBytes(filler);
-    List<Key> bulkKeys = new ArrayList<>();
+    List<Key> bulkKeys;
     try (ShardwiseClient loader = client(nodes)) {
-      for (int batch = 0; batch < 24; batch++) {
-        List<Map.Entry<Key, byte[]>> entries = new ArrayList<>();
-        for (int i = 0; i < 1000; i++) {
-          Key k = Key.of(("bulk-" + batch + "-" + i).getBytes(StandardCharsets.UTF_8));
-          entries.add(new AbstractMap.SimpleEntry<>(k, filler));
-          if (i % 100 == 0) {
-            bulkKeys.add(k);
-          }
-        }
-        loader.batchPut("bulk", entries);
-      }
+      bulkKeys = loadBulk(loader, seed);
     }
     try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10));
         IndexedDocs docs = indexedDocs ? new IndexedDocs(seedAddresses(), seed) : null) {
@@ -1321,6 +1297,25 @@ class KillNineIT {
         docs.stopAndCheck(scenario, seed, 4);
       }
     }
+  }
+
+  /** Writes table {@code bulk}'s 24,000 rows of 1 KiB (24 MB: a throttled move of it takes seconds); returns every hundredth key. */
+  private static List<Key> loadBulk(ShardwiseClient loader, long seed) {
+    byte[] filler = new byte[1024];
+    new SplittableRandom(seed).nextBytes(filler);
+    List<Key> sampled = new ArrayList<>();
+    for (int batch = 0; batch < 24; batch++) {
+      List<Map.Entry<Key, byte[]>> entries = new ArrayList<>();
+      for (int i = 0; i < 1000; i++) {
+        Key k = Key.of(("bulk-" + batch + "-" + i).getBytes(StandardCharsets.UTF_8));
+        entries.add(new AbstractMap.SimpleEntry<>(k, filler));
+        if (i % 100 == 0) {
+          sampled.add(k);
+        }
+      }
+      loader.batchPut("bulk", entries);
+    }
+    return sampled;
   }
 
   /** The record of {@code move} once it is done, failed or cancelled. */

@@ -51,6 +51,11 @@ class AppendStreamsTest {
     return channels.computeIfAbsent(address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().build());
   }
 
+  /** A follower's answer naming the message it answers (its echo token, as sent nanos). */
+  private static AppendResponse echo(AppendRequest r) {
+    return AppendResponse.newBuilder().setSentNanos(r.getEchoToken()).build();
+  }
+
   private static AppendRequest request(long n) {
     return AppendRequest.newBuilder().setLeader("n1").setEchoToken(n).build();
   }
@@ -78,7 +83,7 @@ class AppendStreamsTest {
         @Override
         public void onNext(AppendRequest r) {
           if (!silent) {
-            out.onNext(AppendResponse.newBuilder().setSentNanos(r.getEchoToken()).build());
+            out.onNext(echo(r));
           }
         }
 
@@ -95,7 +100,7 @@ class AppendStreamsTest {
     @Override
     public void append(AppendRequest r, StreamObserver<AppendResponse> out) {
       calls.incrementAndGet();
-      out.onNext(AppendResponse.newBuilder().setSentNanos(r.getEchoToken()).build());
+      out.onNext(echo(r));
       out.onCompleted();
     }
   }
@@ -151,7 +156,7 @@ class AppendStreamsTest {
       @Override
       public void append(AppendRequest r, StreamObserver<AppendResponse> out) {
         calls.incrementAndGet();
-        out.onNext(AppendResponse.newBuilder().setSentNanos(r.getEchoToken()).build());
+        out.onNext(echo(r));
         out.onCompleted();
       }
     });
