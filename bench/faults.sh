@@ -12,6 +12,7 @@
 #   bench/faults.sh --seeds 7,8,9
 #   bench/faults.sh --runs 25 --only 'zooKeeper*'   # the test methods matching a pattern (+ separates patterns)
 #   bench/faults.sh --runs 20 --only 'aLeaderAndController*' --session 3000   # nodes' ZooKeeper session in ms (default 4000)
+#   bench/faults.sh --runs 5 --only 'aLeaderCutOff*' --read-lease 500ms      # nodes with read leases (default off)
 #
 # Every scenario runs here, those tagged "campaign" too (mvn verify leaves them out).
 #
@@ -27,8 +28,9 @@ while [ $# -gt 0 ]; do
     --runs) seeds=$(seq -s, 1 "$2"); shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
     --only) only="#$2"; shift 2 ;;
-    --session) extra="-Dshardwise.faults.session.millis=$2"; shift 2 ;;
-    *) echo "usage: bench/faults.sh [--runs N | --seeds 1,2,3] [--only METHOD-PATTERN] [--session MILLIS]" >&2; exit 2 ;;
+    --session) extra="$extra -Dshardwise.faults.session.millis=$2"; shift 2 ;;
+    --read-lease) extra="$extra -Dshardwise.faults.readLease=$2"; shift 2 ;;
+    *) echo "usage: bench/faults.sh [--runs N | --seeds 1,2,3] [--only METHOD-PATTERN] [--session MILLIS] [--read-lease DURATION]" >&2; exit 2 ;;
   esac
 done
 log=$(mktemp -t shardwise-faults.XXXXXX)

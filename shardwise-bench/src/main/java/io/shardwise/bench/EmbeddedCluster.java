@@ -21,16 +21,19 @@ public final class EmbeddedCluster implements AutoCloseable {
   private final EmbeddedZooKeeper zk;
   private final List<ShardwiseNode> nodes = new ArrayList<>();
   private final ShardwiseRouter router;
-  private final boolean hotKeySampling;
+  private final java.util.function.UnaryOperator<NodeConfig> tune;
 
   public EmbeddedCluster(Path dir, int nodeCount) {
-    this(dir, nodeCount, true);
+    this(dir, nodeCount, c -> c);
   }
 
-  /** @param hotKeySampling off only to measure what sampling hot keys costs ({@link NodeConfig#withHotKeySampling}) */
-  public EmbeddedCluster(Path dir, int nodeCount, boolean hotKeySampling) {
+  /**
+   * @param tune changes every node's configuration from the defaults, to measure what a setting
+   *     costs (hot-key sampling off, another read lease)
+   */
+  public EmbeddedCluster(Path dir, int nodeCount, java.util.function.UnaryOperator<NodeConfig> tune) {
     this.dir = dir;
-    this.hotKeySampling = hotKeySampling;
+    this.tune = tune;
     this.zk = EmbeddedZooKeeper.start(0, dir.resolve("zk"));
     try {
       for (int i = 1; i <= nodeCount; i++) {
@@ -46,8 +49,8 @@ public final class EmbeddedCluster implements AutoCloseable {
   /** Starts the next node, n(N+1). */
   public synchronized ShardwiseNode addNode() {
     int i = nodes.size() + 1;
-    ShardwiseNode node = ShardwiseNode.start(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
-        .withBalancerTick(Duration.ofMillis(500)).withDropGrace(Duration.ofSeconds(5)).withHotKeySampling(hotKeySampling));
+    ShardwiseNode node = ShardwiseNode.start(tune.apply(NodeConfig.of(dir.resolve("n" + i), zk.connectString()).withId("n" + i)
+        .withBalancerTick(Duration.ofMillis(500)).withDropGrace(Duration.ofSeconds(5))));
     nodes.add(node);
     return node;
   }

@@ -6,6 +6,7 @@ import io.shardwise.bench.QueryBench;
 import io.shardwise.bench.BenchReport;
 import io.shardwise.bench.ClusterTraffic;
 import io.shardwise.bench.EmbeddedCluster;
+import io.shardwise.server.node.NodeConfig;
 import io.shardwise.bench.RedisCluster;
 import io.shardwise.bench.RedisClusterTarget;
 import io.shardwise.bench.RocksDbTarget;
@@ -158,6 +159,11 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--hot-key-sampling", paramLabel = "ON_OFF", defaultValue = "on",
       description = "--dev: on, or off to measure what sampling hot keys costs the request path (nothing is hot then). Default: ${DEFAULT-VALUE}.")
   String hotKeySampling;
+
+  @Option(names = "--read-lease", paramLabel = "DURATION",
+      description = "--dev: the nodes' read lease (0: off, every leader read asks its followers; as `shardwise node --read-lease`). "
+          + "Default: the nodes' default.")
+  String readLease;
 
   @Option(names = "--split-size", paramLabel = "SIZE",
       description = "--during split: the table's split size. Default: the loaded bytes / 16 (at least 64KiB), so it grows to 16 shards or more.")
@@ -446,6 +452,10 @@ final class BenchCommand implements Callable<Integer> {
     NearCacheStats nearCacheStats = null;
     Duration followerStaleness = followerReads == null ? null
         : Durations.parseWithin("--read-from-followers", followerReads, Duration.ofMillis(1), Duration.ofHours(1));
+    Duration lease = readLease == null ? null : NodeCommand.readLease(readLease);
+    if (lease != null && !dev) {
+      throw new IllegalArgumentException("--read-lease needs --dev: a running cluster's nodes have theirs");
+    }
     if (followerStaleness != null && replicas < 2) {
       throw new IllegalArgumentException("--read-from-followers needs --replicas 2 or more: a table of one replica has no followers");
     }
@@ -456,7 +466,10 @@ final class BenchCommand implements Callable<Integer> {
     ClusterTraffic.Spread spread;
     ObjectNode rebalanceReport = null;
     try {
-      EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes, hotKeySampling.equals("on")) : null;
+      EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes, c -> {
+        NodeConfig tuned = c.withHotKeySampling(hotKeySampling.equals("on"));
+        return lease == null ? tuned : tuned.withReplication(tuned.replication().withReadLease(lease));
+      }) : null;
       try {
         String zkConnect = dev ? cluster.zk() : ClusterOptions.zkOrDefault(zk);
         // Its own session, closed before a --dev cluster stops (the command line's would outlive it).

@@ -5,6 +5,7 @@ import io.shardwise.server.node.NodeConfig;
 import io.shardwise.server.node.ShardwiseNode;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -70,6 +71,14 @@ final class NodeCommand implements Callable<Integer> {
           + "locks aborts it (so a coordinator that dies holds its keys about this long). Default: ${DEFAULT-VALUE}.")
   String txnTimeout;
 
+  @Option(names = "--read-lease", paramLabel = "DURATION", defaultValue = "0",
+      description = "How long a follower's answer lets its shard's leader serve linearizable reads without asking the followers "
+          + "again; a new leader waits this long before it serves. Safe while the nodes' clocks run at rates within 10% of each "
+          + "other and none stands still while it runs (a suspended machine); 0 turns it off: every leader read then waits for "
+          + "a round to the followers and rests on no clock. Longer than the replication heartbeat (100ms), shorter than its "
+          + "lag max (5s); 500ms is a good value. Default: ${DEFAULT-VALUE} (off).")
+  String readLease;
+
   @Option(names = "--adopt-cluster",
       description = "Let a data directory that holds data but no cluster id join the cluster this ZooKeeper holds; "
           + "shards it does not own go to its trash.")
@@ -107,6 +116,7 @@ final class NodeCommand implements Callable<Integer> {
         .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout))
         .withTxnTimeout(Durations.parse("--txn-timeout", txnTimeout))
         .withMetricsPort(metricsPort == null ? -1 : metricsPort);
+    config = config.withReplication(config.replication().withReadLease(readLease(readLease)));
     ShardwiseNode node = ShardwiseNode.start(config);
     Ports.rememberPort(dataDir, Integer.parseInt(node.address().substring(node.address().lastIndexOf(':') + 1)));
     Console console;
@@ -128,5 +138,16 @@ final class NodeCommand implements Callable<Integer> {
       Waiting.untilInterrupted(node);
     }
     return Main.EXIT_OK;
+  }
+
+  /** A --read-lease value: 0 or a duration the replication settings accept (they name the bounds if not). */
+  static Duration readLease(String text) {
+    Duration lease = text.trim().equals("0") ? Duration.ZERO : Durations.parse("--read-lease", text);
+    try {
+      io.shardwise.server.replication.ReplicationConfig.DEFAULT.withReadLease(lease);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--read-lease: " + e.getMessage());
+    }
+    return lease;
   }
 }

@@ -77,6 +77,8 @@ class KillNineIT {
 
   /** The nodes' ZooKeeper session timeout: 4 s, or {@code -Dshardwise.faults.session.millis}. */
   private static final Duration SESSION = Duration.ofMillis(Long.getLong("shardwise.faults.session.millis", 4_000));
+  /** The nodes' read lease ({@code node --read-lease}): off, or {@code -Dshardwise.faults.readLease} (bench/faults.sh --read-lease). */
+  private static final String READ_LEASE = System.getProperty("shardwise.faults.readLease", "0");
 
   @TempDir(cleanup = org.junit.jupiter.api.io.CleanupMode.ON_SUCCESS) Path dir; // a failed run's logs stay for a look
   private ServerProcesses processes;
@@ -109,7 +111,8 @@ class KillNineIT {
 
   private String[] nodeCommand(String id, String zooKeeper) {
     return new String[] {"node", "--zk", zooKeeper, "--data-dir", dir.resolve(id).toString(), "--id", id,
-        "--session-timeout", SESSION.toMillis() + "ms", "--drop-grace", "2s", "--txn-timeout", TXN_TIMEOUT.toMillis() + "ms"};
+        "--session-timeout", SESSION.toMillis() + "ms", "--drop-grace", "2s", "--txn-timeout", TXN_TIMEOUT.toMillis() + "ms",
+        "--read-lease", READ_LEASE};
   }
 
   /**
@@ -186,7 +189,7 @@ class KillNineIT {
     System.out.println("FAULT-RUN scenario=" + scenario + " seed=" + seed + " operations=" + ops + " acknowledged="
         + recorder.acknowledgedWrites() + " unknown=" + recorder.unknownWrites() + " violations=" + (violation.isPresent() ? 1 : 0)
         + " longest_gap_ms=" + longestGapMillis(histories, recorder.endedNanos()) + " others_failed=" + othersFailed + " others_gap_ms=" + othersGap
-        + " struck_writable_ms=" + (unanswered ? -1 : struckWritable));
+        + " struck_writable_ms=" + (unanswered ? -1 : struckWritable) + (READ_LEASE.equals("0") ? "" : " read_lease=" + READ_LEASE));
   }
 
   /**

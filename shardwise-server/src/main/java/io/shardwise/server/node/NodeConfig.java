@@ -310,6 +310,7 @@ public final class NodeConfig {
         + " replication.lag-max=" + replication.lagMax()
         + " replication.heartbeat=" + replication.heartbeat() + " replication.write-timeout=" + replication.writeTimeout()
         + " replication.log-retain-entries=" + replication.logRetainEntries() + " replication.snapshot-bytes-per-second="
-        + replication.snapshotBytesPerSecond() + " " + limits;
+        + replication.snapshotBytesPerSecond() + " replication.read-lease=" + (replication.readLease().isZero() ? "off" : replication.readLease())
+        + " " + limits;
   }
 }

@@ -25,11 +25,17 @@ public final class NodeReplication implements ReplicatedData {
   private final Replicator replicator;
   private final ReplicationConfig config;
   private final LongSupplier mapEpoch;
+  private final Runnable beforeWaiting;
 
-  public NodeReplication(Replicator replicator, ReplicationConfig config, LongSupplier mapEpoch) {
+  /**
+   * @param beforeWaiting runs before a read waits for its barrier (a leader without a read lease):
+   *     on a thread that must not wait, it throws, and the request runs again where it may
+   */
+  public NodeReplication(Replicator replicator, ReplicationConfig config, LongSupplier mapEpoch, Runnable beforeWaiting) {
     this.replicator = replicator;
     this.config = config;
     this.mapEpoch = mapEpoch;
+    this.beforeWaiting = beforeWaiting;
   }
 
   @Override
@@ -47,6 +53,9 @@ public final class NodeReplication implements ReplicatedData {
   public void readBarrier(java.util.Collection<ShardRef> shards) {
     List<CompletableFuture<Void>> started = new java.util.ArrayList<>(shards.size());
     shards.forEach(shard -> started.add(replicator.readBarrier(shard)));
+    if (started.stream().anyMatch(f -> !f.isDone())) {
+      beforeWaiting.run(); // the barrier is not passed at once (no read lease): a round to the followers
+    }
     try {
       await(CompletableFuture.allOf(started.toArray(CompletableFuture[]::new)), "the read of shards " + shards);
     } catch (VersionMismatchException e) {

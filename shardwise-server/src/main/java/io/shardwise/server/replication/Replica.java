@@ -101,6 +101,11 @@ final class Replica {
     long snapshotFailedNanos = Long.MIN_VALUE;
     long refusedLoggedNanos = Long.MIN_VALUE / 2;
     long sentNanos = Long.MIN_VALUE / 2; // when an append of this shard last went to it
+    ShardAppend lastSent; // that append: an OK to it is what a read lease counts from
+    // When the latest append it answered OK to was built (leaseFrom set): this leader's read lease
+    // from it runs until then plus ReplicationConfig#leaderLeaseNanos.
+    long leaseFromNanos;
+    boolean leaseFrom;
     // It answered OK to an append that reached the end of this leader's log, so it holds no older
     // leader's entries this leader lacks (see dropOlderLeadersSuffix): only then may it join the in-sync set.
     boolean trimmed;
@@ -168,6 +173,10 @@ final class Replica {
   private long cutAt = -1;
   // The table's version floor in the newest map applied (Replication#versionFloor): a key with nothing stored is written above it.
   private long versionFloor;
+  // Until when (this node's clock) this replica promised a leader it followed not to serve as a
+  // leader itself: that leader may serve reads on its lease until then (see #readBarrier). A new
+  // replica, as after a restart, assumes it promised just now: a promise lives in memory only.
+  private long promisedUntilNanos;
 
   /**
    * @param changed called (outside any lock) when the leader has something new to send: an entry
@@ -181,6 +190,7 @@ final class Replica {
     this.storage = engine.replicaStorage();
     this.nanos = nanos;
     this.config = config;
+    this.promisedUntilNanos = nanos.getAsLong() + config.followerLeaseNanos();
   }
 
   ShardRef ref() {
@@ -701,6 +711,7 @@ final class Replica {
     }
     p.sentNanos = now;
     ShardAppend a = new ShardAppend(ref, leaderEpoch, prev, prevEpoch, entries, commit, s.lastOffset(), ready.isDone());
+    p.lastSent = a;
     if (!p.awaitingSend.isEmpty()) {
       p.awaitingReply.put(a, p.awaitingSend); // its OK reply confirms this leader for them
       p.awaitingSend = new ArrayList<>();
@@ -773,12 +784,25 @@ final class Replica {
    * cut off from ZooKeeper and from its followers would go on answering reads from data that a new
    * leader elsewhere has since overwritten. Fails with {@link NotApplied} if this node does not
    * (or no longer) lead.
+   *
+   * <p><b>Read lease</b> (Raft's leader lease, §6.4.1 of its thesis; TiKV and CockroachDB read on
+   * leases too). A follower that answers this leader promises not to serve as a leader itself for
+   * {@code readLease} on its own clock ({@link #follow}); the leader counts {@link
+   * ReplicationConfig#LEASE_MARGIN} of that from before it built the append answered. While every
+   * follower a commit waits for has so answered within its lease, no other replica can serve or
+   * commit anything — a new leader must be one of them, and it waits for its promise to end before
+   * it is ready ({@link #checkReady}) — so the read needs no round at all. This rests on the nodes'
+   * clocks running at rates within that margin of each other (not on their agreeing on the time);
+   * a lease of zero leaves the barrier alone.
    */
   CompletableFuture<Void> readBarrier() {
     CompletableFuture<Void> whenReady;
     synchronized (this) {
       if (role != Role.LEADER) {
         return CompletableFuture.failedFuture(new NotApplied(NotApplied.Reason.NOT_LEADER, "this node does not lead shard " + ref));
+      }
+      if (ready.isDone() && leased()) {
+        return CompletableFuture.completedFuture(null);
       }
       whenReady = ready;
     }
@@ -810,6 +834,22 @@ final class Replica {
     });
   }
 
+  /** True if this leader holds a read lease now: every follower a commit waits for answered it within its lease. */
+  private boolean leased() {
+    long lease = config.leaderLeaseNanos();
+    if (lease == 0) {
+      return false;
+    }
+    long now = nanos.getAsLong();
+    for (NodeId f : maximalInSync()) {
+      Progress p = progress.get(f);
+      if (p == null || !p.leaseFrom || now - p.leaseFromNanos >= lease) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /**
    * Forgets what {@code p}'s follower said of its log: it answers from another store than before
    * (its data directory was replaced), or the map refused it into the in-sync set for the store
@@ -826,6 +866,7 @@ final class Replica {
     p.needsSnapshot = false;
     p.leftNanos = nanos.getAsLong();
     p.replaced = inSync.contains(follower);
+    p.leaseFrom = false;
   }
 
   /** The transport could not deliver {@code sent} or bring its reply: the reads it carried wait for the next send. */
@@ -902,6 +943,10 @@ final class Replica {
     switch (reply.outcome()) {
       case OK -> {
         p.answeredNanos = now;
+        if (sent == p.lastSent) {
+          p.leaseFromNanos = p.sentNanos; // it answered after this: no other leader serves before its promise ends
+          p.leaseFrom = true;
+        }
         p.trimmed |= sent.reachesLeaderEnd();
         p.match = Math.max(p.match, reply.matched());
         p.appliedSeen = Math.max(p.appliedSeen, Math.min(sent.commit(), reply.matched()));
@@ -963,10 +1008,23 @@ final class Replica {
     if (!done.isEmpty()) {
       after.add(() -> done.forEach(f -> f.complete(null)));
     }
-    if (!ready.isDone() && commit >= readyAt) {
+    checkReady(after);
+  }
+
+  /**
+   * A new leader is ready once it has committed its whole log and the promises it made as a
+   * follower have run out: until then the leader it followed may still serve reads on a lease.
+   */
+  private void checkReady(List<Runnable> after) {
+    if (role == Role.LEADER && !ready.isDone() && commit >= readyAt && nanos.getAsLong() - promisedUntilNanos >= 0) {
       CompletableFuture<Void> r = ready;
       after.add(() -> r.complete(null));
     }
+  }
+
+  /** Called every heartbeat: a leader waiting only for its promises to run out becomes ready. */
+  synchronized void tick(List<Runnable> after) {
+    checkReady(after);
   }
 
   /** The highest offset at least {@code minInSync} replicas hold (this leader's log and its followers' matches, in sync or not). */
@@ -1236,6 +1294,8 @@ final class Replica {
       leader = from;
       role = Role.FOLLOWER;
     }
+    // Whatever it answers now, the leader may count a lease from it (only an OK does): promise.
+    promisedUntilNanos = Math.max(promisedUntilNanos, nanos.getAsLong() + config.followerLeaseNanos());
     return null;
   }
 

@@ -75,7 +75,8 @@ public final class Replicator {
     final NodeId to;
     final Set<Replica> shards = ConcurrentHashMap.newKeySet();
     boolean inFlight;
-    boolean again;
+    boolean again; // something new to send once the message in flight is answered
+    boolean queued; // a pump of this sender waits on the executor
     boolean snapshotting; // one snapshot at a time to a node
     long echoToken; // the last reply's token and send time, echoed in the next message (see AppendBatch)
     long echoNanos;
@@ -100,6 +101,8 @@ public final class Replicator {
   private final ReplicationConfig config;
   private final ConcurrentHashMap<ShardRef, Replica> replicas = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<NodeId, Sender> senders = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.LongAdder readsAtOnce = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder readsAfterRound = new java.util.concurrent.atomic.LongAdder();
   private volatile long mapEpoch;
   // This process's replies carry it; an echo of another token (an earlier process of this node, whose
   // clock meant something else) is ignored. Random, never 0 (0: no reply echoed).
@@ -304,7 +307,14 @@ public final class Replicator {
       return CompletableFuture.failedFuture(new Replica.NotApplied(Replica.NotApplied.Reason.NOT_LEADER,
           "this node keeps no replica of shard " + shard));
     }
-    return r.readBarrier();
+    CompletableFuture<Void> barrier = r.readBarrier();
+    (barrier.isDone() ? readsAtOnce : readsAfterRound).increment();
+    return barrier;
+  }
+
+  /** Read barriers passed at once (on a read lease, or by a leader alone in sync), and those that waited for a round to the followers. */
+  public long[] readBarriers() {
+    return new long[] {readsAtOnce.sum(), readsAfterRound.sum()};
   }
 
   /**
@@ -333,7 +343,12 @@ public final class Replicator {
 
   // ------------------------------------------------------------------ sending
 
-  /** The replica has something to send: its followers' senders run soon. */
+  /**
+   * The replica has something to send: its followers' senders run soon. A sender with a message on
+   * its way sends again when it is answered, and one already waiting for the executor takes this
+   * too, so a busy shard's writes and reads cost no hand-over to another thread each: one pump
+   * serves everything that arrived while the last message was out (the batching of the log).
+   */
   private void wake(ShardRef shard) {
     Replica r = replicas.get(shard);
     if (r == null) {
@@ -342,15 +357,31 @@ public final class Replicator {
     for (NodeId f : r.followers()) {
       Sender s = senders.get(f);
       if (s != null) {
-        executor.execute(() -> pump(s, false));
+        schedule(s);
       }
     }
+  }
+
+  /** Runs a pump of {@code s} on the executor, unless one waits there or its reply will run one. */
+  private void schedule(Sender s) {
+    synchronized (s) {
+      if (s.inFlight) {
+        s.again = true;
+        return;
+      }
+      if (s.queued) {
+        return;
+      }
+      s.queued = true;
+    }
+    executor.execute(() -> pump(s, false));
   }
 
   /** Sends {@code s.to} what it lacks of every shard this node leads and it follows, unless a message is already on its way. */
   private void pump(Sender s, boolean heartbeat) {
     List<ShardAppend> shards = new ArrayList<>();
     synchronized (s) {
+      s.queued = false;
       if (!s.snapshotting) {
         for (Replica r : s.shards) {
           long epoch = r.startSnapshot(s.to);
@@ -414,17 +445,20 @@ public final class Replicator {
           replica.onSendFailed(s.to, a);
         }
       }
+      // Still in flight while the reply's effects run (writes committed, reads confirmed, the
+      // followers to hear the new commit): what they wake is sent by this thread right after,
+      // in one message, not handed to the executor once per wake.
+      after.forEach(Runnable::run);
       boolean again;
       synchronized (s) {
         s.inFlight = false;
-        again = s.again && failure == null;
+        again = failure == null && (s.again || (reply != null && anyMore(reply)));
         if (failure != null) {
           s.failedAtNanos = nanos.getAsLong(); // the next heartbeat tries again; no tight loop against a dead node
         }
       }
-      after.forEach(Runnable::run);
-      if (again || (reply != null && anyMore(reply))) {
-        executor.execute(() -> pump(s, false));
+      if (again) {
+        pump(s, false); // on the thread that took the reply, never a request's
       }
     });
   }
@@ -445,7 +479,7 @@ public final class Replicator {
         s.snapshotting = false;
       }
       after.forEach(Runnable::run);
-      executor.execute(() -> pump(s, false)); // the entries after it, or the next shard's snapshot
+      schedule(s); // the entries after it, or the next shard's snapshot
     };
     SnapshotOffer offer = new SnapshotOffer(r.ref(), epoch, 0, 0);
     try {
@@ -513,6 +547,9 @@ public final class Replicator {
         proposeInSync(r, p);
       }
       r.trimLog();
+      List<Runnable> after = new ArrayList<>();
+      r.tick(after);
+      after.forEach(Runnable::run);
     }
   }
 

@@ -1446,6 +1446,15 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return Inline.callExecutors(!syncWrites && !intercepted);
   }
 
+  /**
+   * Called by code under a request that is about to wait (for other nodes): on the network thread,
+   * where hot calls are served, it throws, and the call runs again from the start off that thread
+   * ({@link Inline}); elsewhere it does nothing. Nothing may have been written before it.
+   */
+  public static void mayBlock() {
+    Inline.mayBlock();
+  }
+
   static <R> void respond(StreamObserver<R> out, Supplier<R> handler) {
     R result;
     try {

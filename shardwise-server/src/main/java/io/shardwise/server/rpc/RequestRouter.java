@@ -69,8 +69,8 @@ final class RequestRouter {
           throw Errors.notServing(ctx.self().value(), map.epoch());
         }
         Table table = map.table(tableName).orElseThrow();
-        if (table.replication().replicated()) {
-          Inline.mayBlock(); // it waits for the log's followers, or for the read barrier
+        if (table.replication().replicated() && write) {
+          Inline.mayBlock(); // it waits for the log's followers (a read waits only without a read lease: see NodeReplication)
         }
         ShardRef shard = ShardRef.of(table, ((Route.Serve) route).shard().id().number());
         ctx.hooks().routedHere(shard, write);
@@ -148,9 +148,10 @@ final class RequestRouter {
         }
       }
       List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
-      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated())) {
+      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated() && write)) {
         // before serving this node's group, so a second run writes nothing twice; a replicated
-        // table's requests wait for other nodes (the log's followers, or the read barrier)
+        // table's writes wait for the log's followers (its reads only for a read barrier without a
+        // lease, which moves them off the network thread itself: NodeReplication)
         Inline.mayBlock();
       }
       List<Integer> retry = new ArrayList<>();

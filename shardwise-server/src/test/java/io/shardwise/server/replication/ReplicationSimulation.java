@@ -74,6 +74,7 @@ final class ReplicationSimulation {
     long writesFailed;
     long writesUnknown;
     long reads;
+    long leaseReads; // of them, answered at once (on the leader's read lease, or alone in sync)
     long followerReads;
     long followerReadsRefused;
     long messagesLost;
@@ -92,6 +93,7 @@ final class ReplicationSimulation {
       writesFailed += o.writesFailed;
       writesUnknown += o.writesUnknown;
       reads += o.reads;
+      leaseReads += o.leaseReads;
       followerReads += o.followerReads;
       followerReadsRefused += o.followerReadsRefused;
       messagesLost += o.messagesLost;
@@ -108,7 +110,7 @@ final class ReplicationSimulation {
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
-          + reads + " reads, " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
+          + reads + " reads (" + leaseReads + " at once), " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
           + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed"
           + (appendsOk + feedReads == 0 ? "" : ", " + appendsOk + " appends acknowledged, " + feedReads + " list reads checked");
     }
@@ -123,7 +125,10 @@ final class ReplicationSimulation {
   private static final long TICK_NANOS = Duration.ofMillis(50).toNanos();
   // Logs keep 1 applied entry: a follower that falls behind gets a snapshot.
   private static final ReplicationConfig CONFIG = new ReplicationConfig(Duration.ofMillis(500), Duration.ofMillis(100), 4, 1 << 20,
-      Duration.ofSeconds(10), 1, 0);
+      Duration.ofSeconds(10), 1, 0, Duration.ofMillis(300));
+  // Each node's clock runs at its own rate, down to this share of the true one: as far apart as the
+  // read lease's margin allows (ReplicationConfig#LEASE_MARGIN), and a little closer.
+  private static final double SLOWEST_CLOCK = 0.92;
 
   private final long seed;
   private final Random rnd;
@@ -215,6 +220,84 @@ final class ReplicationSimulation {
       }
     }
     return stats;
+  }
+
+  /**
+   * A scripted schedule for the read lease (no random steps): the leader of {@code k0} is cut off
+   * from the other nodes and ZooKeeper just after its followers answered it; the controller moves
+   * the lead; a client writes {@code k0} at the new leader while another, whose map still names the
+   * old one, reads {@code k0} there every 10 ms until the write is acknowledged. The old leader
+   * answers on its lease, and the new one must not acknowledge anything before that lease has run
+   * out: the history check finds a read of the old value after the new one was acknowledged
+   * otherwise. {@code restartFollowers}: the followers' processes crash and start again just before
+   * the cut, so the new leader is one that forgot the promise it made (it must assume one).
+   * Returns the stats, with the reads the old leader answered in {@code leaseReads}.
+   */
+  Stats leaseAgainstANewLeader(boolean restartFollowers) {
+    try {
+      String key = "k0";
+      SimClient writer = clients.get(0);
+      SimClient reader = clients.get(1);
+      send(writer, new Pending(key, Op.Kind.PUT, "before", 0, "w-before".getBytes(StandardCharsets.UTF_8)));
+      for (int i = 0; i < 200 && writer.inFlight != null; i++) { // the replicas' first promises run out first
+        drainPending();
+        clock += TICK_NANOS / 5;
+        nodes.forEach(n -> n.replicator.tick());
+      }
+      drainPending(); // the followers' answers to the last heartbeat: the leader's lease starts now
+      if (writer.inFlight != null) {
+        throw new Violation("the first write was not acknowledged: " + describeAll());
+      }
+      SimNode old = node(stored.table("t").orElseThrow().shardFor(Key.of(key).partitionKey()).owner());
+      if (restartFollowers) {
+        for (SimNode n : nodes) {
+          if (n != old) {
+            note("CRASH and restart " + n.id + " (scripted)");
+            n.crash();
+            n.start();
+          }
+        }
+      }
+      note("PARTITION " + old.id + " (scripted)");
+      old.isolated = true;
+      controller();
+      nodes.stream().filter(SimNode::zk).forEach(n -> n.applyMap(stored));
+      writer.map = stored;
+      step++;
+      send(writer, new Pending(key, Op.Kind.PUT, "after", 0, "w-after".getBytes(StandardCharsets.UTF_8)));
+      for (int i = 0; i < 200 && writer.inFlight != null; i++) {
+        step++;
+        if (reader.inFlight == null) {
+          read(reader, key); // reader.map still names the old leader
+        }
+        drainPending();
+        clock += TICK_NANOS / 5;
+        nodes.stream().filter(n -> n.up).forEach(n -> n.replicator.tick());
+      }
+      if (writer.inFlight != null) {
+        throw new Violation("the write at the new leader was not acknowledged within 2 s: " + describeAll());
+      }
+      step++;
+      reader.inFlight = null; // a read still waiting at the cut-off leader never answers
+      for (int i = 0; i < 5; i++) {
+        read(reader, key);
+        step++;
+        reader.inFlight = null;
+      }
+      finish();
+    } catch (Violation | RuntimeException e) {
+      throw new Violation("scripted lease schedule: " + e + "\nlast events:\n  " + String.join("\n  ", trace));
+    }
+    return stats;
+  }
+
+  /** Runs every pending event in order, none lost. */
+  private void drainPending() {
+    for (int i = 0; i < 10_000 && !pending.isEmpty(); i++) {
+      Event e = pending.remove(0);
+      note(e.what());
+      e.action().run();
+    }
   }
 
   List<String> trace() {
@@ -356,9 +439,19 @@ final class ReplicationSimulation {
     Replicator replicator;
     ShardMap map = ShardMap.EMPTY;
 
+    // This node's clock rate (SLOWEST_CLOCK to 1), from its own generator so that adding it left
+    // the seeds' schedules as they were.
+    final double clockRate;
+
     SimNode(NodeId id) {
       this.id = id;
       this.snapshotDir = files.resolve(id.value());
+      this.clockRate = 1 - new Random(seed * 31 + id.value().hashCode()).nextDouble() * (1 - SLOWEST_CLOCK);
+    }
+
+    /** This node's clock: monotonic, at its own rate. */
+    long nanos() {
+      return (long) (clock * clockRate);
     }
 
     /** Reachable by ZooKeeper: its session lives. */
@@ -379,7 +472,7 @@ final class ReplicationSimulation {
           task.run(); // a task is never lost; it only runs late
         }
       });
-      replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc), tasks, tasks, snapshotDir, () -> clock, CONFIG);
+      replicator = new Replicator(id, engine, transport(this, inc), mapUpdates(this, inc), tasks, tasks, snapshotDir, this::nanos, CONFIG);
       applyMap(stored); // a starting node reads the map before it serves
     }
 
@@ -792,7 +885,9 @@ final class ReplicationSimulation {
     c.inFlight = p;
     int inc = n.incarnation;
     note("client " + c.id + ": reads " + key + " at " + n.id);
-    n.replicator.readBarrier(ref).whenComplete((v, failure) -> {
+    java.util.concurrent.CompletableFuture<Void> barrier = n.replicator.readBarrier(ref);
+    boolean atOnce = barrier.isDone();
+    barrier.whenComplete((v, failure) -> {
       if (c.inFlight != p) {
         return; // given up on
       }
@@ -804,6 +899,7 @@ final class ReplicationSimulation {
       }
       Versioned got = n.engine.get(ref, Key.of(key).encode());
       stats.reads++;
+      stats.leaseReads += atOnce ? 1 : 0;
       Op op = Op.get(c.id, got == null ? null : new String(got.value(), StandardCharsets.UTF_8), got == null ? 0 : got.version(), p.invoked,
           step);
       history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
@@ -897,7 +993,7 @@ final class ReplicationSimulation {
     Versioned got = read.get().orElse(null);
     stats.followerReads++;
     Op op = Op.get(c.id, got == null ? null : new String(got.value(), StandardCharsets.UTF_8), got == null ? 0 : got.version(),
-        firstStepAt(clock - FOLLOWER_STALENESS_NANOS), step);
+        firstStepAt(clock - (long) (FOLLOWER_STALENESS_NANOS / SLOWEST_CLOCK)), step); // the bound on the follower's clock
     history.computeIfAbsent(key, k -> new ArrayList<>()).add(op);
     note("client " + c.id + ": follower read " + op + " at " + n.id);
   }

@@ -41,9 +41,27 @@ class ReplicationSimulationTest {
       assertThat(total.crashes).isPositive();
       assertThat(total.partitions).isPositive();
       assertThat(total.reads).isPositive();
+      assertThat(total.leaseReads).isPositive();
+      assertThat(total.reads - total.leaseReads).isPositive(); // and some waited for a round to the followers
       assertThat(total.snapshots).isPositive();
       assertThat(total.followerReads).isPositive();
     }
+  }
+
+  /**
+   * The read lease against a new leader, scripted ({@link ReplicationSimulation#leaseAgainstANewLeader}):
+   * a leader cut off keeps answering reads on its lease, and the new leader acknowledges the next
+   * write only after that lease has run out — whatever the nodes' clock rates within the margin,
+   * and also when the followers' processes restarted just before the cut (a promise lives in
+   * memory, so a new process assumes it made one).
+   */
+  @ParameterizedTest(name = "seed {0}, followers restarted before the cut: {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"1,false", "2,false", "3,false", "4,false", "5,false", "6,false", "7,false", "8,false",
+      "1,true", "2,true", "3,true", "4,true", "5,true", "6,true", "7,true", "8,true"})
+  void aLeaderCutOffAnswersOnItsLeaseOnlyUntilAnotherCouldCommit(long seed, boolean restartFollowers) {
+    ReplicationSimulation.Stats stats = new ReplicationSimulation(seed).leaseAgainstANewLeader(restartFollowers);
+    assertThat(stats.leaseReads).as("reads the cut-off leader answered on its lease").isPositive();
+    assertThat(stats.failovers).isEqualTo(1);
   }
 
   private static final int FEED_SEEDS = Integer.getInteger("shardwise.sim.feedSeeds", 500);
