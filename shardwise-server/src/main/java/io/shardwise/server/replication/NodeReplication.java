@@ -52,9 +52,12 @@ public final class NodeReplication implements ReplicatedData {
   @Override
   public void readBarrier(java.util.Collection<ShardRef> shards) {
     List<CompletableFuture<Void>> started = new java.util.ArrayList<>(shards.size());
+    if (config.readLease().isZero()) {
+      beforeWaiting.run(); // without read leases a leader read takes a round to the followers
+    }
     shards.forEach(shard -> started.add(replicator.readBarrier(shard)));
     if (started.stream().anyMatch(f -> !f.isDone())) {
-      beforeWaiting.run(); // the barrier is not passed at once (no read lease): a round to the followers
+      beforeWaiting.run(); // a lease ran out: a round to the followers (the barriers started here are answered and dropped)
     }
     try {
       await(CompletableFuture.allOf(started.toArray(CompletableFuture[]::new)), "the read of shards " + shards);
