@@ -73,7 +73,7 @@ final class NodeCommand implements Callable<Integer> {
 
   @Option(names = "--read-lease", paramLabel = "DURATION", defaultValue = "0",
       description = "How long a follower's answer lets its shard's leader serve linearizable reads without asking the followers "
-          + "again; a new leader waits this long before it serves. Safe while the nodes' clocks run at rates within 10% of each "
+          + "again; a new leader waits this long before it serves. Safe while the nodes' clocks run at rates within 10%% of each "
           + "other and none stands still while it runs (a suspended machine); 0 turns it off: every leader read then waits for "
           + "a round to the followers and rests on no clock. Longer than the replication heartbeat (100ms), shorter than its "
           + "lag max (5s); 500ms is a good value. Default: ${DEFAULT-VALUE} (off).")

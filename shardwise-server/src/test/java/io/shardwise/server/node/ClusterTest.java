@@ -301,8 +301,8 @@ class ClusterTest {
     client.put("inc_still", Key.of("kept"), b("v"));
     client.dropTable("inc_still");
     ShardwiseClient lacking = cluster.client(Routing.CLIENT);
+    long before = lacking.mapEpoch(); // before the undrop (read after it, a map update may already have brought it)
     client.undropTable("inc_still");
-    long before = lacking.mapEpoch();
     lacking.refreshMap(); // explicitly: a lookup of a table it lacks refreshes only if it has not just done so
     assertThat(lacking.mapEpoch()).isGreaterThan(before);
     assertThat(lacking.get("inc_still", Key.of("kept"))).isPresent();
