@@ -977,6 +977,17 @@ class ReplicationTest {
         }
       });
       // Every value a follower answers with is one that was acknowledged (the data holds only committed writes).
+      // Once every replica has applied the writes (the next heartbeat tells followers the last commit):
+      // until then a follower within its staleness bound may rightly answer that a key is absent.
+      Table table = cluster.nodes.get(0).map().table("r").orElseThrow();
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        for (var replica : a.replicas()) {
+          for (int i = 0; i < 50; i++) {
+            assertThat(cluster.node(replica.value()).store().get(ShardRef.of(table, a.id().number()), Key.of("k" + i).encode()))
+                .as("k%d on %s", i, replica).isNotNull();
+          }
+        }
+      });
       for (int i = 0; i < 50; i++) {
         assertThat(new String(reader.get("r", Key.of("k" + i)).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v" + i);
       }
