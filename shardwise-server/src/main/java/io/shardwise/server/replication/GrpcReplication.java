@@ -401,15 +401,13 @@ public final class GrpcReplication {
   static final class AppendStreams {
     private static final java.util.concurrent.ScheduledThreadPoolExecutor TIMEOUTS = timeouts();
 
-    /** One thread for every leader's message deadlines; a deadline cancelled (the usual end) leaves its queue at once. */
+    /** One thread for every leader's message deadlines (a stream's check runs about once a deadline while it is busy). */
     private static java.util.concurrent.ScheduledThreadPoolExecutor timeouts() {
-      java.util.concurrent.ScheduledThreadPoolExecutor e = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+      return new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
         Thread t = new Thread(r, "shardwise-append-timeouts");
         t.setDaemon(true);
         return t;
       });
-      e.setRemoveOnCancelPolicy(true);
-      return e;
     }
 
     private final Function<String, io.grpc.Channel> channels;
@@ -436,14 +434,20 @@ public final class GrpcReplication {
       }
     }
 
-    /** One stream: the messages sent and not yet answered, oldest first. */
+    /**
+     * One stream: the messages sent and not yet answered, oldest first. Their deadline is checked
+     * lazily: one check is scheduled when a message goes out and none is, and it schedules itself
+     * again for the oldest message still unanswered — not a timer per message, which would wake the
+     * deadline thread for every message sent.
+     */
     private final class Stream implements io.grpc.stub.ClientResponseObserver<AppendRequest, AppendResponse> {
-      private record Pending(java.util.function.BiConsumer<AppendResponse, Throwable> answered, java.util.concurrent.ScheduledFuture<?> timeout) {}
+      private record Pending(java.util.function.BiConsumer<AppendResponse, Throwable> answered, long sentNanos) {}
 
       private final String address;
       private final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
       private final io.grpc.stub.ClientCallStreamObserver<AppendRequest> requests;
       private boolean closed;
+      private boolean checkScheduled;
 
       @SuppressWarnings("unchecked")
       Stream(String address) {
@@ -461,11 +465,31 @@ public final class GrpcReplication {
         if (closed) {
           return false;
         }
-        var timeout = TIMEOUTS.schedule(() -> requests.cancel("no answer within " + deadlineMillis + " ms", null), deadlineMillis,
-            TimeUnit.MILLISECONDS);
-        pending.add(new Pending(answered, timeout));
+        pending.add(new Pending(answered, System.nanoTime()));
+        if (!checkScheduled) {
+          checkScheduled = true;
+          TIMEOUTS.schedule(this::checkDeadline, deadlineMillis, TimeUnit.MILLISECONDS);
+        }
         requests.onNext(request);
         return true;
+      }
+
+      /** Cancels the stream if its oldest unanswered message is past the deadline, else checks again when it would be. */
+      private void checkDeadline() {
+        synchronized (this) {
+          Pending oldest = pending.peek();
+          if (closed || oldest == null) {
+            checkScheduled = false;
+            return;
+          }
+          long left = oldest.sentNanos() + TimeUnit.MILLISECONDS.toNanos(deadlineMillis) - System.nanoTime();
+          if (left > 0) {
+            TIMEOUTS.schedule(this::checkDeadline, left, TimeUnit.NANOSECONDS);
+            return;
+          }
+          checkScheduled = false;
+        }
+        requests.cancel("no answer within " + deadlineMillis + " ms", null); // fails every message on it (onError)
       }
 
       @Override
@@ -475,7 +499,6 @@ public final class GrpcReplication {
           p = pending.poll();
         }
         if (p != null) {
-          p.timeout().cancel(false);
           p.answered().accept(response, null);
         }
       }
@@ -502,7 +525,6 @@ public final class GrpcReplication {
         }
         streams.remove(address, this);
         for (Pending p : lost) {
-          p.timeout().cancel(false);
           p.answered().accept(null, why);
         }
       }

@@ -50,9 +50,14 @@ public final class NodeReplication implements ReplicatedData {
   }
 
   @Override
+  public boolean leaderReadsWait() {
+    return config.readLease().isZero();
+  }
+
+  @Override
   public void readBarrier(java.util.Collection<ShardRef> shards) {
     List<CompletableFuture<Void>> started = new java.util.ArrayList<>(shards.size());
-    if (config.readLease().isZero()) {
+    if (leaderReadsWait()) {
       beforeWaiting.run(); // without read leases a leader read takes a round to the followers
     }
     shards.forEach(shard -> started.add(replicator.readBarrier(shard)));

@@ -312,9 +312,16 @@ public final class Replicator {
     return barrier;
   }
 
-  /** Read barriers passed at once (on a read lease, or by a leader alone in sync), and those that waited for a round to the followers. */
-  public long[] readBarriers() {
-    return new long[] {readsAtOnce.sum(), readsAfterRound.sum()};
+  /**
+   * How this node's leader reads passed their barriers so far.
+   *
+   * @param atOnce at once: on a read lease, or by a leader alone in sync
+   * @param afterRound after a round to the followers
+   */
+  public record ReadBarriers(long atOnce, long afterRound) {}
+
+  public ReadBarriers readBarriers() {
+    return new ReadBarriers(readsAtOnce.sum(), readsAfterRound.sum());
   }
 
   /**

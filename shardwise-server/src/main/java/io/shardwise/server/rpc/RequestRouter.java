@@ -69,8 +69,8 @@ final class RequestRouter {
           throw Errors.notServing(ctx.self().value(), map.epoch());
         }
         Table table = map.table(tableName).orElseThrow();
-        if (table.replication().replicated() && write) {
-          Inline.mayBlock(); // it waits for the log's followers (a read waits only without a read lease: see NodeReplication)
+        if (table.replication().replicated() && (write || ctx.shards().leaderReadsWait())) {
+          Inline.mayBlock(); // it waits for the log's followers (a read, only without a read lease)
         }
         ShardRef shard = ShardRef.of(table, ((Route.Serve) route).shard().id().number());
         ctx.hooks().routedHere(shard, write);
@@ -148,10 +148,10 @@ final class RequestRouter {
         }
       }
       List<Integer> mine = ctx.isRouter() ? null : byOwner.remove(ctx.self());
-      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated() && write)) {
+      if (!byOwner.isEmpty() || (mine != null && table.replication().replicated() && (write || ctx.shards().leaderReadsWait()))) {
         // before serving this node's group, so a second run writes nothing twice; a replicated
-        // table's writes wait for the log's followers (its reads only for a read barrier without a
-        // lease, which moves them off the network thread itself: NodeReplication)
+        // table's writes wait for the log's followers, and so do its reads without a read lease
+        // (with one, a read that finds its lease run out leaves the network thread in NodeReplication)
         Inline.mayBlock();
       }
       List<Integer> retry = new ArrayList<>();

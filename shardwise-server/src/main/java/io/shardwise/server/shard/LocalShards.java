@@ -81,6 +81,11 @@ public final class LocalShards {
     }
   }
 
+  /** Whether a read of a replicated shard led here always waits for its followers ({@link ReplicatedData#leaderReadsWait}). */
+  public boolean leaderReadsWait() {
+    return replication.leaderReadsWait();
+  }
+
   /** True if {@code ref} is held here and its table keeps replicas: requests for it may wait on other nodes. */
   public boolean replicated(ShardRef ref) {
     LocalShard s = held.get(ref);

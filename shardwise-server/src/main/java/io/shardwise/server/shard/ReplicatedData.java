@@ -29,6 +29,11 @@ public interface ReplicatedData {
     public <T> java.util.Optional<T> readAsFollower(ShardRef shard, java.time.Duration maxStaleness, java.util.function.Supplier<T> read) {
       return java.util.Optional.empty();
     }
+
+    @Override
+    public boolean leaderReadsWait() {
+      return false;
+    }
   };
 
   /**
@@ -52,4 +57,11 @@ public interface ReplicatedData {
    * empty if not (the leader must answer). {@code read} never returns null.
    */
   <T> java.util.Optional<T> readAsFollower(ShardRef shard, java.time.Duration maxStaleness, java.util.function.Supplier<T> read);
+
+  /**
+   * Whether a leader's read always waits for its followers here (this node has no read lease: every
+   * {@link #readBarrier} takes a round to them), so a request that reads should leave a thread that
+   * must not wait before it does any work; with a lease most barriers pass at once.
+   */
+  boolean leaderReadsWait();
 }

@@ -26,6 +26,13 @@ import org.rocksdb.WriteOptions;
  * with the new state, tells a store that opens in between that the shard's data is neither the old
  * nor surely the new: the range is emptied and the log started over at 0 before anything reads it
  * ({@link #recoverInterruptedInstalls}), so the leader sends a snapshot again.
+ *
+ * <p>Each shard's entries not applied yet are also kept in memory ({@link Tail}, at most {@value
+ * #TAIL_MAX_ENTRIES} entries and {@value #TAIL_MAX_BYTES} bytes a shard): a leader sends them to its
+ * followers and applies them, a follower applies them, right after they are appended, and reading
+ * them back from RocksDB each time (an iterator per follower per message, and one per apply) was a
+ * good part of replication's cost. The tail only ever holds entries the log holds, equal to them:
+ * it takes entries after they are written, and lets go of entries before they are removed.
  */
 final class ReplicaLogs implements ReplicaStorage {
 
@@ -39,8 +46,13 @@ final class ReplicaLogs implements ReplicaStorage {
   private final RocksDB db;
   private final ColumnFamilyHandle column;
   private final WriteOptions writeOptions;
+  static final int TAIL_MAX_ENTRIES = 1024;
+  static final long TAIL_MAX_BYTES = 1 << 20;
+
   /** What each shard's log holds: read from RocksDB once, then kept up to date here. */
   private final ConcurrentHashMap<ShardRef, LogState> states = new ConcurrentHashMap<>();
+  /** Each shard's unapplied entries, as far as they are in memory. */
+  private final ConcurrentHashMap<ShardRef, Tail> tails = new ConcurrentHashMap<>();
 
   ReplicaLogs(ShardStore store, RocksDB db, ColumnFamilyHandle column, WriteOptions writeOptions) {
     this.store = store;
@@ -122,6 +134,7 @@ final class ReplicaLogs implements ReplicaStorage {
       }
       db.write(writeOptions, batch);
       states.put(shard, after);
+      tails.computeIfAbsent(shard, s -> new Tail()).append(entries);
     } catch (RocksDBException e) {
       throw new StorageException("appending to the replication log of shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
@@ -136,6 +149,7 @@ final class ReplicaLogs implements ReplicaStorage {
       return;
     }
     LogState after = s.truncated(shard, offset, epochOf(shard, offset));
+    dropTail(shard, offset + 1, Long.MAX_VALUE); // before the log loses them
     store.enter();
     try {
       db.deleteRange(column, writeOptions, entryKey(shard, offset + 1), entryKey(shard, Long.MAX_VALUE));
@@ -152,6 +166,10 @@ final class ReplicaLogs implements ReplicaStorage {
     List<LogEntry> out = new ArrayList<>();
     LogState s = state(shard);
     if (fromOffset <= s.baseOffset() || fromOffset > s.lastOffset()) {
+      return out;
+    }
+    Tail tail = tails.get(shard);
+    if (tail != null && tail.read(fromOffset, maxEntries, maxBytes, out)) {
       return out;
     }
     store.enter();
@@ -185,6 +203,11 @@ final class ReplicaLogs implements ReplicaStorage {
     if (offset < s.baseOffset() || offset > s.lastOffset()) {
       return -1;
     }
+    Tail tail = tails.get(shard);
+    long cached = tail == null ? -1 : tail.epochOf(offset);
+    if (cached >= 0) {
+      return cached;
+    }
     store.enter();
     try {
       byte[] raw = db.get(column, entryKey(shard, offset));
@@ -214,6 +237,7 @@ final class ReplicaLogs implements ReplicaStorage {
       batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
       db.write(writeOptions, batch);
       states.put(shard, after);
+      dropTail(shard, Long.MIN_VALUE, after.appliedOffset()); // read from RocksDB by any follower that still needs them
     } catch (RocksDBException e) {
       throw new StorageException("applying the replication log of shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
@@ -229,6 +253,7 @@ final class ReplicaLogs implements ReplicaStorage {
       return;
     }
     LogState after = s.trimmed(shard, offset, epochOf(shard, offset));
+    dropTail(shard, Long.MIN_VALUE, offset);
     store.enter();
     try (WriteBatch batch = new WriteBatch()) {
       batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, offset + 1));
@@ -245,6 +270,7 @@ final class ReplicaLogs implements ReplicaStorage {
   @Override
   public void reset(ShardRef shard, long baseOffset, long baseEpoch) {
     LogState after = LogState.at(baseOffset, baseEpoch);
+    tails.remove(shard);
     store.enter();
     try {
       writeReset(shard, after);
@@ -271,6 +297,7 @@ final class ReplicaLogs implements ReplicaStorage {
     byte[] start = shard.startKey();
     byte[] end = shard.endKey();
     byte[] range = ByteBuffer.allocate(8 + start.length + end.length).putInt(start.length).put(start).putInt(end.length).put(end).array();
+    tails.remove(shard);
     store.enter();
     try {
       db.put(column, writeOptions, shardKey(INSTALLING, shard, 0), range);
@@ -334,6 +361,7 @@ final class ReplicaLogs implements ReplicaStorage {
 
   @Override
   public void forget(ShardRef shard) {
+    tails.remove(shard);
     store.enter();
     try (WriteBatch batch = new WriteBatch()) {
       forgetIn(batch, shard);
@@ -354,6 +382,7 @@ final class ReplicaLogs implements ReplicaStorage {
    * {@link #forgotten} once the batch is written.
    */
   void forgetIn(WriteBatch batch, ShardRef shard) throws RocksDBException {
+    tails.remove(shard);
     batch.deleteRange(column, entryKey(shard, 0), entryKey(shard, Long.MAX_VALUE));
     batch.delete(column, shardKey(STATE, shard, 0));
     // Not the install marker: an install drops what the replica held before it ingests the
@@ -363,5 +392,79 @@ final class ReplicaLogs implements ReplicaStorage {
   /** The batch of {@link #forgetIn} was written: the cached state goes too. */
   void forgotten(ShardRef shard) {
     states.remove(shard);
+  }
+
+  private void dropTail(ShardRef shard, long from, long through) {
+    Tail tail = tails.get(shard);
+    if (tail != null) {
+      tail.drop(from, through);
+    }
+  }
+
+  /** A shard's latest entries, consecutive, in offset order; bounded (the oldest go first). */
+  private static final class Tail {
+    private final java.util.ArrayDeque<LogEntry> entries = new java.util.ArrayDeque<>();
+    private long bytes;
+
+    synchronized void append(List<LogEntry> appended) {
+      if (!entries.isEmpty() && entries.peekLast().offset() + 1 != appended.get(0).offset()) {
+        clear(); // not next to what it holds (it let go of entries meanwhile): it holds only consecutive ones
+      }
+      for (LogEntry e : appended) {
+        entries.addLast(e);
+        bytes += e.bytes();
+      }
+      while (entries.size() > TAIL_MAX_ENTRIES || (bytes > TAIL_MAX_BYTES && entries.size() > 1)) {
+        bytes -= entries.pollFirst().bytes();
+      }
+    }
+
+    /** Lets go of the entries from {@code from} through {@code through}, which are at one end. */
+    synchronized void drop(long from, long through) {
+      while (!entries.isEmpty() && entries.peekFirst().offset() >= from && entries.peekFirst().offset() <= through) {
+        bytes -= entries.pollFirst().bytes();
+      }
+      while (!entries.isEmpty() && entries.peekLast().offset() >= from && entries.peekLast().offset() <= through) {
+        bytes -= entries.pollLast().bytes();
+      }
+    }
+
+    private void clear() {
+      entries.clear();
+      bytes = 0;
+    }
+
+    /** Adds the entries from {@code from} on to {@code out} as a read of RocksDB would; false if it does not hold {@code from}. */
+    synchronized boolean read(long from, int maxEntries, long maxBytes, List<LogEntry> out) {
+      if (entries.isEmpty() || from < entries.peekFirst().offset() || from > entries.peekLast().offset()) {
+        return false;
+      }
+      long read = 0;
+      for (LogEntry e : entries) {
+        if (e.offset() < from) {
+          continue;
+        }
+        if (out.size() >= maxEntries || (!out.isEmpty() && read >= maxBytes)) {
+          break;
+        }
+        out.add(e);
+        read += e.bytes();
+      }
+      return true;
+    }
+
+    /** The epoch of the entry at {@code offset}, or -1 if it does not hold it. */
+    synchronized long epochOf(long offset) {
+      if (entries.isEmpty() || offset < entries.peekFirst().offset() || offset > entries.peekLast().offset()) {
+        return -1;
+      }
+      for (java.util.Iterator<LogEntry> it = entries.descendingIterator(); it.hasNext(); ) {
+        LogEntry e = it.next();
+        if (e.offset() == offset) {
+          return e.epoch();
+        }
+      }
+      return -1;
+    }
   }
 }

@@ -361,8 +361,8 @@ class ReplicationTest {
       long atOnce = 0;
       long afterRound = 0;
       for (ShardwiseNode n : cluster.nodes) {
-        atOnce += n.replicator().readBarriers()[0];
-        afterRound += n.replicator().readBarriers()[1];
+        atOnce += n.replicator().readBarriers().atOnce();
+        afterRound += n.replicator().readBarriers().afterRound();
       }
       assertThat(atOnce).as("reads on a lease (%d after a round)", afterRound).isGreaterThan(afterRound);
     }

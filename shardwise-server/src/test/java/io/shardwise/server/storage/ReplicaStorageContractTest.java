@@ -20,6 +20,8 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The contract of {@link ReplicaStorage}, held to by RocksDB ({@link ShardStore}'s {@code ReplicaLogs})
@@ -181,6 +183,70 @@ abstract class ReplicaStorageContractTest {
     @Override
     Path file(String name) {
       return dir.resolve(name);
+    }
+
+    /**
+     * The log's unapplied tail is kept in memory as well ({@code ReplicaLogs.Tail}): whatever a
+     * random run of appends (some past the tail's bounds), truncations, applies, trims and restarts
+     * does, every read and epoch equals the memory engine's after the same steps — and the store
+     * reopened reads the same from RocksDB alone.
+     */
+    @ParameterizedTest(name = "seed {0}")
+    @ValueSource(longs = {1, 2, 3, 4, 5, 6})
+    void readsThroughTheInMemoryTailEqualTheLog(long seed) throws Exception {
+      java.util.Random random = new java.util.Random(seed);
+      MemoryEngine model = new MemoryEngine();
+      ReplicaStorage expected = model.replicaStorage();
+      long epoch = 1;
+      for (int step = 0; step < 400; step++) {
+        ReplicaStorage actual = engine().replicaStorage();
+        ReplicaStorage.LogState s = expected.state(SHARD);
+        int op = random.nextInt(10);
+        if (op < 5) { // append a run, now and then longer than the tail holds, or of values larger than it holds
+          int n = random.nextInt(8) == 0 ? ReplicaLogs.TAIL_MAX_ENTRIES + random.nextInt(40) : 1 + random.nextInt(6);
+          int valueBytes = n < 10 && random.nextInt(10) == 0 ? (int) (ReplicaLogs.TAIL_MAX_BYTES / 3) : 10;
+          if (random.nextInt(6) == 0) {
+            epoch++;
+          }
+          List<LogEntry> entries = new ArrayList<>();
+          for (int i = 1; i <= n; i++) {
+            entries.add(entry(engine(), s.lastOffset() + i, epoch, "k" + random.nextInt(50), random.nextInt() + "x".repeat(valueBytes)));
+          }
+          expected.append(SHARD, entries);
+          actual.append(SHARD, entries);
+        } else if (op == 5 && s.lastOffset() > s.appliedOffset()) { // truncate an unapplied suffix
+          long after = s.appliedOffset() + random.nextInt((int) (s.lastOffset() - s.appliedOffset()));
+          expected.truncateAfter(SHARD, after);
+          actual.truncateAfter(SHARD, after);
+        } else if (op == 6 && s.lastOffset() > s.appliedOffset()) { // apply some
+          List<LogEntry> next = expected.read(SHARD, s.appliedOffset() + 1, 1 + random.nextInt(30), 1 << 20);
+          expected.apply(SHARD, next);
+          actual.apply(SHARD, next);
+        } else if (op == 7 && s.appliedOffset() > s.baseOffset()) { // trim some of what is applied
+          long upTo = s.baseOffset() + 1 + random.nextInt((int) (s.appliedOffset() - s.baseOffset()));
+          expected.trim(SHARD, upTo);
+          actual.trim(SHARD, upTo);
+        } else if (op == 8 && random.nextInt(4) == 0) { // a restart: only RocksDB is left
+          reopened();
+        }
+        actual = engine().replicaStorage();
+        ReplicaStorage.LogState now = expected.state(SHARD);
+        assertThat(actual.state(SHARD)).as("step %d", step).isEqualTo(now);
+        for (int probe = 0; probe < 4; probe++) {
+          long from = now.baseOffset() + random.nextInt((int) (now.lastOffset() - now.baseOffset() + 2)); // the base and the end included
+          assertThat(actual.epochOf(SHARD, from)).as("step %d: epoch of %d", step, from).isEqualTo(expected.epochOf(SHARD, from));
+          from = Math.max(from, now.baseOffset() + 1); // reads start after the base
+          int max = 1 + random.nextInt(2 * ReplicaLogs.TAIL_MAX_ENTRIES);
+          long maxBytes = random.nextBoolean() ? 1 << 20 : 1 + random.nextInt(4000);
+          assertThat(described(actual.read(SHARD, from, max, maxBytes))).as("step %d: read from %d", step, from)
+              .isEqualTo(described(expected.read(SHARD, from, max, maxBytes)));
+        }
+      }
+    }
+
+    /** Entries as comparable text (their effects hold arrays). */
+    private static List<String> described(List<LogEntry> entries) {
+      return entries.stream().map(e -> e.offset() + "@" + e.epoch() + ":" + java.util.HexFormat.of().formatHex(e.encode())).toList();
     }
 
     /** kill -9 between the install's marker and its end: the shard comes back empty with its log at 0, never half old and half new. */
