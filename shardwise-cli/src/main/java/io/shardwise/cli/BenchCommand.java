@@ -165,6 +165,10 @@ final class BenchCommand implements Callable<Integer> {
           + "Default: the nodes' default.")
   String readLease;
 
+  @Option(names = "--sync-writes",
+      description = "--dev: the nodes fsync their write-ahead log on every write (as `shardwise node --sync-writes`).")
+  boolean syncWrites;
+
   @Option(names = "--split-size", paramLabel = "SIZE",
       description = "--during split: the table's split size. Default: the loaded bytes / 16 (at least 64KiB), so it grows to 16 shards or more.")
   String splitSize;
@@ -456,6 +460,9 @@ final class BenchCommand implements Callable<Integer> {
     if (lease != null && !dev) {
       throw new IllegalArgumentException("--read-lease needs --dev: a running cluster's nodes have theirs");
     }
+    if (syncWrites && !dev) {
+      throw new IllegalArgumentException("--sync-writes needs --dev: a running cluster's nodes have theirs");
+    }
     if (followerStaleness != null && replicas < 2) {
       throw new IllegalArgumentException("--read-from-followers needs --replicas 2 or more: a table of one replica has no followers");
     }
@@ -467,7 +474,7 @@ final class BenchCommand implements Callable<Integer> {
     ObjectNode rebalanceReport = null;
     try {
       EmbeddedCluster cluster = dev ? new EmbeddedCluster(work.resolve("cluster"), nodes, c -> {
-        NodeConfig tuned = c.withHotKeySampling(hotKeySampling.equals("on"));
+        NodeConfig tuned = c.withHotKeySampling(hotKeySampling.equals("on")).withSyncWrites(syncWrites);
         return lease == null ? tuned : tuned.withReplication(tuned.replication().withReadLease(lease));
       }) : null;
       try {

@@ -1262,17 +1262,52 @@ final class Replica {
       }
       toAppend.add(e);
     }
-    storage.append(ref, toAppend);
-    if (a.reachesLeaderEnd()) {
-      dropOlderLeadersSuffix(a);
-    }
     long matched = a.end();
-    applyUpTo(Math.min(a.commit(), matched));
+    long applyTo = Math.min(a.commit(), matched);
+    // One write for the new entries and for those the leader's commit covers (usually the ones the
+    // last append brought); whatever one step did not take is applied right after.
+    storage.appendAndApply(ref, toAppend, toApply(s, toAppend, applyTo));
+    if (a.reachesLeaderEnd()) {
+      dropOlderLeadersSuffix(a); // entries after a.end() only: none of them is applied
+    }
+    applyUpTo(applyTo);
     if (a.leaderReady() && echoNanos != Long.MIN_VALUE && storage.state(ref).appliedOffset() >= a.commit()) {
       // Every write acknowledged before echoNanos is at or below a.commit(), and applied here.
       freshNanos = Math.max(freshNanos, echoNanos);
     }
     return new ShardReply(ref, Outcome.OK, matched, leaderEpoch);
+  }
+
+  /**
+   * The entries after the applied one through {@code through}, consecutive: held ones (the log as
+   * {@code s} says, before {@code appended} is appended), then those of {@code appended}; at most
+   * an append's worth.
+   */
+  private List<LogEntry> toApply(LogState s, List<LogEntry> appended, long through) {
+    List<LogEntry> out = new ArrayList<>();
+    long next = s.appliedOffset() + 1;
+    if (through < next) {
+      return out;
+    }
+    if (next <= s.lastOffset()) {
+      for (LogEntry e : storage.read(ref, next, config.maxEntriesPerAppend(), config.maxBytesPerAppend())) {
+        if (e.offset() > through) {
+          break;
+        }
+        out.add(e);
+        next = e.offset() + 1;
+      }
+    }
+    if (next > s.lastOffset()) { // every held one is taken: the appended ones follow
+      for (LogEntry e : appended) {
+        if (e.offset() != next || e.offset() > through || out.size() >= config.maxEntriesPerAppend()) {
+          break;
+        }
+        out.add(e);
+        next++;
+      }
+    }
+    return out;
   }
 
   /**

@@ -41,24 +41,32 @@ final class ReplicaLogs implements ReplicaStorage {
   private static final byte ENTRY = 0;
   private static final byte STATE = 1;
   private static final byte INSTALLING = 2;
+  static final int TAIL_MAX_ENTRIES = 1024;
+  static final long TAIL_MAX_BYTES = 1 << 20;
 
   private final ShardStore store;
   private final RocksDB db;
   private final ColumnFamilyHandle column;
   private final WriteOptions writeOptions;
-  static final int TAIL_MAX_ENTRIES = 1024;
-  static final long TAIL_MAX_BYTES = 1 << 20;
+  private final WriteOptions applyOptions;
 
   /** What each shard's log holds: read from RocksDB once, then kept up to date here. */
   private final ConcurrentHashMap<ShardRef, LogState> states = new ConcurrentHashMap<>();
   /** Each shard's unapplied entries, as far as they are in memory. */
   private final ConcurrentHashMap<ShardRef, Tail> tails = new ConcurrentHashMap<>();
 
-  ReplicaLogs(ShardStore store, RocksDB db, ColumnFamilyHandle column, WriteOptions writeOptions) {
+  /**
+   * @param writeOptions how the store writes (fsync on every write, or not)
+   * @param applyOptions how an apply that appends nothing is written: without an fsync of its own,
+   *     as what it writes can be applied again from the log after a crash, and the log is written
+   *     in order, so any later write that fsyncs (an append, a trim) makes it durable first
+   */
+  ReplicaLogs(ShardStore store, RocksDB db, ColumnFamilyHandle column, WriteOptions writeOptions, WriteOptions applyOptions) {
     this.store = store;
     this.db = db;
     this.column = column;
     this.writeOptions = writeOptions;
+    this.applyOptions = applyOptions;
   }
 
   private static byte[] shardKey(byte kind, ShardRef shard, int extra) {
@@ -123,21 +131,51 @@ final class ReplicaLogs implements ReplicaStorage {
 
   @Override
   public void append(ShardRef shard, List<LogEntry> entries) {
-    if (entries.isEmpty()) {
+    appendAndApply(shard, entries, List.of());
+  }
+
+  @Override
+  public void apply(ShardRef shard, List<LogEntry> entries) {
+    appendAndApply(shard, List.of(), entries);
+  }
+
+  /** In one RocksDB batch: the entries, the applied ones' effects, and the shard's new applied position. */
+  @Override
+  public void appendAndApply(ShardRef shard, List<LogEntry> entries, List<LogEntry> applied) {
+    if (entries.isEmpty() && applied.isEmpty()) {
       return;
     }
-    LogState after = state(shard).appended(shard, entries);
+    LogState after = state(shard);
+    after = entries.isEmpty() ? after : after.appended(shard, entries);
+    after = applied.isEmpty() ? after : after.applied(shard, applied);
+    List<ShardEngine.StoredValue> effects = new ArrayList<>();
+    for (LogEntry e : applied) {
+      effects.addAll(e.effects());
+    }
     store.enter();
+    // Under the rows' locks: the store derives their index entries from the values these replace.
+    List<java.util.concurrent.locks.ReentrantLock> held = effects.isEmpty() ? List.of() : store.lockKeys(effects);
     try (WriteBatch batch = new WriteBatch()) {
       for (LogEntry e : entries) {
         batch.put(column, entryKey(shard, e.offset()), e.encode());
       }
-      db.write(writeOptions, batch);
+      if (!applied.isEmpty()) {
+        store.putEffects(batch, effects);
+        batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
+      }
+      db.write(entries.isEmpty() ? applyOptions : writeOptions, batch);
       states.put(shard, after);
-      tails.computeIfAbsent(shard, s -> new Tail()).append(entries);
+      if (!entries.isEmpty()) {
+        tails.computeIfAbsent(shard, s -> new Tail()).append(entries);
+      }
+      if (!applied.isEmpty()) {
+        dropTail(shard, Long.MIN_VALUE, after.appliedOffset()); // read from RocksDB by any follower that still needs them
+      }
     } catch (RocksDBException e) {
-      throw new StorageException("appending to the replication log of shard " + shard + " failed: " + e.getMessage(), e);
+      throw new StorageException((applied.isEmpty() ? "appending to" : entries.isEmpty() ? "applying" : "appending to and applying")
+          + " the replication log of shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
+      held.forEach(java.util.concurrent.locks.ReentrantLock::unlock);
       store.exit();
     }
   }
@@ -215,33 +253,6 @@ final class ReplicaLogs implements ReplicaStorage {
     } catch (RocksDBException e) {
       throw new StorageException("reading the replication log of shard " + shard + " failed: " + e.getMessage(), e);
     } finally {
-      store.exit();
-    }
-  }
-
-  @Override
-  public void apply(ShardRef shard, List<LogEntry> entries) {
-    if (entries.isEmpty()) {
-      return;
-    }
-    LogState after = state(shard).applied(shard, entries);
-    List<ShardEngine.StoredValue> effects = new ArrayList<>();
-    for (LogEntry e : entries) {
-      effects.addAll(e.effects());
-    }
-    store.enter();
-    // Under the rows' locks: the store derives their index entries from the values these replace.
-    List<java.util.concurrent.locks.ReentrantLock> held = store.lockKeys(effects);
-    try (WriteBatch batch = new WriteBatch()) {
-      store.putEffects(batch, effects);
-      batch.put(column, shardKey(STATE, shard, 0), stateValue(after));
-      db.write(writeOptions, batch);
-      states.put(shard, after);
-      dropTail(shard, Long.MIN_VALUE, after.appliedOffset()); // read from RocksDB by any follower that still needs them
-    } catch (RocksDBException e) {
-      throw new StorageException("applying the replication log of shard " + shard + " failed: " + e.getMessage(), e);
-    } finally {
-      held.forEach(java.util.concurrent.locks.ReentrantLock::unlock);
       store.exit();
     }
   }

@@ -108,6 +108,17 @@ public interface ReplicaStorage {
    */
   void apply(ShardRef shard, List<LogEntry> entries);
 
+  /**
+   * {@link #append} of {@code entries}, then {@link #apply} of {@code applied} (the entries after the
+   * applied one, held or among {@code entries}; either list may be empty), as one atomic write where
+   * the storage can: a follower takes a leader's new entries and applies the ones the leader's
+   * commit covers in one step.
+   */
+  default void appendAndApply(ShardRef shard, List<LogEntry> entries, List<LogEntry> applied) {
+    append(shard, entries);
+    apply(shard, applied);
+  }
+
   /** Drops entries up to {@code offset} (applied ones only): the log then starts after it. */
   void trim(ShardRef shard, long offset);
 

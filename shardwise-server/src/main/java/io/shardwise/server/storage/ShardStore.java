@@ -91,6 +91,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   private final ColumnFamilyOptions trashOptions;
   private final Options sstOptions;
   private final WriteOptions writeOptions;
+  private final WriteOptions unsyncedWrites = new WriteOptions(); // for ReplicaLogs' applies: what they write is in the log already
   private final RocksDB db;
   private final List<ColumnFamilyHandle> handles;
   private final ShardTrash trash;
@@ -120,7 +121,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
     this.format = new StoreFormat(db, handles.get(2));
     this.indexes = new LocalIndexes(db, handles.get(4), handles.get(2)); // before anything writes rows
-    this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions);
+    this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions, unsyncedWrites);
     int interrupted = replicaLogs.recoverInterruptedInstalls();
     if (interrupted > 0) {
       LOG.warn("{} replica install(s) were interrupted by a crash: those shards start over empty and take a snapshot again", interrupted);
@@ -2026,6 +2027,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     trash.closeOptions();
     sstOptions.close();
     writeOptions.close();
+    unsyncedWrites.close();
     trashOptions.close();
     dataOptions.close();
     dbOptions.close();

@@ -187,9 +187,9 @@ abstract class ReplicaStorageContractTest {
 
     /**
      * The log's unapplied tail is kept in memory as well ({@code ReplicaLogs.Tail}): whatever a
-     * random run of appends (some past the tail's bounds), truncations, applies, trims and restarts
-     * does, every read and epoch equals the memory engine's after the same steps — and the store
-     * reopened reads the same from RocksDB alone.
+     * random run of appends (some past the tail's bounds, some applied in the same write),
+     * truncations, applies, trims and restarts does, every read and epoch equals the memory
+     * engine's after the same steps — and the store reopened reads the same from RocksDB alone.
      */
     @ParameterizedTest(name = "seed {0}")
     @ValueSource(longs = {1, 2, 3, 4, 5, 6})
@@ -212,8 +212,17 @@ abstract class ReplicaStorageContractTest {
           for (int i = 1; i <= n; i++) {
             entries.add(entry(engine(), s.lastOffset() + i, epoch, "k" + random.nextInt(50), random.nextInt() + "x".repeat(valueBytes)));
           }
-          expected.append(SHARD, entries);
-          actual.append(SHARD, entries);
+          if (random.nextBoolean() || s.appliedOffset() == s.lastOffset() && random.nextBoolean()) {
+            expected.append(SHARD, entries);
+            actual.append(SHARD, entries);
+          } else { // and apply some of the held ones and of these, in one step
+            List<LogEntry> applied = new ArrayList<>(expected.read(SHARD, s.appliedOffset() + 1, 1 + random.nextInt(10), 1 << 20));
+            if (applied.isEmpty() || applied.get(applied.size() - 1).offset() == s.lastOffset()) {
+              applied.addAll(entries.subList(0, random.nextInt(Math.min(entries.size(), 5) + 1)));
+            }
+            expected.appendAndApply(SHARD, entries, applied);
+            actual.appendAndApply(SHARD, entries, applied);
+          }
         } else if (op == 5 && s.lastOffset() > s.appliedOffset()) { // truncate an unapplied suffix
           long after = s.appliedOffset() + random.nextInt((int) (s.lastOffset() - s.appliedOffset()));
           expected.truncateAfter(SHARD, after);
