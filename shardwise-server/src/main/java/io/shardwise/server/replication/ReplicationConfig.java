@@ -32,7 +32,7 @@ public record ReplicationConfig(Duration lagMax, Duration heartbeat, int maxEntr
   public static final double LEASE_MARGIN = 0.9;
 
   public static final ReplicationConfig DEFAULT = new ReplicationConfig(Duration.ofSeconds(5), Duration.ofMillis(100), 512,
-      4L << 20, Duration.ofSeconds(10), 10_000, 64L << 20, Duration.ofMillis(500));
+      4L << 20, Duration.ofSeconds(10), 10_000, 64L << 20, Duration.ZERO);
 
   public ReplicationConfig {
     if (lagMax.isNegative() || lagMax.isZero() || heartbeat.isNegative() || heartbeat.isZero() || writeTimeout.isZero()
