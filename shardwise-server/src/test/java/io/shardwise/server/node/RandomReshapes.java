@@ -62,7 +62,12 @@ final class RandomReshapes {
     }
   }
 
+  /**
+   * The table as the newest map has it: after every node has applied the newest epoch any of them
+   * has (a split just stored may not be on node 0 yet, and a shard picked from an older map may be gone).
+   */
   private Table table(String name) {
+    awaitEveryNodeApplied();
     return cluster.nodes.get(0).map().table(name).orElseThrow();
   }
 
