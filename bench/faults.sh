@@ -13,6 +13,8 @@
 #   bench/faults.sh --runs 25 --only 'zooKeeper*'   # the test methods matching a pattern (+ separates patterns)
 #   bench/faults.sh --runs 20 --only 'aLeaderAndController*' --session 3000   # nodes' ZooKeeper session in ms (default 4000)
 #   bench/faults.sh --runs 5 --only 'aLeaderCutOff*' --read-lease 500ms      # nodes with read leases (default off)
+#   bench/faults.sh --runs 5 --only 'twoOfThree*' --power-loss   # nodes fsync every write, and a kill loses what skipped the
+#                                                                # fsync, as a power loss would (node --power-loss-on-crash)
 #
 # Every scenario runs here, those tagged "campaign" too (mvn verify leaves them out).
 #
@@ -30,7 +32,8 @@ while [ $# -gt 0 ]; do
     --only) only="#$2"; shift 2 ;;
     --session) extra="$extra -Dshardwise.faults.session.millis=$2"; shift 2 ;;
     --read-lease) extra="$extra -Dshardwise.faults.readLease=$2"; shift 2 ;;
-    *) echo "usage: bench/faults.sh [--runs N | --seeds 1,2,3] [--only METHOD-PATTERN] [--session MILLIS] [--read-lease DURATION]" >&2; exit 2 ;;
+    --power-loss) extra="$extra -Dshardwise.faults.powerLoss=true"; shift ;;
+    *) echo "usage: bench/faults.sh [--runs N | --seeds 1,2,3] [--only METHOD-PATTERN] [--session MILLIS] [--read-lease DURATION] [--power-loss]" >&2; exit 2 ;;
   esac
 done
 log=$(mktemp -t shardwise-faults.XXXXXX)

@@ -47,6 +47,11 @@ final class NodeCommand implements Callable<Integer> {
   @Option(names = "--sync-writes", description = "fsync the write-ahead log on every write.")
   boolean syncWrites;
 
+  @Option(names = "--power-loss-on-crash", hidden = true,
+      description = "Fault tests, with --sync-writes: writes that skip the fsync stay in the process, so kill -9 loses them as a "
+          + "power loss would.")
+  boolean powerLossOnCrash;
+
   @Option(names = "--drop-grace", paramLabel = "DURATION", defaultValue = "30s",
       description = "How long a shard that moved away stays in place (not served) before it goes to the trash. Default: ${DEFAULT-VALUE}.")
   String dropGrace;
@@ -110,7 +115,7 @@ final class NodeCommand implements Callable<Integer> {
       Ports.requireFree(hp[0], metricsPort, "--metrics-port");
     }
     NodeConfig config = NodeConfig.of(dataDir, ClusterOptions.zkOrDefault(zk)).withId(id).withLabels(labels).withHost(hp[0])
-        .withPort(port).withSyncWrites(syncWrites).withDropGrace(Durations.parse("--drop-grace", dropGrace))
+        .withPort(port).withSyncWrites(syncWrites).withPowerLossOnCrash(powerLossOnCrash).withDropGrace(Durations.parse("--drop-grace", dropGrace))
         .withTrashGrace(Durations.parse("--trash-grace", trashGrace))
         .withTombstoneGrace(Durations.parse("--tombstone-grace", tombstoneGrace)).withAdoptCluster(adoptCluster)
         .withSessionTimeout(Durations.parse("--session-timeout", sessionTimeout))

@@ -79,6 +79,12 @@ class KillNineIT {
   private static final Duration SESSION = Duration.ofMillis(Long.getLong("shardwise.faults.session.millis", 4_000));
   /** The nodes' read lease ({@code node --read-lease}): off, or {@code -Dshardwise.faults.readLease} (bench/faults.sh --read-lease). */
   private static final String READ_LEASE = System.getProperty("shardwise.faults.readLease", "0");
+  /**
+   * Nodes that fsync every write and lose the writes that skipped it when killed, as a power loss
+   * would ({@code node --sync-writes --power-loss-on-crash}): {@code -Dshardwise.faults.powerLoss=true}
+   * (bench/faults.sh --power-loss). Off: a kill keeps what the OS page cache holds.
+   */
+  private static final boolean POWER_LOSS = Boolean.getBoolean("shardwise.faults.powerLoss");
 
   @TempDir(cleanup = org.junit.jupiter.api.io.CleanupMode.ON_SUCCESS) Path dir; // a failed run's logs stay for a look
   private ServerProcesses processes;
@@ -110,9 +116,13 @@ class KillNineIT {
   }
 
   private String[] nodeCommand(String id, String zooKeeper) {
-    return new String[] {"node", "--zk", zooKeeper, "--data-dir", dir.resolve(id).toString(), "--id", id,
+    List<String> command = new ArrayList<>(List.of("node", "--zk", zooKeeper, "--data-dir", dir.resolve(id).toString(), "--id", id,
         "--session-timeout", SESSION.toMillis() + "ms", "--drop-grace", "2s", "--txn-timeout", TXN_TIMEOUT.toMillis() + "ms",
-        "--read-lease", READ_LEASE};
+        "--read-lease", READ_LEASE));
+    if (POWER_LOSS) {
+      command.addAll(List.of("--sync-writes", "--power-loss-on-crash"));
+    }
+    return command.toArray(String[]::new);
   }
 
   /**
@@ -189,7 +199,8 @@ class KillNineIT {
     System.out.println("FAULT-RUN scenario=" + scenario + " seed=" + seed + " operations=" + ops + " acknowledged="
         + recorder.acknowledgedWrites() + " unknown=" + recorder.unknownWrites() + " violations=" + (violation.isPresent() ? 1 : 0)
         + " longest_gap_ms=" + longestGapMillis(histories, recorder.endedNanos()) + " others_failed=" + othersFailed + " others_gap_ms=" + othersGap
-        + " struck_writable_ms=" + (unanswered ? -1 : struckWritable) + (READ_LEASE.equals("0") ? "" : " read_lease=" + READ_LEASE));
+        + " struck_writable_ms=" + (unanswered ? -1 : struckWritable) + (READ_LEASE.equals("0") ? "" : " read_lease=" + READ_LEASE)
+        + (POWER_LOSS ? " power_loss=true" : ""));
   }
 
   /**

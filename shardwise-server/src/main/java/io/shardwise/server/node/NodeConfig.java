@@ -24,6 +24,8 @@ import java.util.function.Consumer;
  *   <li>{@code zk}: ZooKeeper connect string ({@code host:port,host:port})
  *   <li>{@code labels}: free-form labels (zone, region, capacity) advertised in ZooKeeper
  *   <li>{@code syncWrites}: fsync the write-ahead log on every write
+ *   <li>{@code powerLossOnCrash}: a fault-test aid, with {@code syncWrites} only: writes that skip
+ *       the fsync stay in the process, so that {@code kill -9} loses them as a power loss would
  *   <li>{@code dropGrace}: how long a shard that moved away stays readable in place before it goes to
  *       the trash (30 s)
  *   <li>{@code trashGrace}: how long trashed copies are kept before they are purged (24 h)
@@ -48,6 +50,7 @@ public final class NodeConfig {
   private Map<String, String> labels = Map.of();
   private Limits limits = Limits.DEFAULT;
   private boolean syncWrites;
+  private boolean powerLossOnCrash;
   private Duration sessionTimeout = Duration.ofSeconds(10);
   private Duration dropGrace = Duration.ofSeconds(30);
   private Duration trashGrace = Duration.ofHours(24);
@@ -82,6 +85,7 @@ public final class NodeConfig {
     c.labels = labels;
     c.limits = limits;
     c.syncWrites = syncWrites;
+    c.powerLossOnCrash = powerLossOnCrash;
     c.sessionTimeout = sessionTimeout;
     c.dropGrace = dropGrace;
     c.trashGrace = trashGrace;
@@ -120,6 +124,16 @@ public final class NodeConfig {
 
   public NodeConfig withSyncWrites(boolean sync) {
     return copy(c -> c.syncWrites = sync);
+  }
+
+  /**
+   * Writes that skip the fsync stay in the process until a synced write takes them out ({@link
+   * io.shardwise.server.storage.ShardStore#open(Path, boolean, boolean)}): {@code kill -9} of the
+   * node then loses them as a power loss would. For fault tests; needs {@link #withSyncWrites} (a
+   * node that fsyncs nothing may lose acknowledged writes to a power loss, by design).
+   */
+  public NodeConfig withPowerLossOnCrash(boolean lose) {
+    return copy(c -> c.powerLossOnCrash = lose);
   }
 
   /** The ZooKeeper session timeout: how long a node may be cut off before its registration expires. */
@@ -217,6 +231,10 @@ public final class NodeConfig {
     return syncWrites;
   }
 
+  public boolean powerLossOnCrash() {
+    return powerLossOnCrash;
+  }
+
   public Duration sessionTimeout() {
     return sessionTimeout;
   }
@@ -304,7 +322,7 @@ public final class NodeConfig {
   @Override
   public String toString() {
     return "id=" + (id == null ? "(from data dir)" : id) + " data-dir=" + dataDir + " listen=" + host + ":" + port + " zk=" + zk
-        + " labels=" + labels + " sync-writes=" + syncWrites + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
+        + " labels=" + labels + " sync-writes=" + syncWrites + (powerLossOnCrash ? " power-loss-on-crash=true" : "") + " session-timeout=" + sessionTimeout + " drop-grace=" + dropGrace
         + " trash-grace=" + trashGrace + " tombstone-grace=" + tombstoneGrace + " balancer-tick=" + balancerTick + " txn-timeout=" + txnTimeout + " adopt-cluster=" + adoptCluster
         + " metrics-port=" + (metricsPort < 0 ? "none" : Integer.toString(metricsPort)) + " hot-key-sampling=" + (hotKeySampling ? "on" : "off")
         + " replication.lag-max=" + replication.lagMax()

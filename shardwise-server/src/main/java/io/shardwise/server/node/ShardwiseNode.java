@@ -117,7 +117,11 @@ public final class ShardwiseNode implements AutoCloseable {
    */
   public static ShardwiseNode start(NodeConfig config) {
     Optional<String> known = config.id() != null ? Optional.of(config.id()) : storedId(config.dataDir());
-    ShardStore store = ShardStore.open(config.dataDir().resolve("rocksdb"), config.syncWrites());
+    if (config.powerLossOnCrash() && !config.syncWrites()) {
+      throw new IllegalArgumentException("power loss on crash (--power-loss-on-crash) needs sync writes (--sync-writes): a node that fsyncs no write may lose acknowledged"
+          + " writes to a power loss by design, so there is nothing to test");
+    }
+    ShardStore store = ShardStore.open(config.dataDir().resolve("rocksdb"), config.syncWrites(), config.powerLossOnCrash());
     Coordinator coordinator;
     NodeId id;
     try {

@@ -145,12 +145,23 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
    *     holds it)
    */
   public static ShardStore open(Path directory, boolean syncWrites) {
+    return open(directory, syncWrites, false);
+  }
+
+  /**
+   * As {@link #open(Path, boolean)}; with {@code unsyncedDieWithProcess}, writes that do not fsync
+   * stay in this process (RocksDB's manual WAL flush: in its log buffer, not the OS page cache)
+   * until a synced write, a full buffer or a memtable switch writes them out, so that {@code kill
+   * -9} loses them as a machine crash loses what was not fsynced. A fault-test aid, meaningful
+   * with {@code syncWrites}: it lets a process crash stand for a power loss.
+   */
+  public static ShardStore open(Path directory, boolean syncWrites, boolean unsyncedDieWithProcess) {
     DBOptions dbOptions = null;
     ColumnFamilyOptions dataOptions = null;
     ColumnFamilyOptions trashOptions = null;
     try {
       Files.createDirectories(directory);
-      dbOptions = new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true);
+      dbOptions = new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true).setManualWalFlush(unsyncedDieWithProcess);
       dataOptions = new ColumnFamilyOptions()
           .setCompressionType(CompressionType.LZ4_COMPRESSION)
           .useFixedLengthPrefixExtractor(ShardRef.BUCKET_PREFIX)
@@ -2017,9 +2028,9 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
       return;
     }
     try {
-      db.syncWal();
+      db.flushWal(true); // what the log buffer holds (with unsyncedDieWithProcess), then an fsync
     } catch (RocksDBException e) {
-      // Closing anyway: the log of every acknowledged write is already in the OS page cache.
+      // Closing anyway: the log of every acknowledged write is already in the OS page cache (or fsynced).
     }
     handles.forEach(ColumnFamilyHandle::close);
     db.close();

@@ -27,7 +27,14 @@ import java.util.TreeSet;
  * rise across deletes, write ids answered from a record kept inside the shard, deletes of absent
  * keys that write nothing, exports to a file and ingests that replace the shard. A crash of its
  * node keeps it, as kill -9 keeps RocksDB's data. {@code MoveSimulationTest} runs the same
- * schedules on {@link ShardStore} too, so the two are held to one behaviour. Not thread-safe.
+ * schedules on {@link ShardStore} too, so the two are held to one behaviour.
+ *
+ * <p>A power loss ({@link #losePower}) of a node that fsyncs its writes ({@code --sync-writes}) is
+ * modelled too: the replication log's applies that append nothing skip their fsync ({@link
+ * io.shardwise.server.storage.ReplicaStorage#appendAndApply}), every other write is synced, and a
+ * synced write makes every earlier one durable (RocksDB's write-ahead log is one file written in
+ * order). A power loss undoes a suffix of the unsynced writes since the last synced one. Not
+ * thread-safe.
  */
 public final class MemoryEngine implements ShardEngine {
 
@@ -38,6 +45,8 @@ public final class MemoryEngine implements ShardEngine {
   private final TreeMap<byte[], byte[]> data = new TreeMap<>(Arrays::compareUnsigned);
   private final TreeMap<byte[], byte[]> trash = new TreeMap<>(Arrays::compareUnsigned);
   private final String storeId = java.util.UUID.randomUUID().toString();
+  // How to undo each write that skipped its fsync since the last one that did not, oldest first.
+  private final List<Runnable> unsynced = new ArrayList<>();
 
   @Override
   public String storeId() {
@@ -61,6 +70,7 @@ public final class MemoryEngine implements ShardEngine {
     for (StoredValue v : e.effects()) {
       data.put(v.storeKey(), v.stored());
     }
+    synced();
     return e.results();
   }
 
@@ -149,15 +159,59 @@ public final class MemoryEngine implements ShardEngine {
     return replicas;
   }
 
-  /** Writes stored values as they are ({@code null}: removed), for {@link MemoryReplicaStorage#apply}. */
-  void write(List<StoredValue> values) {
+  /**
+   * Writes stored values as they are ({@code null}: removed), for {@link MemoryReplicaStorage}'s
+   * applies (which say whether the write is synced); returns how to undo it.
+   */
+  Runnable write(List<StoredValue> values) {
+    List<StoredValue> before = new ArrayList<>(values.size());
     for (StoredValue v : values) {
+      before.add(new StoredValue(v.storeKey(), data.get(v.storeKey())));
       if (v.stored() == null) {
         data.remove(v.storeKey());
       } else {
         data.put(v.storeKey(), v.stored());
       }
     }
+    return () -> {
+      for (int i = before.size() - 1; i >= 0; i--) {
+        StoredValue v = before.get(i);
+        if (v.stored() == null) {
+          data.remove(v.storeKey());
+        } else {
+          data.put(v.storeKey(), v.stored());
+        }
+      }
+    };
+  }
+
+  /** A write that fsyncs the log: it and every write before it survive a power loss. */
+  void synced() {
+    unsynced.clear();
+  }
+
+  /** A write that skipped its fsync: a power loss may undo it ({@code undo}), and every unsynced one after it. */
+  void unsynced(Runnable undo) {
+    unsynced.add(undo);
+  }
+
+  /** Writes a power loss would undo now: those since the last synced write. */
+  public int unsyncedWrites() {
+    return unsynced.size();
+  }
+
+  /**
+   * A power loss: keeps the oldest {@code kept} of the {@link #unsyncedWrites} (the log buffer had
+   * written them out) and undoes the others, newest first.
+   */
+  public void losePower(int kept) {
+    if (kept < 0 || kept > unsynced.size()) {
+      throw new IllegalArgumentException("kept " + kept + " of " + unsynced.size() + " unsynced writes");
+    }
+    for (int i = unsynced.size() - 1; i >= kept; i--) {
+      unsynced.get(i).run();
+    }
+    unsynced.clear();
   }
 
   @Override
@@ -194,10 +248,12 @@ public final class MemoryEngine implements ShardEngine {
   public void installReplica(ShardRef shard, Path file, long offset, long epoch) {
     ingest(shard, file);
     replicas.reset(shard, offset, epoch);
+    synced();
   }
 
   @Override
   public void ingest(ShardRef shard, Path file) {
+    synced(); // an ingestion's files are synced, and so is the record of it
     NavigableMap<byte[], byte[]> old = range(data, shard);
     trash.putAll(old);
     old.clear();
@@ -230,13 +286,8 @@ public final class MemoryEngine implements ShardEngine {
         throw new IllegalArgumentException("a copied key does not belong to shard " + shard);
       }
     }
-    for (StoredValue v : values) {
-      if (v.stored() == null) {
-        data.remove(v.storeKey());
-      } else {
-        data.put(v.storeKey(), v.stored());
-      }
-    }
+    write(values);
+    synced();
   }
 
   @Override
@@ -257,6 +308,7 @@ public final class MemoryEngine implements ShardEngine {
   @Override
   public void drop(ShardRef shard) {
     range(data, shard).clear();
+    synced();
   }
 
   @Override

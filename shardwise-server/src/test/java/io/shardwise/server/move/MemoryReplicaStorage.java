@@ -12,7 +12,8 @@ import java.util.TreeMap;
 /**
  * {@link ReplicaStorage} in memory, beside {@link MemoryEngine}'s data: what a crash of its node
  * keeps, as RocksDB keeps its column families through kill -9. Applying writes the effects into
- * the engine's data and the applied position here in one step. Not thread-safe.
+ * the engine's data and the applied position here in one step. Every write is synced but an
+ * apply that appends nothing, as in RocksDB ({@link MemoryEngine#losePower}). Not thread-safe.
  */
 public final class MemoryReplicaStorage implements ReplicaStorage {
 
@@ -35,12 +36,30 @@ public final class MemoryReplicaStorage implements ReplicaStorage {
 
   @Override
   public void append(ShardRef shard, List<LogEntry> entries) {
-    if (entries.isEmpty()) {
+    appendAndApply(shard, entries, List.of());
+  }
+
+  @Override
+  public void appendAndApply(ShardRef shard, List<LogEntry> entries, List<LogEntry> applied) {
+    if (entries.isEmpty() && applied.isEmpty()) {
       return;
     }
-    LogState after = state(shard).appended(shard, entries);
+    LogState before = state(shard);
+    LogState after = entries.isEmpty() ? before : before.appended(shard, entries);
+    after = applied.isEmpty() ? after : after.applied(shard, applied);
     entries.forEach(e -> log(shard).put(e.offset(), e));
+    List<io.shardwise.server.storage.ShardEngine.StoredValue> effects = new ArrayList<>();
+    applied.forEach(e -> effects.addAll(e.effects()));
+    Runnable undo = engine.write(effects);
     states.put(shard, after);
+    if (entries.isEmpty()) {
+      engine.unsynced(() -> {
+        undo.run();
+        states.put(shard, before);
+      });
+    } else {
+      engine.synced();
+    }
   }
 
   @Override
@@ -52,6 +71,7 @@ public final class MemoryReplicaStorage implements ReplicaStorage {
     LogState after = s.truncated(shard, offset, epochOf(shard, offset));
     log(shard).tailMap(offset, false).clear();
     states.put(shard, after);
+    engine.synced();
   }
 
   @Override
@@ -80,12 +100,7 @@ public final class MemoryReplicaStorage implements ReplicaStorage {
 
   @Override
   public void apply(ShardRef shard, List<LogEntry> entries) {
-    if (entries.isEmpty()) {
-      return;
-    }
-    LogState after = state(shard).applied(shard, entries);
-    entries.forEach(e -> engine.write(e.effects()));
-    states.put(shard, after);
+    appendAndApply(shard, List.of(), entries);
   }
 
   @Override
@@ -97,17 +112,20 @@ public final class MemoryReplicaStorage implements ReplicaStorage {
     LogState after = s.trimmed(shard, offset, epochOf(shard, offset));
     log(shard).headMap(offset, true).clear();
     states.put(shard, after);
+    engine.synced();
   }
 
   @Override
   public void reset(ShardRef shard, long baseOffset, long baseEpoch) {
     log(shard).clear();
     states.put(shard, LogState.at(baseOffset, baseEpoch));
+    engine.synced();
   }
 
   @Override
   public void forget(ShardRef shard) {
     logs.remove(shard);
     states.remove(shard);
+    engine.synced();
   }
 }

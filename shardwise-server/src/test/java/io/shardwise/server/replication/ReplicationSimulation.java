@@ -40,7 +40,9 @@ import java.util.concurrent.CompletionException;
  * {@link Replica}s of three nodes on {@link MemoryEngine}s, a map kept in memory with
  * compare-and-set, a network that delivers, delays and loses messages and replies in an order the
  * seed picks, a clock the seed advances, crashes (a node's process is gone, its engine — data and
- * logs — stays: kill -9) and restarts, some on a wiped data directory (a new engine: the node
+ * logs — stays: kill -9; or, half of the time, a power loss of a node that fsyncs its writes:
+ * applies that skipped their fsync since the last synced write are undone, {@link
+ * MemoryEngine#losePower}) and restarts, some on a wiped data directory (a new engine: the node
  * first takes itself out of the map's in-sync sets and leaderships, {@code StoreTrust}'s {@link
  * io.shardwise.server.balance.Failover#forget}, or refuses to start when it was a shard's only
  * in-sync copy — then its old directory is put back), partitions that cut a node off from the others and from
@@ -79,6 +81,8 @@ final class ReplicationSimulation {
     long followerReadsRefused;
     long messagesLost;
     long crashes;
+    long powerLosses;
+    long unsyncedLost; // applies the power losses undid
     long wipes;
     long partitions;
     long failovers;
@@ -98,6 +102,8 @@ final class ReplicationSimulation {
       followerReadsRefused += o.followerReadsRefused;
       messagesLost += o.messagesLost;
       crashes += o.crashes;
+      powerLosses += o.powerLosses;
+      unsyncedLost += o.unsyncedLost;
       wipes += o.wipes;
       partitions += o.partitions;
       failovers += o.failovers;
@@ -110,7 +116,7 @@ final class ReplicationSimulation {
     @Override
     public String toString() {
       return events + " events, writes " + writesOk + " acknowledged / " + writesFailed + " refused / " + writesUnknown + " unknown, "
-          + reads + " reads (" + leaseReads + " at once), " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes, " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
+          + reads + " reads (" + leaseReads + " at once), " + followerReads + " follower reads (" + followerReadsRefused + " too stale), " + messagesLost + " messages lost, " + crashes + " crashes (" + powerLosses + " power losses, undoing " + unsyncedLost + " unsynced applies), " + wipes + " wiped restarts, " + partitions + " partitions, " + failovers
           + " failovers, " + inSyncChanges + " in-sync changes stored, " + snapshots + " snapshots installed"
           + (appendsOk + feedReads == 0 ? "" : ", " + appendsOk + " appends acknowledged, " + feedReads + " list reads checked");
     }
@@ -343,8 +349,17 @@ final class ReplicationSimulation {
     } else if (r < 945) {
       SimNode n = nodes.get(rnd.nextInt(NODES));
       if (n.up) {
-        note("CRASH " + n.id);
         stats.crashes++;
+        if (chance(0.5)) {
+          int unsynced = n.engine.unsyncedWrites();
+          int kept = rnd.nextInt(unsynced + 1);
+          note("CRASH " + n.id + " by a POWER LOSS: " + (unsynced - kept) + " of its " + unsynced + " unsynced writes lost");
+          stats.powerLosses++;
+          stats.unsyncedLost += unsynced - kept;
+          n.engine.losePower(kept);
+        } else {
+          note("CRASH " + n.id);
+        }
         n.crash();
       }
     } else if (r < 975) {

@@ -8,7 +8,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The replication protocol under thousands of seeded schedules ({@link ReplicationSimulation}):
- * lost messages and replies, crashes and restarts, partitions, failovers and in-sync changes, with
+ * lost messages and replies, crashes (some of them power losses) and restarts, partitions, failovers and in-sync changes, with
  * every key's history checked for linearizability. A failing seed is printed with its last events
  * and replays exactly with {@code -Dshardwise.sim.seed=N}; {@code -Dshardwise.sim.seeds=N} runs
  * more (the campaign in docs/reliability.md).
@@ -39,6 +39,7 @@ class ReplicationSimulationTest {
       assertThat(total.failovers).isPositive();
       assertThat(total.inSyncChanges).isPositive();
       assertThat(total.crashes).isPositive();
+      assertThat(total.unsyncedLost).as("power losses that undid applies").isPositive();
       assertThat(total.partitions).isPositive();
       assertThat(total.reads).isPositive();
       assertThat(total.leaseReads).isPositive();
