@@ -247,8 +247,7 @@ public final class MemoryEngine implements ShardEngine {
   @Override
   public void installReplica(ShardRef shard, Path file, long offset, long epoch) {
     ingest(shard, file);
-    replicas.reset(shard, offset, epoch);
-    synced();
+    replicas.reset(shard, offset, epoch); // synced, as ingest is
   }
 
   @Override
