@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.LongSupplier;
+import java.util.function.LongUnaryOperator;
 
 /**
  * How hot each shard a node owns is: its requests per second over the last minutes ({@link
@@ -43,14 +44,21 @@ public final class ShardHeat {
   private final ConcurrentHashMap<ShardRef, Sketch> sketches = new ConcurrentHashMap<>();
   private final ShardRates rates = new ShardRates();
   private final LongSupplier clock;
+  private final LongUnaryOperator random;
   private volatile boolean sampling = true;
 
   public ShardHeat() {
-    this(System::nanoTime);
+    this(System::nanoTime, bound -> ThreadLocalRandom.current().nextLong(bound));
   }
 
-  ShardHeat(LongSupplier nanoClock) {
+  /**
+   * @param nanoClock the time counts decay by
+   * @param random {@code n -> } a uniform integer in {@code [0, n)}: picks the load split finders'
+   *     candidates (tests pass a seeded one, so a split point replays exactly)
+   */
+  ShardHeat(LongSupplier nanoClock, LongUnaryOperator random) {
     this.clock = nanoClock;
+    this.random = random;
   }
 
   /** A request for {@code partitionKey} of {@code shard}: counted once in {@link #SAMPLE_EVERY} times. */
@@ -77,7 +85,7 @@ public final class ShardHeat {
       decayIfDue(s);
       s.keys.add(partitionKey, write, merge);
       if (s.splits != null) {
-        s.splits.record(shard.placementKey(partitionKey), bound -> ThreadLocalRandom.current().nextLong(bound));
+        s.splits.record(shard.placementKey(partitionKey), random);
       }
       if (write) {
         s.writes++;

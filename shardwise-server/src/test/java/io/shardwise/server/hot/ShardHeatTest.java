@@ -9,6 +9,11 @@ import org.junit.jupiter.api.Test;
 
 class ShardHeatTest {
 
+  /** A heat whose clock stands still and whose split candidates are picked by {@code seed}: it replays exactly. */
+  private static ShardHeat heat(long seed) {
+    return new ShardHeat(() -> 0, new java.util.SplittableRandom(seed)::nextLong);
+  }
+
   private static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
@@ -16,7 +21,7 @@ class ShardHeatTest {
   @Test
   void countsHalveEveryHalfLifeSoAKeyThatCooledDownFades() {
     AtomicLong now = new AtomicLong();
-    ShardHeat heat = new ShardHeat(now::get);
+    ShardHeat heat = new ShardHeat(now::get, new java.util.SplittableRandom(1)::nextLong);
     ShardRef shard = new ShardRef(1, 0);
     for (int i = 0; i < 64; i++) {
       heat.count(shard, b("was-hot"), true);
@@ -33,7 +38,7 @@ class ShardHeatTest {
 
   @Test
   void hotKeysAreThoseWithAGuaranteedShareOfTheirShardAndIncrementsAreCountedApart() {
-    ShardHeat heat = new ShardHeat(() -> 0);
+    ShardHeat heat = heat(2);
     ShardRef a = new ShardRef(1, 0);
     ShardRef b = new ShardRef(1, 1);
     for (int i = 0; i < 100; i++) {
@@ -52,7 +57,7 @@ class ShardHeatTest {
 
   @Test
   void ascendingWritesAllRiseRandomOnesSeldomDo() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(11);
     ShardRef timeline = new ShardRef(1, 0);
     ShardRef users = new ShardRef(1, 1);
     java.util.SplittableRandom random = new java.util.SplittableRandom(3);
@@ -71,7 +76,7 @@ class ShardHeatTest {
 
   @Test
   void shardsAreKeptApartAndAForgottenShardHasNone() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(12);
     ShardRef a = new ShardRef(1, 0);
     ShardRef b = new ShardRef(1, 1);
     heat.count(a, b("x"), false);
@@ -82,7 +87,7 @@ class ShardHeatTest {
 
   @Test
   void aRangeShardsLoadSplitFallsWhereItsRequestsBalance() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(13);
     ShardRef shard = ShardRef.ofKeyRange(1, 0, new byte[0], null);
     java.util.SplittableRandom random = new java.util.SplittableRandom(5);
     for (int i = 0; i < 20_000; i++) {
@@ -96,7 +101,7 @@ class ShardHeatTest {
 
   @Test
   void aHashrangeShardsLoadSplitIsAHashInsideTheShard() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(14);
     io.shardwise.core.hash.HashFunction murmur = io.shardwise.core.hash.HashFunctions.byName("murmur3-32");
     ShardRef shard = ShardRef.ofHashRange(1, 0, murmur, 0, murmur.maxValue());
     java.util.SplittableRandom random = new java.util.SplittableRandom(6);
@@ -111,7 +116,7 @@ class ShardHeatTest {
 
   @Test
   void aShardWhoseLoadIsOneHotKeyIsRefusedAsAHotKey() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(15);
     ShardRef shard = ShardRef.ofKeyRange(1, 0, new byte[0], null);
     java.util.SplittableRandom random = new java.util.SplittableRandom(7);
     for (int i = 0; i < 20_000; i++) {
@@ -125,7 +130,7 @@ class ShardHeatTest {
 
   @Test
   void aBucketShardHasNoLoadSplit() {
-    ShardHeat heat = new ShardHeat();
+    ShardHeat heat = heat(16);
     ShardRef bucket = new ShardRef(1, 0);
     heat.count(bucket, b("x"), true);
     assertThat(heat.loadSplit(bucket).point()).isNull();
