@@ -73,7 +73,7 @@ public final class Replicator {
   /** One follower node: at most one message to it is on its way. */
   private static final class Sender {
     final NodeId to;
-    final Set<Replica> shards = ConcurrentHashMap.newKeySet();
+    final ConcurrentHashMap<ShardRef, Replica> shards = new ConcurrentHashMap<>(); // keyed by shard, so the order a message lists them replays
     boolean inFlight;
     boolean again; // something new to send once the message in flight is answered
     boolean queued; // a pump of this sender waits on the executor
@@ -199,7 +199,7 @@ public final class Replicator {
       if (!seen.contains(ref) && (tableGone || changedTables.contains(ref.tableId()))) {
         r.remove(after);
         replicas.remove(ref);
-        senders.values().forEach(s -> s.shards.remove(r));
+        senders.values().forEach(s -> s.shards.remove(ref, r));
         removed.add(ref);
       }
     }
@@ -238,12 +238,12 @@ public final class Replicator {
     boolean leads = a.owner().equals(self);
     for (Sender s : senders.values()) {
       if (!leads || !a.followers().contains(s.to)) {
-        s.shards.remove(r);
+        s.shards.remove(r.ref(), r);
       }
     }
     if (leads) {
       for (NodeId f : a.followers()) {
-        senders.computeIfAbsent(f, Sender::new).shards.add(r);
+        senders.computeIfAbsent(f, Sender::new).shards.put(r.ref(), r);
       }
       wake(r.ref());
     }
@@ -390,7 +390,7 @@ public final class Replicator {
     synchronized (s) {
       s.queued = false;
       if (!s.snapshotting) {
-        for (Replica r : s.shards) {
+        for (Replica r : s.shards.values()) {
           long epoch = r.startSnapshot(s.to);
           if (epoch >= 0) {
             s.snapshotting = true;
@@ -403,7 +403,7 @@ public final class Replicator {
         s.again = true;
         return;
       }
-      for (Replica r : s.shards) {
+      for (Replica r : s.shards.values()) {
         ShardAppend a = r.nextAppend(s.to, heartbeat);
         if (a != null) {
           shards.add(a);

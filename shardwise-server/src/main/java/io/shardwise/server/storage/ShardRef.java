@@ -545,7 +545,7 @@ public final class ShardRef {
 
   @Override
   public int hashCode() {
-    return Objects.hash(tableId, shardNumber, layout);
+    return Objects.hash(tableId, shardNumber, layout.ordinal()); // an enum's own hash differs from run to run
   }
 
   @Override

@@ -44,9 +44,20 @@ public final class MemoryEngine implements ShardEngine {
 
   private final TreeMap<byte[], byte[]> data = new TreeMap<>(Arrays::compareUnsigned);
   private final TreeMap<byte[], byte[]> trash = new TreeMap<>(Arrays::compareUnsigned);
-  private final String storeId = java.util.UUID.randomUUID().toString();
+  private final String storeId;
+  private final java.util.function.LongSupplier wallMillis; // stamps tombstones and write-id records
   // How to undo each write that skipped its fsync since the last one that did not, oldest first.
   private final List<Runnable> unsynced = new ArrayList<>();
+
+  public MemoryEngine() {
+    this(java.util.UUID.randomUUID().toString(), System::currentTimeMillis);
+  }
+
+  /** An engine whose store id and wall clock a simulation chooses, so that its schedules replay exactly. */
+  public MemoryEngine(String storeId, java.util.function.LongSupplier wallMillis) {
+    this.storeId = storeId;
+    this.wallMillis = wallMillis;
+  }
 
   @Override
   public String storeId() {
@@ -129,11 +140,11 @@ public final class MemoryEngine implements ShardEngine {
         versions[i] = 0;
       } else {
         versions[i] = stored + 1;
-        effects.add(new StoredValue(keys[i], value == null ? tombstone(versions[i], System.currentTimeMillis())
+        effects.add(new StoredValue(keys[i], value == null ? tombstone(versions[i], wallMillis.getAsLong())
             : encode(value, versions[i])));
       }
       if (records[i] != null) {
-        effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(16).putLong(versions[i]).putLong(System.currentTimeMillis())
+        effects.add(new StoredValue(records[i], encode(ByteBuffer.allocate(16).putLong(versions[i]).putLong(wallMillis.getAsLong())
             .array(), 1)));
       }
     }

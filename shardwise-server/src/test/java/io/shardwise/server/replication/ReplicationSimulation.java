@@ -446,7 +446,8 @@ final class ReplicationSimulation {
 
   private final class SimNode {
     final NodeId id;
-    MemoryEngine engine = new MemoryEngine();
+    int stores; // the engines this node has had: a wiped restart gets a new store id
+    MemoryEngine engine;
     final java.nio.file.Path snapshotDir;
     boolean up;
     boolean isolated;
@@ -462,6 +463,12 @@ final class ReplicationSimulation {
       this.id = id;
       this.snapshotDir = files.resolve(id.value());
       this.clockRate = 1 - new Random(seed * 31 + id.value().hashCode()).nextDouble() * (1 - SLOWEST_CLOCK);
+      this.engine = newEngine();
+    }
+
+    /** An empty engine with a store id and a wall clock of the schedule's own (so that the seed replays exactly). */
+    MemoryEngine newEngine() {
+      return new MemoryEngine(id.value() + "-store-" + ++stores, () -> clock / 1_000_000);
     }
 
     /** This node's clock: monotonic, at its own rate. */
@@ -504,7 +511,7 @@ final class ReplicationSimulation {
         note("WIPE " + id + " refused: it is the only in-sync replica of " + f.stranded() + "; its directory is put back");
         return;
       }
-      engine = new MemoryEngine();
+      engine = newEngine();
       stats.wipes++;
       ShardMap before = stored;
       ShardMapDelta.Builder delta = ShardMapDelta.on(stored);
