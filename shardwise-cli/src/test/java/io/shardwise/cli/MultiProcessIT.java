@@ -21,8 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Nodes and a router as separate JVMs, started with the real {@code shardwise node} and
- * {@code shardwise router} commands against one ZooKeeper, and driven by the CLI in further
- * processes, as an operator would.
+ * {@code shardwise router} commands against one ZooKeeper, and driven by the command line as an
+ * operator would: a few commands as processes of their own, many from one {@code shardwise shell}
+ * process, and the rest in this JVM ({@link #cli}).
  */
 @Tag("integration")
 class MultiProcessIT {
@@ -48,7 +49,25 @@ class MultiProcessIT {
     return processes.address(name);
   }
 
-  private ServerProcesses.Result cli(String... args) throws IOException, InterruptedException {
+  /**
+   * Runs a command of the command line against the node processes, in this JVM, as a process of its
+   * own would: its own ZooKeeper session and clients, closed when it ends, and its exit code. A JVM
+   * start per command cost this test about two seconds each (some 80 of them); the launcher, the
+   * process's exit code and its streams are what {@link #cliProcess} and {@link ShardwiseJarIT} test.
+   */
+  private ServerProcesses.Result cli(String... args) {
+    List<String> command = new ArrayList<>(List.of(args));
+    command.addAll(List.of("--zk", zk.connectString()));
+    try {
+      SimulateCommandTest.Run r = SimulateCommandTest.run(command.toArray(new String[0]));
+      return new ServerProcesses.Result(r.exit(), r.out(), r.err());
+    } finally {
+      Session.current().close();
+    }
+  }
+
+  /** Runs a command of the command line as a process of its own (the {@code shardwise} jar in a new JVM). */
+  private ServerProcesses.Result cliProcess(String... args) throws IOException, InterruptedException {
     return processes.cli(zk.connectString(), args);
   }
 
@@ -78,7 +97,7 @@ class MultiProcessIT {
     processes.startAll(nodes); // at once: a JVM start each, not three in a row
     startServer("router", "router", "--zk", zk.connectString());
 
-    ServerProcesses.Result created = cli("table", "create", "orders", "--strategy", "hashrange", "--shards", "6", "--replicas", "1");
+    ServerProcesses.Result created = cliProcess("table", "create", "orders", "--strategy", "hashrange", "--shards", "6", "--replicas", "1");
     assertThat(created.exit()).as(created.err()).isZero();
     // Each node's first start grants its replicas to its store (map epochs 1-3); the table comes next.
     assertThat(created.out()).contains("table orders (id 4): hashrange");
@@ -98,7 +117,7 @@ class MultiProcessIT {
         .contains("\"value\" : \"amount=7\"").containsPattern("\\(\\d+\\.\\d ms\\)");
     // One of them as a process of its own in each mode.
     for (String mode : modes) {
-      ServerProcesses.Result get = cli("kv", "get", "orders", "order-4", "--via", mode);
+      ServerProcesses.Result get = cliProcess("kv", "get", "orders", "order-4", "--via", mode);
       assertThat(get.exit()).as(get.err()).isZero();
       assertThat(get.out().strip()).isEqualTo("amount=4");
     }
@@ -149,7 +168,7 @@ class MultiProcessIT {
     assertThat(missing.err()).contains("no key 'order-99' in table orders");
     ServerProcesses.Result deleteMissing = cli("kv", "del", "orders", "order-99");
     assertThat(deleteMissing.exit()).as(deleteMissing.err()).isEqualTo(Main.EXIT_NOT_FOUND);
-    ServerProcesses.Result noTable = cli("kv", "get", "no-such-table", "k");
+    ServerProcesses.Result noTable = cliProcess("kv", "get", "no-such-table", "k");
     assertThat(noTable.exit()).as(noTable.err()).isEqualTo(Main.EXIT_NOT_FOUND);
     ServerProcesses.Result mismatch = cli("kv", "put", "orders", "order-1", "x", "--if-version", "99");
     assertThat(mismatch.exit()).as(mismatch.err()).isEqualTo(Main.EXIT_CONFLICT);
@@ -458,7 +477,7 @@ class MultiProcessIT {
       assertThat(files.filter(f -> Files.isRegularFile(f) && !Files.isSymbolicLink(f)).map(f -> f.getFileName().toString()).toList())
           .containsExactly(org.rocksdb.util.Environment.getJniLibraryFileName("rocksdb"));
     }
-    ServerProcesses.Result first = cli("kv", "get", "crash", "key-0");
+    ServerProcesses.Result first = cliProcess("kv", "get", "crash", "key-0");
     assertThat(first.exit()).as(first.err()).isZero();
     assertThat(first.out().strip()).isEqualTo(acknowledged.get("key-0"));
     // A sample through one shell process; all of them through one client below.
