@@ -177,6 +177,11 @@ public final class ShardwiseNode implements AutoCloseable {
         .description(barriersHelp).register(metrics);
     io.micrometer.core.instrument.FunctionCounter.builder(barriers, replicator, r -> r.readBarriers().afterRound()).tag("passed", "after_round")
         .description(barriersHelp).register(metrics);
+    io.micrometer.core.instrument.FunctionCounter.builder("shardwise.replication.messages", replicator, r -> r.sent().messages())
+        .description("Append messages this node sent its followers as a leader (one in flight per follower node; heartbeats included)")
+        .register(metrics);
+    io.micrometer.core.instrument.FunctionCounter.builder("shardwise.replication.entries", replicator, r -> r.sent().entries())
+        .description("Log entries in those messages: entries per message is how deep the batching is").register(metrics);
     shards.replicateWith(new io.shardwise.server.replication.NodeReplication(replicator, replicationConfig, () -> map.current().epoch(),
         DataServiceImpl::mayBlock));
     coordinator.watchConnection(this::onConnectionChange);

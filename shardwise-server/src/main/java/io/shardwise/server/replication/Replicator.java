@@ -103,6 +103,8 @@ public final class Replicator {
   private final ConcurrentHashMap<NodeId, Sender> senders = new ConcurrentHashMap<>();
   private final java.util.concurrent.atomic.LongAdder readsAtOnce = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder readsAfterRound = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder messagesSent = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder entriesSent = new java.util.concurrent.atomic.LongAdder();
   private volatile long mapEpoch;
   // This process's replies carry it; an echo of another token (an earlier process of this node, whose
   // clock meant something else) is ignored. Random, never 0 (0: no reply echoed).
@@ -325,6 +327,17 @@ public final class Replicator {
   }
 
   /**
+   * What this node sent its followers so far, as a leader: append messages (one per follower node
+   * at a time, each carrying every shard's entries that waited) and the log entries in them.
+   * Entries per message is how deep the batching is; heartbeats are messages of no entry.
+   */
+  public record Sent(long messages, long entries) {}
+
+  public Sent sent() {
+    return new Sent(messagesSent.sum(), entriesSent.sum());
+  }
+
+  /**
    * {@code read}'s answer if this node follows {@code shard} and its replica is at most {@code
    * maxStalenessNanos} stale ({@link Replica#readAsFollower}); empty otherwise.
    */
@@ -424,6 +437,8 @@ public final class Replicator {
       echoToken = s.echoToken;
       echoNanos = s.echoNanos;
     }
+    messagesSent.increment();
+    shards.forEach(a -> entriesSent.add(a.entries().size()));
     transport.send(s.to, new AppendBatch(self, shards, echoToken, echoNanos), (reply, failure) -> {
       List<Runnable> after = new ArrayList<>();
       if (reply != null) {

@@ -99,7 +99,8 @@ class PrometheusEndpointTest {
           "shardwise_move_write_pause_seconds_count", "shardwise_moves_in_flight", "shardwise_move_catchup_lag",
           "shardwise_balancer_moves_in_flight", "shardwise_requests_seconds_bucket", "shardwise_shard_reads_keys_total",
           "shardwise_hot_keys", "shardwise_balancer_splits_total", "shardwise_balancer_merges_total", "shardwise_balancer_isolations_total",
-          "shardwise_balancer_salts_total");
+          "shardwise_balancer_salts_total", "shardwise_replication_read_barriers_total", "shardwise_replication_messages_total",
+          "shardwise_replication_entries_total");
       // Keys are never label values.
       assertThat(samples).allSatisfy(s -> assertThat(s.labels().values()).noneMatch(v -> v.startsWith("key-")));
 

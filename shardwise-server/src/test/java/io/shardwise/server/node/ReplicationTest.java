@@ -54,6 +54,11 @@ class ReplicationTest {
       for (int i = 0; i < 300; i++) {
         assertThat(client.put("r", Key.of("k" + i), b("v" + i))).isEqualTo(1);
       }
+      // Each acknowledged put reached both in-sync followers of its shard, in the leaders' append messages.
+      long messages = cluster.nodes.stream().mapToLong(n -> n.replicator().sent().messages()).sum();
+      long entries = cluster.nodes.stream().mapToLong(n -> n.replicator().sent().entries()).sum();
+      assertThat(entries).as("entries sent in %d messages", messages).isGreaterThanOrEqualTo(2 * 300);
+      assertThat(messages).isPositive();
       for (int i = 0; i < 300; i += 7) {
         assertThat(new String(client.get("r", Key.of("k" + i)).orElseThrow().value(), StandardCharsets.UTF_8)).isEqualTo("v" + i);
       }
