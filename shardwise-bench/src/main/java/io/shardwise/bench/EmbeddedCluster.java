@@ -86,6 +86,17 @@ public final class EmbeddedCluster implements AutoCloseable {
     return nodes.size();
   }
 
+  /** What the running nodes sent their followers so far, as leaders: append messages and the entries in them. */
+  public synchronized io.shardwise.server.replication.Replicator.Sent replicationSent() {
+    long messages = 0;
+    long entries = 0;
+    for (ShardwiseNode n : nodes) {
+      messages += n.replicator().sent().messages();
+      entries += n.replicator().sent().entries();
+    }
+    return new io.shardwise.server.replication.Replicator.Sent(messages, entries);
+  }
+
   @Override
   public synchronized void close() {
     if (router != null) {

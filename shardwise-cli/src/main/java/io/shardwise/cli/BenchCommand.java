@@ -454,6 +454,7 @@ final class BenchCommand implements Callable<Integer> {
       ShardwiseClient.builder().nearCache(nearCacheTtl, NEAR_CACHE_KEYS); // its limits, named before anything starts
     }
     NearCacheStats nearCacheStats = null;
+    io.shardwise.server.replication.Replicator.Sent replicationSent = null; // --dev: leaders to followers over the measured run
     Duration followerStaleness = followerReads == null ? null
         : Durations.parseWithin("--read-from-followers", followerReads, Duration.ofMillis(1), Duration.ofHours(1));
     Duration lease = readLease == null ? null : NodeCommand.readLease(readLease);
@@ -511,6 +512,7 @@ final class BenchCommand implements Callable<Integer> {
             Bench.Load load = bench.load(target, progress("shardwise"));
             // Requests per shard are counted from the end of the warm-up to the end of the run.
             AtomicReference<ClusterTraffic.Reading> before = new AtomicReference<>();
+            AtomicReference<io.shardwise.server.replication.Replicator.Sent> sentBefore = new AtomicReference<>();
             Bench.Listener shown = progress("shardwise");
             Bench.Listener listener = new Bench.Listener() {
               @Override
@@ -520,6 +522,9 @@ final class BenchCommand implements Callable<Integer> {
 
               @Override
               public void measuring() {
+                if (cluster != null) {
+                  sentBefore.set(cluster.replicationSent());
+                }
                 if (coordinator != null) {
                   before.set(ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
                 }
@@ -552,6 +557,11 @@ final class BenchCommand implements Callable<Integer> {
             spread = before.get() == null ? null
                 : ClusterTraffic.between(before.get(), ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
             nearCacheStats = benchClient.nearCacheStats().orElse(null);
+            if (sentBefore.get() != null) {
+              io.shardwise.server.replication.Replicator.Sent now = cluster.replicationSent();
+              replicationSent = new io.shardwise.server.replication.Replicator.Sent(now.messages() - sentBefore.get().messages(),
+                  now.entries() - sentBefore.get().entries());
+            }
           }
         }
       } finally {
@@ -572,6 +582,10 @@ final class BenchCommand implements Callable<Integer> {
     if (output == OutputFormat.json) {
       ObjectNode root = BenchReport.json(results.get(0), spread);
       root.put("via", routing.name().toLowerCase(Locale.ROOT));
+      if (replicationSent != null && replicationSent.messages() > 0) {
+        root.putObject("replication").put("messages", replicationSent.messages()).put("entries", replicationSent.entries())
+            .put("entriesPerMessage", BenchReport.round((double) replicationSent.entries() / replicationSent.messages()));
+      }
       if (nearCacheStats != null) {
         root.putObject("nearCache").put("ttl", nearCache).put("hits", nearCacheStats.hits()).put("misses", nearCacheStats.misses())
             .put("hitRate", BenchReport.round(nearCacheStats.hitRate()));
@@ -592,6 +606,11 @@ final class BenchCommand implements Callable<Integer> {
       Output.json(out, root);
     } else {
       BenchReport.text(out, results, spread);
+      if (replicationSent != null && replicationSent.messages() > 0) {
+        out.printf(Locale.ROOT, "replication over the measured run: %,d append messages from leaders to followers carrying %,d log entries"
+            + " (%.2f per message; heartbeats are messages of none)%n", replicationSent.messages(), replicationSent.entries(),
+            (double) replicationSent.entries() / replicationSent.messages());
+      }
       if (nearCacheStats != null) {
         out.printf(Locale.ROOT, "near-cache (TTL %s): %.1f%% of reads answered in the client (%,d hits, %,d misses)%n", nearCache,
             100 * nearCacheStats.hitRate(), nearCacheStats.hits(), nearCacheStats.misses());

@@ -19,6 +19,25 @@ class BenchCommandTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @Test
+  void aDevRunAtThreeReplicasReportsTheAppendMessagesAndTheEntriesInThem() throws Exception {
+    SimulateCommandTest.Run r = SimulateCommandTest.run("bench", "--dev", "--records", "300", "--operations", "400", "--warmup", "0s",
+        "--threads", "4", "--workload", "a", "--replicas", "3", "-o", "json");
+    assertThat(r.exit()).as(r.err()).isZero();
+    JsonNode root = JSON.readTree(r.out());
+    JsonNode replication = root.get("replication");
+    assertThat(replication).as(root.toPrettyString()).isNotNull();
+    // the updates' entries went to the followers (the client coalesces concurrent puts to one owner
+    // into one request, which is one entry: so fewer than two per update)
+    assertThat(replication.get("entries").asLong()).isPositive();
+    assertThat(replication.get("messages").asLong()).isPositive();
+    assertThat(replication.get("entriesPerMessage").asDouble())
+        .isEqualTo(Math.round(100.0 * replication.get("entries").asLong() / replication.get("messages").asLong()) / 100.0);
+    SimulateCommandTest.Run text = SimulateCommandTest.run("bench", "--dev", "--records", "100", "--operations", "100", "--warmup", "0s",
+        "--threads", "2", "--workload", "a");
+    assertThat(text.out()).as("one replica: nothing to say about replication").doesNotContain("replication over");
+  }
+
+  @Test
   void aDevRunCountsEveryOperationAndEveryShardRequestWithABaselineBeside() throws Exception {
     SimulateCommandTest.Run r = SimulateCommandTest.run("bench", "--dev", "--records", "300", "--operations", "500", "--warmup", "0s",
         "--threads", "4", "--workload", "a", "--baseline", "rocksdb", "-o", "json");
