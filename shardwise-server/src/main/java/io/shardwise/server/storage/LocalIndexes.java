@@ -75,13 +75,16 @@ final class LocalIndexes {
   private final java.util.concurrent.atomic.AtomicLong markersWritten = new java.util.concurrent.atomic.AtomicLong();
   private final ColumnFamilyHandle column;
   private final ColumnFamilyHandle meta;
+  private final org.rocksdb.WriteOptions writeOptions;
   /** Table id → its indexes; replaced whole (copy on write) under every row lock. */
   private volatile Map<Long, TableIndexes> tables;
 
-  LocalIndexes(RocksDB db, ColumnFamilyHandle column, ColumnFamilyHandle meta) {
+  /** @param writeOptions the store's own (an fsync per write on a {@code --sync-writes} node), for the marks this writes */
+  LocalIndexes(RocksDB db, ColumnFamilyHandle column, ColumnFamilyHandle meta, org.rocksdb.WriteOptions writeOptions) {
     this.db = db;
     this.column = column;
     this.meta = meta;
+    this.writeOptions = writeOptions;
     this.tables = load();
   }
 
@@ -166,7 +169,7 @@ final class LocalIndexes {
   }
 
   void markBuilt(long tableId, long indexId) throws RocksDBException {
-    db.put(meta, builtKey(tableId, indexId), EMPTY);
+    db.put(meta, writeOptions, builtKey(tableId, indexId), EMPTY);
   }
 
   /**

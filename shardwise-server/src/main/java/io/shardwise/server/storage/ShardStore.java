@@ -120,7 +120,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     }
     this.trash = new ShardTrash(this, db, handles.get(1), new Options(dbOptions, trashOptions), writeOptions);
     this.format = new StoreFormat(db, handles.get(2));
-    this.indexes = new LocalIndexes(db, handles.get(4), handles.get(2)); // before anything writes rows
+    this.indexes = new LocalIndexes(db, handles.get(4), handles.get(2), writeOptions); // before anything writes rows
     this.replicaLogs = new ReplicaLogs(this, db, handles.get(3), writeOptions, unsyncedWrites);
     int interrupted = replicaLogs.recoverInterruptedInstalls();
     if (interrupted > 0) {
