@@ -410,14 +410,28 @@ public final class GrpcReplication {
       });
     }
 
+    /** A stream that carried nothing for this long is closed (a node that no longer follows any shard this node leads). */
+    static final long IDLE_CLOSE_MILLIS = 60_000;
+
     private final Function<String, io.grpc.Channel> channels;
     private final long deadlineMillis;
+    private final long idleCloseMillis;
     private final java.util.concurrent.ConcurrentHashMap<String, Stream> streams = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.Set<String> unaryOnly = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis) {
+      this(channels, deadlineMillis, IDLE_CLOSE_MILLIS);
+    }
+
+    AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis, long idleCloseMillis) {
       this.channels = channels;
       this.deadlineMillis = deadlineMillis;
+      this.idleCloseMillis = idleCloseMillis;
+    }
+
+    /** The streams open now, by follower address. */
+    int open() {
+      return streams.size();
     }
 
     /** Sends {@code request} on {@code address}'s stream; false if that address takes a call per message instead. */
@@ -438,7 +452,8 @@ public final class GrpcReplication {
      * One stream: the messages sent and not yet answered, oldest first. Their deadline is checked
      * lazily: one check is scheduled when a message goes out and none is, and it schedules itself
      * again for the oldest message still unanswered — not a timer per message, which would wake the
-     * deadline thread for every message sent.
+     * deadline thread for every message sent. A stream idle for {@code idleCloseMillis} (heartbeats
+     * keep a follower's busy) is ended the same lazy way, and the next message opens another.
      */
     private final class Stream implements io.grpc.stub.ClientResponseObserver<AppendRequest, AppendResponse> {
       private record Pending(java.util.function.BiConsumer<AppendResponse, Throwable> answered, long sentNanos) {}
@@ -448,12 +463,31 @@ public final class GrpcReplication {
       private final io.grpc.stub.ClientCallStreamObserver<AppendRequest> requests;
       private boolean closed;
       private boolean checkScheduled;
+      private long lastSentNanos = System.nanoTime();
 
       @SuppressWarnings("unchecked")
       Stream(String address) {
         this.address = address;
         this.requests = (io.grpc.stub.ClientCallStreamObserver<AppendRequest>) ReplicationServiceGrpc.newStub(channels.apply(address))
             .appendStream(this);
+        TIMEOUTS.schedule(this::checkIdle, idleCloseMillis, TimeUnit.MILLISECONDS);
+      }
+
+      /** Ends the stream if nothing went on it for {@code idleCloseMillis} and nothing waits on it; else checks again then. */
+      private void checkIdle() {
+        synchronized (this) {
+          if (closed) {
+            return;
+          }
+          long left = lastSentNanos + TimeUnit.MILLISECONDS.toNanos(idleCloseMillis) - System.nanoTime();
+          if (left > 0 || !pending.isEmpty()) {
+            TIMEOUTS.schedule(this::checkIdle, left > 0 ? left : TimeUnit.MILLISECONDS.toNanos(idleCloseMillis), TimeUnit.NANOSECONDS);
+            return;
+          }
+          closed = true; // a send from now on opens another stream
+        }
+        streams.remove(address, this);
+        requests.onCompleted();
       }
 
       @Override
@@ -465,7 +499,8 @@ public final class GrpcReplication {
         if (closed) {
           return false;
         }
-        pending.add(new Pending(answered, System.nanoTime()));
+        lastSentNanos = System.nanoTime();
+        pending.add(new Pending(answered, lastSentNanos));
         if (!checkScheduled) {
           checkScheduled = true;
           TIMEOUTS.schedule(this::checkDeadline, deadlineMillis, TimeUnit.MILLISECONDS);

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 /**
  * A leader's append streams ({@link GrpcReplication.AppendStreams}) against follower servers on
  * real sockets: messages answered in order on one stream, a stream that goes silent cancelled at the
- * deadline with every message on it lost and the next one on a new stream, a node that serves only
+ * deadline with every message on it lost and the next one on a new stream, an idle stream ended, a node that serves only
  * the unary call used by calls, and a stopping follower that ends its streams at once.
  */
 class AppendStreamsTest {
@@ -74,6 +74,7 @@ class AppendStreamsTest {
   private static final class Follower extends ReplicationServiceGrpc.ReplicationServiceImplBase {
     final AtomicInteger streams = new AtomicInteger();
     final AtomicInteger calls = new AtomicInteger();
+    final AtomicInteger ended = new AtomicInteger(); // streams the leader ended
     volatile boolean silent;
 
     @Override
@@ -92,6 +93,7 @@ class AppendStreamsTest {
 
         @Override
         public void onCompleted() {
+          ended.incrementAndGet();
           out.onCompleted();
         }
       };
@@ -122,6 +124,27 @@ class AppendStreamsTest {
     assertThat(heard.outcomes).containsExactlyElementsOf(expected);
     assertThat(follower.streams.get()).isEqualTo(1);
     assertThat(follower.calls.get()).isZero();
+  }
+
+  @Test
+  void aStreamIdleForItsLimitIsEndedAndTheNextMessageOpensAnother() throws Exception {
+    Follower follower = new Follower();
+    String address = serve(follower);
+    GrpcReplication.AppendStreams streams = new GrpcReplication.AppendStreams(this::channel, 5_000, 300);
+    Heard heard = new Heard();
+    long sent = System.nanoTime();
+    for (long n = 1; n <= 3; n++) {
+      streams.send(address, request(n), heard);
+    }
+    await().atMost(Duration.ofSeconds(5)).until(() -> follower.ended.get() == 1);
+    assertThat(Duration.ofNanos(System.nanoTime() - sent)).isGreaterThanOrEqualTo(Duration.ofMillis(300));
+    assertThat(heard.outcomes).containsExactly(1L, 2L, 3L);
+    assertThat(streams.open()).isZero();
+    streams.send(address, request(4), heard);
+    await().atMost(Duration.ofSeconds(5)).until(() -> heard.outcomes.size() == 4);
+    assertThat(heard.outcomes).last().isEqualTo(4L);
+    assertThat(follower.streams.get()).isEqualTo(2);
+    assertThat(streams.open()).isEqualTo(1);
   }
 
   @Test
