@@ -92,7 +92,7 @@ public final class ShardMapDelta {
      */
     public ChangeInSync {
       inSync = List.copyOf(inSync);
-      stores = java.util.Map.copyOf(stores);
+      stores = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(stores)); // by node: Map.copyOf's order differs between runs
     }
 
     /** A change that adds no follower (or one of a node with no store recorded). */

@@ -81,10 +81,12 @@ final class Replica {
 
   /** A linearizable read waiting for every in-sync follower to confirm this node still leads. */
   private static final class ReadWaiter {
+    final long seq; // its arrival among this replica's reads: waiters are released in this order, not by their identity hashes
     final CompletableFuture<Void> confirmed = new CompletableFuture<>();
     final java.util.Set<NodeId> pending;
 
-    ReadWaiter(java.util.Collection<NodeId> followers) {
+    ReadWaiter(long seq, java.util.Collection<NodeId> followers) {
+      this.seq = seq;
       pending = new java.util.HashSet<>(followers);
     }
   }
@@ -155,6 +157,7 @@ final class Replica {
   private long readyAt; // the leader's last offset when it took over: committed before it serves
   private CompletableFuture<Void> ready = new CompletableFuture<>();
   private final TreeMap<Long, List<CompletableFuture<Void>>> waiters = new TreeMap<>();
+  private long readsWaited; // read waiters made so far (their order)
   /** Writes under way here, by the record keys of their write ids: a retry joins its original. */
   private final Map<java.nio.ByteBuffer, CompletableFuture<long[]>> inProgress = new HashMap<>();
   // An in-sync change asked of the map and not yet seen in it (the map may have stored it even if
@@ -816,7 +819,7 @@ final class Replica {
         if (followers.isEmpty()) {
           return CompletableFuture.completedFuture(null); // no other replica can lead while this one is alone in sync
         }
-        w = new ReadWaiter(followers);
+        w = new ReadWaiter(readsWaited++, followers);
         for (NodeId f : followers) {
           Progress p = progress.get(f);
           if (p == null) {
@@ -900,9 +903,9 @@ final class Replica {
     }
   }
 
-  /** Every read waiting for a follower's confirmation, once each. */
+  /** Every read waiting for a follower's confirmation, once each, in the order they arrived. */
   private java.util.Set<ReadWaiter> waitingReads() {
-    java.util.Set<ReadWaiter> all = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    java.util.Set<ReadWaiter> all = new java.util.TreeSet<>(java.util.Comparator.comparingLong(w -> w.seq));
     for (Progress p : progress.values()) {
       all.addAll(p.awaitingSend);
       p.awaitingReply.values().forEach(all::addAll);
