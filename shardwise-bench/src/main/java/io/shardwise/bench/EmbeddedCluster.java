@@ -88,13 +88,8 @@ public final class EmbeddedCluster implements AutoCloseable {
 
   /** What the running nodes sent their followers so far, as leaders: append messages and the entries in them. */
   public synchronized io.shardwise.server.replication.Replicator.Sent replicationSent() {
-    long messages = 0;
-    long entries = 0;
-    for (ShardwiseNode n : nodes) {
-      messages += n.replicator().sent().messages();
-      entries += n.replicator().sent().entries();
-    }
-    return new io.shardwise.server.replication.Replicator.Sent(messages, entries);
+    return nodes.stream().map(n -> n.replicator().sent())
+        .reduce(io.shardwise.server.replication.Replicator.Sent.NONE, io.shardwise.server.replication.Replicator.Sent::plus);
   }
 
   @Override

@@ -558,9 +558,7 @@ final class BenchCommand implements Callable<Integer> {
                 : ClusterTraffic.between(before.get(), ClusterTraffic.read(peers, coordinator.liveNodesNow().values(), table));
             nearCacheStats = benchClient.nearCacheStats().orElse(null);
             if (sentBefore.get() != null) {
-              io.shardwise.server.replication.Replicator.Sent now = cluster.replicationSent();
-              replicationSent = new io.shardwise.server.replication.Replicator.Sent(now.messages() - sentBefore.get().messages(),
-                  now.entries() - sentBefore.get().entries());
+              replicationSent = cluster.replicationSent().minus(sentBefore.get());
             }
           }
         }

@@ -331,7 +331,17 @@ public final class Replicator {
    * at a time, each carrying every shard's entries that waited) and the log entries in them.
    * Entries per message is how deep the batching is; heartbeats are messages of no entry.
    */
-  public record Sent(long messages, long entries) {}
+  public record Sent(long messages, long entries) {
+    public static final Sent NONE = new Sent(0, 0);
+
+    public Sent plus(Sent other) {
+      return new Sent(messages + other.messages, entries + other.entries);
+    }
+
+    public Sent minus(Sent earlier) {
+      return new Sent(messages - earlier.messages, entries - earlier.entries);
+    }
+  }
 
   public Sent sent() {
     return new Sent(messagesSent.sum(), entriesSent.sum());
