@@ -168,7 +168,8 @@ public final class ShardwiseNode implements AutoCloseable {
         .register(metrics);
     io.shardwise.server.replication.ReplicationConfig replicationConfig = config.replication();
     replicator = new io.shardwise.server.replication.Replicator(id, store,
-        io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel, replicationConfig.snapshotBytesPerSecond()),
+        io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel, replicationConfig.snapshotBytesPerSecond(),
+            !config.syncWrites()),
         this::updateMapAsync, replication, replicaSnapshots, config.dataDir().resolve("replica-snapshots"), System::nanoTime,
         replicationConfig);
     String barriers = "shardwise.replication.read.barriers";

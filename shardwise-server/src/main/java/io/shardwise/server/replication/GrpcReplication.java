@@ -305,10 +305,14 @@ public final class GrpcReplication {
    * call per message to a node that does not serve the stream), to the follower's address as
    * ZooKeeper lists it; a snapshot as a stream at {@code snapshotBytesPerSecond} at most (0:
    * unlimited).
+   *
+   * @param answersOnNetworkThread take followers' answers on the network thread that read them
+   *     ({@link AppendStreams}); false on nodes that fsync every write, where applying an answer may
+   *     wait for a replica's lock held across an fsync
    */
   public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels,
-      long snapshotBytesPerSecond) {
-    AppendStreams streams = new AppendStreams(channels, APPEND_DEADLINE_MILLIS);
+      long snapshotBytesPerSecond, boolean answersOnNetworkThread) {
+    AppendStreams streams = new AppendStreams(channels, APPEND_DEADLINE_MILLIS, AppendStreams.IDLE_CLOSE_MILLIS, answersOnNetworkThread);
     return new Replicator.Transport() {
       @Override
       public void send(NodeId to, AppendBatch batch, java.util.function.BiConsumer<AppendReply, Throwable> done) {
@@ -416,17 +420,24 @@ public final class GrpcReplication {
     private final Function<String, io.grpc.Channel> channels;
     private final long deadlineMillis;
     private final long idleCloseMillis;
+    private final boolean answersOnNetworkThread;
     private final java.util.concurrent.ConcurrentHashMap<String, Stream> streams = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.Set<String> unaryOnly = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis) {
-      this(channels, deadlineMillis, IDLE_CLOSE_MILLIS);
+      this(channels, deadlineMillis, IDLE_CLOSE_MILLIS, true);
     }
 
-    AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis, long idleCloseMillis) {
+    /**
+     * @param answersOnNetworkThread true: answers are taken on the network thread that read them,
+     *     not handed to gRPC's executor — what a leader does with one (apply the commit, wake the
+     *     writers, send what they woke) never waits, and the hand-off was a thread switch per message
+     */
+    AppendStreams(Function<String, io.grpc.Channel> channels, long deadlineMillis, long idleCloseMillis, boolean answersOnNetworkThread) {
       this.channels = channels;
       this.deadlineMillis = deadlineMillis;
       this.idleCloseMillis = idleCloseMillis;
+      this.answersOnNetworkThread = answersOnNetworkThread;
     }
 
     /** The streams open now, by follower address. */
@@ -434,17 +445,38 @@ public final class GrpcReplication {
       return streams.size();
     }
 
-    /** Sends {@code request} on {@code address}'s stream; false if that address takes a call per message instead. */
+    /**
+     * Sends {@code request} on {@code address}'s stream; false if that address takes a call per
+     * message instead. A stream found broken is replaced by one new stream; if that one broke as
+     * it opened (a node that refuses at once), the message is lost with its cause, not sent again.
+     */
     boolean send(String address, AppendRequest request, java.util.function.BiConsumer<AppendResponse, Throwable> answered) {
-      if (unaryOnly.contains(address)) {
-        return false;
-      }
-      while (true) {
-        Stream s = streams.computeIfAbsent(address, Stream::new);
+      Stream s = streams.get(address);
+      for (int attempt = 0; ; attempt++) {
+        if (unaryOnly.contains(address)) {
+          return false;
+        }
+        if (s == null) {
+          // Opened outside the map: with answers on the calling thread, a stream can fail while it
+          // opens, and its close must not remove itself from the map inside computeIfAbsent.
+          Stream opened = new Stream(address);
+          s = streams.putIfAbsent(address, opened);
+          if (s == null) {
+            s = opened;
+          } else {
+            opened.discard(); // another sender opened one first
+          }
+        }
         if (s.send(request, answered)) {
           return true;
         }
-        streams.remove(address, s); // it broke meanwhile: open another
+        streams.remove(address, s);
+        if (attempt > 0 && !unaryOnly.contains(address)) {
+          Throwable why = s.failure();
+          answered.accept(null, why != null ? why : new IllegalStateException("the append stream to " + address + " closed as it opened"));
+          return true;
+        }
+        s = null; // it broke meanwhile: open another
       }
     }
 
@@ -462,14 +494,16 @@ public final class GrpcReplication {
       private final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
       private final io.grpc.stub.ClientCallStreamObserver<AppendRequest> requests;
       private boolean closed;
+      private Throwable failure; // why it closed
       private boolean checkScheduled;
       private long lastSentNanos = System.nanoTime();
 
       @SuppressWarnings("unchecked")
       Stream(String address) {
         this.address = address;
-        this.requests = (io.grpc.stub.ClientCallStreamObserver<AppendRequest>) ReplicationServiceGrpc.newStub(channels.apply(address))
-            .appendStream(this);
+        ReplicationServiceGrpc.ReplicationServiceStub stub = ReplicationServiceGrpc.newStub(channels.apply(address));
+        this.requests = (io.grpc.stub.ClientCallStreamObserver<AppendRequest>) (answersOnNetworkThread
+            ? stub.withExecutor(MoreExecutors.directExecutor()) : stub).appendStream(this);
         TIMEOUTS.schedule(this::checkIdle, idleCloseMillis, TimeUnit.MILLISECONDS);
       }
 
@@ -551,10 +585,26 @@ public final class GrpcReplication {
         close(new IllegalStateException("the follower at " + address + " closed the append stream"));
       }
 
+      /** Why the stream closed (null while it is open). */
+      synchronized Throwable failure() {
+        return failure;
+      }
+
+      /** Ends a stream opened in a race another sender won: it carried nothing. */
+      void discard() {
+        synchronized (this) {
+          closed = true;
+        }
+        requests.cancel("another stream to " + address + " was opened first", null);
+      }
+
       private void close(Throwable why) {
         List<Pending> lost;
         synchronized (this) {
           closed = true;
+          if (failure == null) {
+            failure = why;
+          }
           lost = new ArrayList<>(pending);
           pending.clear();
         }

@@ -18,12 +18,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * first calls {@link #mayBlock()}, which on the network thread throws {@link MustBlock}; {@link
  * DataServiceImpl#respond} then runs the whole handler again from the start on {@link #BLOCKING}.
  * Each such place is reached before anything was written, so the second run is the only one that
- * has any effect. Other calls, routers (which always forward) and nodes that fsync every write run
- * on gRPC's default executor as before.
+ * has any effect. Replication's append messages are taken on the network thread too (they never
+ * wait: see {@link #REPLICATION_APPENDS}). Other calls, routers (which always forward) and nodes
+ * that fsync every write run on gRPC's default executor as before.
  */
 final class Inline {
 
   private static final Set<String> HOT = Set.of("Get", "Put", "BatchGet", "BatchPut");
+
+  /**
+   * A follower's end of replication: an append message is taken (its entries written to RocksDB,
+   * unsynced on these nodes, under its replica's short lock) and answered where it was read, never
+   * waiting on anything else — it is half of every replicated write's round, paid per follower.
+   */
+  private static final Set<String> REPLICATION_APPENDS = Set.of(
+      io.shardwise.proto.v1.ReplicationServiceGrpc.getAppendMethod().getFullMethodName(),
+      io.shardwise.proto.v1.ReplicationServiceGrpc.getAppendStreamMethod().getFullMethodName());
   private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> false);
 
   /** Where handlers that must block run: unbounded, like gRPC's default (forwards wait on forwards). */
@@ -75,6 +85,9 @@ final class Inline {
           return null;
         }
         var method = call.getMethodDescriptor();
+        if (REPLICATION_APPENDS.contains(method.getFullMethodName())) {
+          return com.google.common.util.concurrent.MoreExecutors.directExecutor();
+        }
         return "shardwise.v1.DataService".equals(method.getServiceName()) && HOT.contains(method.getBareMethodName())
             ? ON_NETWORK_THREAD : null;
       }

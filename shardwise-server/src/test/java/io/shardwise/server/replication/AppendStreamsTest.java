@@ -23,12 +23,16 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A leader's append streams ({@link GrpcReplication.AppendStreams}) against follower servers on
  * real sockets: messages answered in order on one stream, a stream that goes silent cancelled at the
  * deadline with every message on it lost and the next one on a new stream, an idle stream ended, a node that serves only
- * the unary call used by calls, and a stopping follower that ends its streams at once.
+ * the unary call used by calls, a stopping follower that ends its streams at once, and an address
+ * that refuses every stream as it opens, whose messages are each lost once (answers taken on the
+ * network thread or on gRPC's executor).
  */
 class AppendStreamsTest {
 
@@ -130,7 +134,7 @@ class AppendStreamsTest {
   void aStreamIdleForItsLimitIsEndedAndTheNextMessageOpensAnother() throws Exception {
     Follower follower = new Follower();
     String address = serve(follower);
-    GrpcReplication.AppendStreams streams = new GrpcReplication.AppendStreams(this::channel, 5_000, 300);
+    GrpcReplication.AppendStreams streams = new GrpcReplication.AppendStreams(this::channel, 5_000, 300, true);
     Heard heard = new Heard();
     long sent = System.nanoTime();
     for (long n = 1; n <= 3; n++) {
@@ -223,5 +227,24 @@ class AppendStreamsTest {
     streams.send(address, request(2), after); // the follower is gone: lost, not left waiting
     await().atMost(Duration.ofSeconds(5)).until(() -> after.outcomes.size() == 1);
     assertThat(after.outcomes.get(0)).isInstanceOf(Throwable.class);
+  }
+
+  @ParameterizedTest(name = "answers on the network thread: {0}")
+  @ValueSource(booleans = {true, false})
+  void eachMessageToAnAddressThatRefusesStreamsIsLostOnce(boolean answersOnNetworkThread) throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort(); // closed again: nothing listens there
+    }
+    String address = "127.0.0.1:" + port;
+    GrpcReplication.AppendStreams streams = new GrpcReplication.AppendStreams(this::channel, 5_000, 60_000, answersOnNetworkThread);
+    for (int i = 1; i <= 5; i++) { // the later ones find the channel failing already, and their streams fail as they open
+      Heard heard = new Heard();
+      assertThat(streams.send(address, request(i), heard)).isTrue();
+      await().atMost(Duration.ofSeconds(5)).until(() -> heard.outcomes.size() == 1);
+      assertThat(heard.outcomes.get(0)).as("message %d", i).isInstanceOf(Throwable.class);
+      assertThat(heard.outcomes).hasSize(1);
+    }
+    assertThat(streams.open()).isLessThanOrEqualTo(1);
   }
 }
