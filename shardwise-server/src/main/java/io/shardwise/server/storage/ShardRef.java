@@ -7,7 +7,6 @@ import io.shardwise.core.key.KeyRange;
 import io.shardwise.core.map.Table;
 import io.shardwise.core.partition.ShardLayout;
 import java.util.Arrays;
-import java.util.Objects;
 
 /**
  * A shard as the store knows it: the table's never-reused id, the shard's never-reused number, and
@@ -545,7 +544,9 @@ public final class ShardRef {
 
   @Override
   public int hashCode() {
-    return Objects.hash(tableId, shardNumber, layout.ordinal()); // an enum's own hash differs from run to run
+    // Arithmetic, not Objects.hash (which boxes and allocates: this keys every replica lookup of a
+    // replicated write); the layout by ordinal, as an enum's own hash differs from run to run.
+    return (31 * Long.hashCode(tableId) + Long.hashCode(shardNumber)) * 31 + layout.ordinal();
   }
 
   @Override
