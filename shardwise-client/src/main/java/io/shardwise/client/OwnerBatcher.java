@@ -29,10 +29,14 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Coalesces concurrent gets and puts of one table bound for one node into batch requests, the way a
- * database's group commit does: at most {@value #MAX_IN_FLIGHT} batch is in flight to the node;
- * requests that arrive meanwhile wait in a queue and leave together in the next batch. Under light
- * load a request leaves alone at once; under heavy load one RPC carries many keys. (One in flight
- * measured faster than two: 24.7k vs 19.4k GETs/s at 50 in flight, see docs/benchmarks.md.)
+ * database's group commit does: gets and puts each have a lane, and at most {@value #MAX_IN_FLIGHT}
+ * batch of each lane is in flight to the node; requests that arrive meanwhile wait in their lane's
+ * queue and leave together in its next batch. Under light load a request leaves alone at once;
+ * under heavy load one RPC carries many keys. (One in flight per lane measured faster than two:
+ * 24.7k vs 19.4k GETs/s at 50 in flight, see docs/benchmarks.md.) The lanes are apart so that gets
+ * never wait behind a batch of puts, which on a replicated table waits for the followers, and so
+ * that a mix of both still makes large batches: in one queue a batch ended at the first request of
+ * the other kind. A get and a put in flight together are concurrent: either may be answered first.
  *
  * <p>When a batch of several requests fails, each request is sent again alone, so every caller
  * gets the answer to its own request (one caller's oversized key must not fail the others); a
@@ -50,8 +54,10 @@ final class OwnerBatcher {
   private final DataServiceGrpc.DataServiceBlockingStub alone;
   private final String table;
   private final int maxStalenessMillis; // gets: 0 at the leader; above 0 any replica fresh enough may answer
-  private final ArrayDeque<Pending> queue = new ArrayDeque<>();
-  private int inFlight;
+  private final ArrayDeque<Pending> gets = new ArrayDeque<>();
+  private final ArrayDeque<Pending> puts = new ArrayDeque<>();
+  private int getsInFlight;
+  private int putsInFlight;
 
   private record Pending(Key key, ByteString value, RequestHeader header, CompletableFuture<Object> done) {
     boolean isPut() {
@@ -103,7 +109,7 @@ final class OwnerBatcher {
    */
   private CompletableFuture<Object> submit(Pending p) {
     synchronized (this) {
-      queue.add(p);
+      (p.isPut() ? puts : gets).add(p);
     }
     drain();
     CompletableFuture<Object> out = new CompletableFuture<>();
@@ -151,36 +157,39 @@ final class OwnerBatcher {
         .setMaxStalenessMillis(maxStalenessMillis).build());
   }
 
-  /** Sends queued requests while fewer than MAX_IN_FLIGHT batches are out. */
+  /** Sends queued requests while fewer than MAX_IN_FLIGHT batches of their lane are out. */
   private void drain() {
     while (true) {
       List<Pending> batch;
       synchronized (this) {
-        if (inFlight >= MAX_IN_FLIGHT || queue.isEmpty()) {
+        if (putsInFlight < MAX_IN_FLIGHT && !puts.isEmpty()) {
+          batch = take(puts);
+          putsInFlight++;
+        } else if (getsInFlight < MAX_IN_FLIGHT && !gets.isEmpty()) {
+          batch = take(gets);
+          getsInFlight++;
+        } else {
           return;
         }
-        batch = take();
-        inFlight++;
       }
       send(batch);
     }
   }
 
-  /** The next batch: all gets, or all puts, from the head of the queue, within the limits. */
-  private List<Pending> take() {
+  /** The next batch of a lane, from the head of its queue, within the limits. */
+  private static List<Pending> take(ArrayDeque<Pending> queue) {
     List<Pending> batch = new ArrayList<>();
-    boolean puts = queue.peek().isPut();
     Set<ByteString> keys = new HashSet<>();
     long bytes = 0;
     ArrayDeque<Pending> skipped = new ArrayDeque<>();
     while (!queue.isEmpty() && batch.size() < MAX_KEYS) {
       Pending p = queue.peek();
       long size = p.key().getSerializedSize() + (p.isPut() ? p.value().size() : 0);
-      if (p.isPut() != puts || (!batch.isEmpty() && bytes + size > MAX_BYTES)) {
+      if (!batch.isEmpty() && bytes + size > MAX_BYTES) {
         break;
       }
       queue.poll();
-      if (puts && !keys.add(p.key().toByteString())) {
+      if (p.isPut() && !keys.add(p.key().toByteString())) {
         skipped.add(p); // the same key twice: the later write goes in a later batch
         continue;
       }
@@ -219,21 +228,25 @@ final class OwnerBatcher {
               : ((BatchGetResponse) response).getResults(i);
           batch.get(i).done().complete(one);
         }
-        finished();
+        finished(batch);
       }
 
       @Override
       public void onFailure(Throwable t) {
         Throwable each = batch.size() > 1 ? new SendAlone() : t;
         batch.forEach(p -> p.done().completeExceptionally(each));
-        finished();
+        finished(batch);
       }
     }, MoreExecutors.directExecutor());
   }
 
-  private void finished() {
+  private void finished(List<Pending> batch) {
     synchronized (this) {
-      inFlight--;
+      if (batch.get(0).isPut()) {
+        putsInFlight--;
+      } else {
+        getsInFlight--;
+      }
     }
     drain();
   }
