@@ -52,6 +52,8 @@ public final class AsyncIndexes implements AutoCloseable {
   private static final long IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
   /** How long the drainer waits between looks for markers written. */
   private static final long POLL_MILLIS = 2;
+  /** How long it waits while no table has an async index (a wake-up every 2 ms on every node was a few % of a busy node's CPU). */
+  private static final long NO_INDEX_POLL_MILLIS = 50;
   /** The most pending rows a consistent query's wait follows per shard. */
   static final int AWAIT_LIMIT = 100_000;
 
@@ -98,8 +100,9 @@ public final class AsyncIndexes implements AutoCloseable {
           worked = drainOnce() > 0;
         }
         if (!worked) {
+          long poll = anyAsyncIndex() ? POLL_MILLIS : NO_INDEX_POLL_MILLIS;
           synchronized (wake) {
-            wake.wait(POLL_MILLIS);
+            wake.wait(poll);
           }
         }
       } catch (InterruptedException e) {
@@ -111,6 +114,15 @@ public final class AsyncIndexes implements AutoCloseable {
         }
       }
     }
+  }
+
+  private boolean anyAsyncIndex() {
+    for (Table t : ctx.map().current().tables().values()) {
+      if (!t.asyncIndexes().isEmpty()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

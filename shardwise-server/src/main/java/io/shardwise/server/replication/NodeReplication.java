@@ -40,8 +40,7 @@ public final class NodeReplication implements ReplicatedData {
 
   @Override
   public java.util.Map<ShardRef, long[]> write(java.util.Map<ShardRef, List<Mutation>> parts) throws VersionMismatchException {
-    java.util.Map<ShardRef, CompletableFuture<long[]>> started = new java.util.LinkedHashMap<>();
-    parts.forEach((shard, batch) -> started.put(shard, replicator.write(shard, batch)));
+    java.util.Map<ShardRef, CompletableFuture<long[]>> started = replicator.write(parts);
     java.util.Map<ShardRef, long[]> out = new java.util.LinkedHashMap<>();
     for (var e : started.entrySet()) {
       out.put(e.getKey(), await(e.getValue(), "the write to shard " + e.getKey()));

@@ -371,7 +371,32 @@ public final class Replicator {
     return r.write(batch);
   }
 
+  /**
+   * {@link #write(ShardRef, List)} for each shard's part of one request, its followers woken once
+   * all are appended: a request's entries for one follower leave in one message, not one message
+   * for the first shard and another for the rest (which arrived while the first was on its way).
+   */
+  public Map<ShardRef, CompletableFuture<long[]>> write(Map<ShardRef, List<Mutation>> parts) {
+    Map<ShardRef, CompletableFuture<long[]>> started = new java.util.LinkedHashMap<>();
+    if (parts.size() == 1) {
+      parts.forEach((shard, batch) -> started.put(shard, write(shard, batch)));
+      return started;
+    }
+    Set<Sender> woken = new java.util.LinkedHashSet<>();
+    wakesHeld.set(woken);
+    try {
+      parts.forEach((shard, batch) -> started.put(shard, write(shard, batch)));
+    } finally {
+      wakesHeld.remove();
+      woken.forEach(this::schedule);
+    }
+    return started;
+  }
+
   // ------------------------------------------------------------------ sending
+
+  /** While a request's parts are appended on this thread ({@link #write(Map)}): the senders their appends woke. */
+  private final ThreadLocal<Set<Sender>> wakesHeld = new ThreadLocal<>();
 
   /**
    * The replica has something to send: its followers' senders run soon. A sender with a message on
@@ -384,10 +409,15 @@ public final class Replicator {
     if (r == null) {
       return;
     }
+    Set<Sender> held = wakesHeld.get();
     for (NodeId f : r.followers()) {
       Sender s = senders.get(f);
       if (s != null) {
-        schedule(s);
+        if (held != null) {
+          held.add(s);
+        } else {
+          schedule(s);
+        }
       }
     }
   }
