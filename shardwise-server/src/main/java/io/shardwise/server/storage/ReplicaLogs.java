@@ -41,6 +41,8 @@ final class ReplicaLogs implements ReplicaStorage {
   private static final byte ENTRY = 0;
   private static final byte STATE = 1;
   private static final byte INSTALLING = 2;
+  /** The bytes of a key that name its kind and shard (the rest, if any, is an entry's offset). */
+  static final int SHARD_PREFIX = 17;
   static final int TAIL_MAX_ENTRIES = 1024;
   static final long TAIL_MAX_BYTES = 1 << 20;
 
@@ -70,7 +72,7 @@ final class ReplicaLogs implements ReplicaStorage {
   }
 
   private static byte[] shardKey(byte kind, ShardRef shard, int extra) {
-    return ByteBuffer.allocate(17 + extra).put(kind).putLong(shard.tableId()).putLong(shard.shardNumber()).array();
+    return ByteBuffer.allocate(SHARD_PREFIX + extra).put(kind).putLong(shard.tableId()).putLong(shard.shardNumber()).array();
   }
 
   private static byte[] entryKey(ShardRef shard, long offset) {

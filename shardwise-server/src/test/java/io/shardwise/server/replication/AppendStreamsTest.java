@@ -36,6 +36,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class AppendStreamsTest {
 
+  @org.junit.jupiter.api.io.TempDir
+  java.nio.file.Path tempDir;
+
   private final List<Server> servers = new ArrayList<>();
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
 
@@ -197,7 +200,7 @@ class AppendStreamsTest {
 
   @Test
   void aStoppingFollowerEndsItsStreamsSoItsServerStopsAtOnce() throws Exception {
-    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("append-streams");
+    java.nio.file.Path dir = tempDir;
     java.util.concurrent.Executor inline = Runnable::run;
     Replicator replicator = new Replicator(io.shardwise.core.map.NodeId.of("n2"), new io.shardwise.server.move.MemoryEngine(),
         new Replicator.Transport() {

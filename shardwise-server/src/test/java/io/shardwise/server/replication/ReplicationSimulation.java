@@ -219,13 +219,17 @@ final class ReplicationSimulation {
       throw new Violation("seed " + seed + ": " + e + "\nlast events:\n  " + String.join("\n  ", trace)
           + "\nreplay: mvn -pl shardwise-server test -Dtest=ReplicationSimulationTest -Dshardwise.sim.seed=" + seed);
     } finally {
-      try (var left = java.nio.file.Files.walk(files)) {
-        left.sorted(java.util.Comparator.reverseOrder()).forEach(ReplicationSimulation::deleteQuietly);
-      } catch (java.io.IOException ignored) {
-        // a temporary directory
-      }
+      deleteFiles();
     }
     return stats;
+  }
+
+  private void deleteFiles() {
+    try (var left = java.nio.file.Files.walk(files)) {
+      left.sorted(java.util.Comparator.reverseOrder()).forEach(ReplicationSimulation::deleteQuietly);
+    } catch (java.io.IOException ignored) {
+      // a temporary directory
+    }
   }
 
   /**
@@ -293,6 +297,8 @@ final class ReplicationSimulation {
       finish();
     } catch (Violation | RuntimeException e) {
       throw new Violation("scripted lease schedule: " + e + "\nlast events:\n  " + String.join("\n  ", trace));
+    } finally {
+      deleteFiles();
     }
     return stats;
   }

@@ -46,6 +46,22 @@ class ShardStoreTest {
   }
 
   @Test
+  void theReplicationLogsMemtableKeepsAnInsertHintPerShard() throws Exception {
+    // RocksDB writes the options it opened with to an OPTIONS file: the hint is set on the log's column family only.
+    Path options;
+    try (var files = java.nio.file.Files.list(dir.resolve("db"))) {
+      options = files.filter(f -> f.getFileName().toString().startsWith("OPTIONS-")).max(java.util.Comparator.naturalOrder()).orElseThrow();
+    }
+    String text = java.nio.file.Files.readString(options);
+    String logSection = text.substring(text.indexOf("[CFOptions \"" + ReplicaLogs.COLUMN_FAMILY_NAME + "\"]"));
+    logSection = logSection.substring(0, logSection.indexOf("[TableOptions"));
+    assertThat(logSection).contains("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix." + ReplicaLogs.SHARD_PREFIX);
+    String dataSection = text.substring(text.indexOf("[CFOptions \"default\"]"));
+    dataSection = dataSection.substring(0, dataSection.indexOf("[TableOptions"));
+    assertThat(dataSection).contains("memtable_insert_with_hint_prefix_extractor=nullptr");
+  }
+
+  @Test
   void versionsStartAtOneAndRiseWithEveryWrite() {
     assertThat(store.get(A, b("k"))).isNull();
     assertThat(store.put(A, b("k"), b("v1"))).isEqualTo(1);
