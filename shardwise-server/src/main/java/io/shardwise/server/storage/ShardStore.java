@@ -151,13 +151,6 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
   }
 
   /**
-   * As {@link #open(Path, boolean)}; with {@code unsyncedDieWithProcess}, writes that do not fsync
-   * stay in this process (RocksDB's manual WAL flush: in its log buffer, not the OS page cache)
-   * until a synced write, a full buffer or a memtable switch writes them out, so that {@code kill
-   * -9} loses them as a machine crash loses what was not fsynced. A fault-test aid, meaningful
-   * with {@code syncWrites}: it lets a process crash stand for a power loss.
-   */
-  /**
    * The replication logs' column family: as the trash's, and its memtable keeps an insert hint per
    * shard ({@link ReplicaLogs#SHARD_PREFIX} bytes: kind, table, shard), since each shard's entries
    * arrive in order. Without it an entry that follows another shard's was placed by a search from the
@@ -173,6 +166,13 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
     return options.setCompressionType(CompressionType.LZ4_COMPRESSION);
   }
 
+  /**
+   * As {@link #open(Path, boolean)}; with {@code unsyncedDieWithProcess}, writes that do not fsync
+   * stay in this process (RocksDB's manual WAL flush: in its log buffer, not the OS page cache)
+   * until a synced write, a full buffer or a memtable switch writes them out, so that {@code kill
+   * -9} loses them as a machine crash loses what was not fsynced. A fault-test aid, meaningful
+   * with {@code syncWrites}: it lets a process crash stand for a power loss.
+   */
   public static ShardStore open(Path directory, boolean syncWrites, boolean unsyncedDieWithProcess) {
     DBOptions dbOptions = null;
     ColumnFamilyOptions dataOptions = null;
