@@ -231,6 +231,16 @@ public final class NodeConfig {
     return syncWrites;
   }
 
+  /**
+   * True if a write here costs no fsync ({@code syncWrites} off), so that the hot data calls and
+   * both ends of replication (a follower's appends, a leader's answers) run on the network thread
+   * that read them: nothing there waits for a disk. The one rule both the node's call executors
+   * and its replication transport follow.
+   */
+  public boolean writesOnNetworkThreads() {
+    return !syncWrites;
+  }
+
   public boolean powerLossOnCrash() {
     return powerLossOnCrash;
   }

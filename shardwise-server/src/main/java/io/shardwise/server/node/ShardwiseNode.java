@@ -169,7 +169,7 @@ public final class ShardwiseNode implements AutoCloseable {
     io.shardwise.server.replication.ReplicationConfig replicationConfig = config.replication();
     replicator = new io.shardwise.server.replication.Replicator(id, store,
         io.shardwise.server.replication.GrpcReplication.transport(ctx::addressOf, peers::channel, replicationConfig.snapshotBytesPerSecond(),
-            !config.syncWrites()),
+            config.writesOnNetworkThreads()),
         this::updateMapAsync, replication, replicaSnapshots, config.dataDir().resolve("replica-snapshots"), System::nanoTime,
         replicationConfig);
     String barriers = "shardwise.replication.read.barriers";
@@ -217,7 +217,7 @@ public final class ShardwiseNode implements AutoCloseable {
     replicationService = io.shardwise.server.replication.GrpcReplication.service(replicator, this::replicatedShard,
         config.dataDir().resolve("replica-snapshots"));
     server = GrpcServers.start(config.host(), config.port(), config.limits().maxMessageBytes(), config.interceptors(),
-        DataServiceImpl.callExecutors(config.syncWrites(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
+        DataServiceImpl.callExecutors(config.writesOnNetworkThreads(), !config.interceptors().isEmpty() || config.hooks() != RequestHooks.NONE),
         data, new AdminServiceImpl(ctx, tables, trash, indexBuilds), moves,
         replicationService);
     address = config.host() + ":" + server.getPort();

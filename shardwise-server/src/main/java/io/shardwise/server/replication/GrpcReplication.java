@@ -308,7 +308,8 @@ public final class GrpcReplication {
    *
    * @param answersOnNetworkThread take followers' answers on the network thread that read them
    *     ({@link AppendStreams}); false on nodes that fsync every write, where applying an answer may
-   *     wait for a replica's lock held across an fsync
+   *     wait for a replica's lock held across an fsync (a node passes {@code
+   *     NodeConfig.writesOnNetworkThreads()}, as it does for its call executors)
    */
   public static Replicator.Transport transport(Function<NodeId, String> addresses, Function<String, io.grpc.Channel> channels,
       long snapshotBytesPerSecond, boolean answersOnNetworkThread) {

@@ -1057,10 +1057,23 @@ final class Replica {
       }
       storage.apply(ref, upTo);
       s = storage.state(ref);
+      forgetApplied(upTo, s.appliedOffset());
     }
-    if (!pending.isEmpty()) {
-      long applied = s.appliedOffset();
-      pending.values().removeIf(p -> p.offset() <= applied); // in the data now (a newer entry's value stays)
+  }
+
+  /**
+   * Drops the pending values of {@code applied}'s keys, which are in the data now; a key a newer
+   * entry wrote keeps that entry's value. By key, not by a sweep of {@link #pending}: a sweep costs
+   * the map's largest size since, on every apply.
+   */
+  private void forgetApplied(List<LogEntry> applied, long appliedOffset) {
+    if (pending.isEmpty()) {
+      return;
+    }
+    for (LogEntry e : applied) {
+      for (ShardEngine.StoredValue v : e.effects()) {
+        pending.computeIfPresent(java.nio.ByteBuffer.wrap(v.storeKey()), (k, p) -> p.offset() <= appliedOffset ? null : p);
+      }
     }
   }
 

@@ -1437,13 +1437,14 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     return s == null ? "" : s;
   }
 
-  /** Runs a handler and maps its outcome to the stream: a value, or a status naming the problem. */
   /**
    * How a node's server picks the executor of each call: hot data calls on the network thread
-   * ({@link Inline}), unless writes fsync or interceptors (which may block) wrap the calls.
+   * ({@link Inline}) when {@code writesOnNetworkThreads} ({@link
+   * io.shardwise.server.node.NodeConfig#writesOnNetworkThreads}) and no interceptor (which may
+   * block) wraps the calls.
    */
-  public static io.grpc.ServerCallExecutorSupplier callExecutors(boolean syncWrites, boolean intercepted) {
-    return Inline.callExecutors(!syncWrites && !intercepted);
+  public static io.grpc.ServerCallExecutorSupplier callExecutors(boolean writesOnNetworkThreads, boolean intercepted) {
+    return Inline.callExecutors(writesOnNetworkThreads && !intercepted);
   }
 
   /**
@@ -1455,6 +1456,7 @@ public final class DataServiceImpl extends DataServiceGrpc.DataServiceImplBase {
     Inline.mayBlock();
   }
 
+  /** Runs a handler and maps its outcome to the stream: a value, or a status naming the problem. */
   static <R> void respond(StreamObserver<R> out, Supplier<R> handler) {
     R result;
     try {
