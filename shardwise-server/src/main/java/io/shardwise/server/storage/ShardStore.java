@@ -205,7 +205,7 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
         throw e;
       }
       return store;
-    } catch (RocksDBException | IOException e) {
+    } catch (RocksDBException | IOException | StorageException e) {
       for (AutoCloseable c : new AutoCloseable[] {logOptions, trashOptions, dataOptions, dbOptions}) {
         if (c != null) {
           try {
@@ -215,7 +215,8 @@ public final class ShardStore implements ShardEngine, AutoCloseable {
           }
         }
       }
-      throw new StorageException("cannot open the shard store in " + directory + ": " + e.getMessage(), e);
+      throw e instanceof StorageException named ? named
+          : new StorageException("cannot open the shard store in " + directory + ": " + e.getMessage(), e);
     }
   }
 
