@@ -98,6 +98,10 @@ final class Replica {
     long caughtUpNanos; // when it last held everything the leader had
     long answeredNanos; // when it last answered OK: a follower that stops answering leaves the in-sync set even when nothing is written
     long leftNanos = Long.MIN_VALUE; // when the map last took it out of the in-sync set: it joins again only after answering since
+    // Messages to it that failed (not delivered, or not answered within the transport's deadline)
+    // since its last answer, and when the first of them failed: see #unreachable.
+    int failedSends;
+    long failingSinceNanos;
     boolean needsSnapshot;
     boolean snapshotInFlight;
     long snapshotFailedNanos = Long.MIN_VALUE;
@@ -878,6 +882,9 @@ final class Replica {
     if (p == null) {
       return;
     }
+    if (p.failedSends++ == 0) {
+      p.failingSinceNanos = nanos.getAsLong();
+    }
     List<ReadWaiter> back = p.awaitingReply.remove(sent);
     if (back != null) {
       p.awaitingSend.addAll(back);
@@ -941,6 +948,7 @@ final class Replica {
       forgetProgress(follower, p);
     }
     p.store = store;
+    p.failedSends = 0; // it answers
     long now = nanos.getAsLong();
     settleReads(follower, p, sent, reply.outcome() == Outcome.OK, after);
     switch (reply.outcome()) {
@@ -1077,6 +1085,19 @@ final class Replica {
     }
   }
 
+  /**
+   * Whether {@code p}'s follower cannot be reached: its messages have failed, and nothing answered,
+   * for {@link ReplicationConfig#unreachableAfter()} and at least two messages in a row. A node
+   * killed or stopped is refused at once by its host, and every heartbeat fails again: its in-sync
+   * shards would otherwise hold their writes (and reads, which every in-sync follower confirms) until
+   * its ZooKeeper session ends or the lag max passes, seconds for every shard it follows. Leaving the
+   * in-sync set is safe at any time (the map takes it out before a write is acknowledged without it);
+   * one lost message or a slow answer does not count, and back, it joins again once caught up.
+   */
+  private boolean unreachable(Progress p, long now) {
+    return p.failedSends >= 2 && now - p.failingSinceNanos >= config.unreachableAfter().toNanos();
+  }
+
   /** The followers a commit waits for: the in-sync ones, and those a proposed change would add. */
   private List<NodeId> maximalInSync() {
     if (proposed == null) {
@@ -1131,7 +1152,8 @@ final class Replica {
       Progress p = e.getValue();
       boolean in = inSync.contains(f);
       boolean lagging = p.replaced || (p.match < lastOffset && now - p.caughtUpNanos > config.lagMax().toNanos())
-          || now - p.answeredNanos > config.lagMax().toNanos(); // silent: reads would wait for it forever
+          || now - p.answeredNanos > config.lagMax().toNanos() // silent: reads would wait for it forever
+          || unreachable(p, now);
       // Back in only if it answers (a silent follower's old match would otherwise let it flap in and out).
       boolean caughtUp = p.match >= commit && p.match >= readyAt && p.trimmed && !p.needsSnapshot
           && now - p.answeredNanos <= config.lagMax().toNanos() / 2 && p.answeredNanos > p.leftNanos;

@@ -8,7 +8,9 @@ import java.time.Duration;
  * @param lagMax how long an in-sync follower may go without holding everything the leader has
  *     before the leader asks to drop it from the in-sync set (writes wait for it until then)
  * @param heartbeat how often a leader tells each follower its commit when it has nothing else to
- *     send (also how stale a follower may fall before it is told)
+ *     send (also how stale a follower may fall before it is told); a follower whose messages keep
+ *     failing for two heartbeats leaves the in-sync set without waiting out the lag max ({@link
+ *     #unreachableAfter})
  * @param maxEntriesPerAppend entries of one shard per message, at most
  * @param maxBytesPerAppend bytes of entries of one shard per message, about (at least one entry)
  * @param writeTimeout how long a write waits for its entry to be committed before it answers that
@@ -55,6 +57,14 @@ public record ReplicationConfig(Duration lagMax, Duration heartbeat, int maxEntr
       throw new IllegalArgumentException("the read lease (" + readLease + ") is 0 (off) or longer than the heartbeat (" + heartbeat
           + ") and shorter than the lag max (" + lagMax + ")");
     }
+  }
+
+  /**
+   * How long a follower's messages must have failed, with no answer between, before its leader asks
+   * to drop it from the in-sync set: two heartbeats, each of which sends to it again.
+   */
+  Duration unreachableAfter() {
+    return heartbeat.multipliedBy(2);
   }
 
   /** The lease a follower's answer gives, on the follower's clock (0: leases off). */
