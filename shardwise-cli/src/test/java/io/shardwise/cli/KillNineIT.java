@@ -390,8 +390,9 @@ class KillNineIT {
    * Replicated tables: a node other than the controller hands every lead it holds (of {@code hist}
    * and of the probe's table) to an in-sync follower, then, a follower only, is killed with {@code
    * kill -9} and restarted 2 to 8 s later. The leaders' writes wait for it only until it leaves
-   * their in-sync sets (the controller drops it when its session ends; a leader drops it past the
-   * lag max), then go on with two replicas; back, it catches up and rejoins every in-sync set.
+   * their in-sync sets (each leader drops it after two heartbeats of refused messages, {@code
+   * Replica.unreachable}; else the controller at its session's end), then go on with two replicas;
+   * back, it catches up and rejoins every in-sync set.
    * Nothing acknowledged may be lost. {@code longest_gap_ms} and {@code others_gap_ms} are the write
    * stall a dead follower causes; a {@code REJOINED} line gives the time from its restart until it
    * is in sync everywhere again.
