@@ -2,13 +2,19 @@ package io.shardwise.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.grpc.Status;
 import io.shardwise.client.ShardDescription;
 import io.shardwise.client.ShardwiseClient;
+import io.shardwise.client.ShardwiseException;
 import io.shardwise.client.TableDescription;
 import io.shardwise.client.TableSpec;
 import io.shardwise.client.Undropped;
 import io.shardwise.core.key.ByteStrings;
+import io.shardwise.proto.v1.PlanRecord;
+import io.shardwise.proto.v1.ResizeRecord;
 import io.shardwise.server.balance.RebalanceRecords;
+import io.shardwise.server.balance.Rebalancing;
+import io.shardwise.server.rpc.Peers;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -16,13 +22,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code shardwise table create|list|describe|drop|undrop|split|merge|presplit}. */
 @Command(name = "table", mixinStandardHelpOptions = true, description = "Create, list, describe, drop, change the replication of, split, merge and presplit tables.",
@@ -308,7 +315,9 @@ final class TableCommand {
 
   @Command(name = "merge", mixinStandardHelpOptions = true,
       description = {"Merge one shard of a range or hashrange table with the next one in order into one new shard.",
-          "Both must be on one node; only the map changes."})
+          "Together (on one node; replicated: the same replicas and leader), only the map changes, at once. Apart, a plan",
+          "moves the smaller to the other's node(s) first (replicas one at a time) and then merges them; it waits for",
+          "'shardwise rebalance approve ID' unless --approve is given."})
   static final class Merge implements Callable<Integer> {
     @Spec CommandSpec spec;
     @Mixin Common common;
@@ -319,13 +328,48 @@ final class TableCommand {
     @Option(names = "--shard", required = true, paramLabel = "N", description = "The first of the two shards, by number.")
     long shard;
 
+    @Option(names = "--approve", description = "Shards apart: approve the plan that brings them together and merges them at once.")
+    boolean approve;
+
     @Override
     public Integer call() {
       ShardwiseClient client = common.cluster.connect();
-      TableDescription t = client.mergeShards(name, shard);
+      TableDescription t;
+      try {
+        t = client.mergeShards(name, shard);
+      } catch (ShardwiseException e) {
+        if (e.code() != Status.Code.FAILED_PRECONDITION) {
+          throw e;
+        }
+        return planMerge(e); // apart: the nodes merge only shards that are together
+      }
       spec.commandLine().getOut().println("merged " + name + "/" + shard + " with the next shard: the table has "
           + Output.count(t.shards().size(), "shard") + " at map epoch " + t.mapEpoch());
       print(spec.commandLine().getOut(), common.output, t, true, false);
+      return Main.EXIT_OK;
+    }
+
+    private int planMerge(ShardwiseException refused) {
+      Rebalancing rebalancing = new Rebalancing(
+          ClusterOptions.coordinator(common.cluster.zk()));
+      PlanRecord plan;
+      try (Peers peers = new Peers(16 << 20)) {
+        plan = rebalancing.merge(peers, name, shard, approve);
+      } catch (IllegalArgumentException e) {
+        throw new CliException(Main.EXIT_FAILURE, refused.getMessage() + " (" + e.getMessage() + ")", e);
+      }
+      ResizeRecord r = plan.getResizes(0);
+      PrintWriter out = spec.commandLine().getOut();
+      if (common.output == OutputFormat.json) {
+        Output.json(out, Output.object().put("plan", plan.getId()).put("state", plan.getState().name().toLowerCase(Locale.ROOT))
+            .put("table", r.getTable()).put("shard", r.getNumber()).put("next", r.getRightNumber()).put("moving", r.getMovingNumber())
+            .put("to", r.getOwner()).put("bytes", r.getBytes()).put("why", r.getWhy()));
+        return Main.EXIT_OK;
+      }
+      out.println("shards " + name + "/" + r.getNumber() + " and " + r.getRightNumber() + " are apart: plan " + plan.getId() + " ("
+          + Rebalancing.describe(plan.getState()) + "): " + r.getWhy());
+      out.println(approve ? "the balancer runs it now; follow it with: shardwise rebalance status --wait"
+          : "run it with: shardwise rebalance approve " + plan.getId() + "   (or reject it: shardwise rebalance reject " + plan.getId() + ")");
       return Main.EXIT_OK;
     }
   }

@@ -1,7 +1,11 @@
 package io.shardwise.server.balance;
 
 import io.shardwise.core.map.NodeId;
+import io.shardwise.core.map.ShardAssignment;
+import io.shardwise.core.map.ShardId;
 import io.shardwise.core.map.ShardMap;
+import io.shardwise.core.map.Table;
+import io.shardwise.core.plan.ShardSize;
 import io.shardwise.proto.v1.MoveRecord;
 import io.shardwise.proto.v1.NodeInfo;
 import io.shardwise.proto.v1.PlanRecord;
@@ -91,6 +95,55 @@ public final class Rebalancing {
     PlanRecord plan = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(PlanRecord.State.PENDING)
         .setReason("operator: isolate a hot key").setCreatedMillis(System.currentTimeMillis()).addResizes(resize).build());
     return approve ? approve(plan.getId()) : plan;
+  }
+
+  /**
+   * Makes a plan that merges shard {@code number} of {@code table} with the next one in order when
+   * the two are apart — on two nodes; replicated: on other replicas or under another leader, which
+   * {@code table merge} refuses — and stores it as pending, or approved with {@code approve}. The
+   * smaller by bytes moves to the other's node(s) first (replicated: a replica at a time, each new
+   * one built and in sync before the one it replaces goes), never onto a draining node; then the two
+   * merge, as the balancer's merge policy does ({@link Resizer.Merge}).
+   *
+   * @throws IllegalArgumentException for no such table or shard, a table that does not merge, the
+   *     last shard, neighbours already together (merge them directly) or that cannot be brought
+   *     together (a change of the table's factor under way, both on draining nodes)
+   * @throws IllegalStateException with {@code approve}, if another plan is approved or running
+   */
+  public PlanRecord merge(Peers peers, String table, long number, boolean approve) {
+    ShardMap map = coordinator.readMapSynced().map();
+    Table t = map.table(table).orElseThrow(() -> new IllegalArgumentException("no table '" + table + "'"));
+    ShardAssignment left;
+    ShardAssignment right;
+    try {
+      right = ShardSplits.nextInOrder(t, number, map.epoch());
+      left = t.shard(number).orElseThrow();
+    } catch (io.grpc.StatusRuntimeException e) {
+      throw new IllegalArgumentException(e.getStatus().getDescription(), e);
+    }
+    if (left.replicas().size() != right.replicas().size()) {
+      throw new IllegalArgumentException("shard " + left.id() + " has " + left.replicas().size() + " replicas and the next one, " + right.id()
+          + ", " + right.replicas().size() + ": the table's replicas per shard are changing; merge them once both have the same number");
+    }
+    Map<ShardId, ShardSize> sizes = PlanMaker.sizes(peers, coordinator.liveNodesNow());
+    Resizer.Merge merge = Resizer.Merge.of(t, left, right, bytesOf(sizes, left), bytesOf(sizes, right), records.drains());
+    if (merge == null) {
+      throw new IllegalArgumentException("shards " + left.id() + " and " + right.id() + " are both on draining nodes, and no move goes"
+          + " to a draining node; undrain one first");
+    }
+    if (!merge.record().getMovesFirst()) {
+      throw new IllegalArgumentException("shards " + left.id() + " and " + right.id() + " are together already"
+          + " (shardwise table merge merges them at once)");
+    }
+    PlanRecord plan = records.create(PlanRecord.newBuilder().setBaseEpoch(map.epoch()).setState(PlanRecord.State.PENDING)
+        .setReason("operator: merge shards apart").setCreatedMillis(System.currentTimeMillis())
+        .addResizes(merge.record().setWhy("operator: table merge" + merge.movesFirst())).build());
+    return approve ? approve(plan.getId()) : plan;
+  }
+
+  private static long bytesOf(Map<ShardId, ShardSize> sizes, ShardAssignment s) {
+    ShardSize size = sizes.get(s.id());
+    return size == null ? 0 : size.bytes();
   }
 
   /** How long a plan waits for the nodes to report the ranges a ring join made, before it counts them as empty. */

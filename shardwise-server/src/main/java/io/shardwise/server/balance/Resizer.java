@@ -254,21 +254,11 @@ final class Resizer {
             || !mine.contains(left.id().number()) || !mine.contains(right.id().number())) {
           continue;
         }
-        boolean replicated = t.replication().replicated();
-        if (replicated && left.replicas().size() != right.replicas().size()) {
+        if (t.replication().replicated() && left.replicas().size() != right.replicas().size()) {
           continue; // a change of the table's factor is under way: its replicas are added or removed first
         }
-        // Apart (on two nodes; replicated: on other replicas or another leader), the smaller moves to
-        // the larger's node(s) first, never onto a draining node.
-        ShardAssignment staying = l.getApproximateBytes() >= r.getApproximateBytes() ? left : right;
-        ShardAssignment moving = staying == left ? right : left;
-        if (onDraining(staying, replicated, draining)) {
-          ShardAssignment swap = staying;
-          staying = moving;
-          moving = swap;
-        }
-        boolean apart = replicated ? !left.sameReplicas(right) : !left.owner().equals(right.owner());
-        if (apart && onDraining(staying, replicated, draining)) {
+        Merge merge = Merge.of(t, left, right, l.getApproximateBytes(), r.getApproximateBytes(), draining);
+        if (merge == null) {
           continue;
         }
         long bytes = l.getApproximateBytes() + r.getApproximateBytes();
@@ -276,22 +266,10 @@ final class Resizer {
         boolean small = bytesLimit <= 0 || bytes < fraction * bytesLimit;
         boolean quiet = busiest >= 0 && (rpsLimit <= 0 || busiest < fraction * rpsLimit);
         if (small && quiet) {
-          ResizeRecord.Builder merge = ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.MERGE).setTable(t.name()).setTableId(t.id())
-              .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(staying.owner().value()).setBytes(bytes)
-              .setRequestsPerSecond(busiest).setState(ResizeRecord.State.WAITING);
-          String first = "";
-          if (apart) {
-            long movingBytes = (moving == left ? l : r).getApproximateBytes();
-            merge.setMovesFirst(true).setMovingNumber(moving.id().number()).setMovingFrom(moving.owner().value());
-            first = replicated ? "; shard " + moving.id().number() + "'s replicas move from " + moving.replicas() + " to "
-                + staying.replicas() + " first, led from " + staying.owner() + " (about " + bytes(movingBytes) + " each)"
-                : "; shard " + moving.id().number() + " moves from " + moving.owner() + " to " + staying.owner() + " first (about "
-                + bytes(movingBytes) + ")";
-          }
-          mergesWanted.add(merge.setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s, at most %,d requests/s in each of the"
-                  + " last %d s%s%s", bytes(bytes), bytesLimit > 0 ? " (under " + Math.round(100 * fraction) + "% of " + bytes(bytesLimit)
-                  + ")" : "", busiest, mergeWindow, rpsLimit > 0 ? String.format(Locale.ROOT, " (under %.0f%% of %,d)", 100 * fraction,
-                  rpsLimit) : "", first))
+          mergesWanted.add(merge.record().setRequestsPerSecond(busiest).setWhy(String.format(Locale.ROOT, "small and quiet: %s together%s,"
+                  + " at most %,d requests/s in each of the last %d s%s%s", bytes(bytes), bytesLimit > 0 ? " (under "
+                  + Math.round(100 * fraction) + "% of " + bytes(bytesLimit) + ")" : "", busiest, mergeWindow, rpsLimit > 0
+                  ? String.format(Locale.ROOT, " (under %.0f%% of %,d)", 100 * fraction, rpsLimit) : "", merge.movesFirst()))
               .build());
           i++; // each shard in one merge at most
         }
@@ -713,6 +691,53 @@ final class Resizer {
       } catch (RuntimeException e) {
         throw new MoveFailed(context + ", and a step did not finish: " + e.getMessage(), e);
       }
+    }
+  }
+
+  /**
+   * A merge of two neighbours as a plan's record (waiting), and what its reason says of a move
+   * first ("" if none). Apart — on two nodes; replicated: on other replicas or under another
+   * leader — the smaller by bytes moves to the larger's node(s) first ({@link #coLocate} runs it),
+   * never onto a draining node. The balancer's merge policy and an operator's {@code table merge}
+   * make their records here.
+   */
+  record Merge(ResizeRecord.Builder record, String movesFirst) {
+
+    /**
+     * @param right the shard after {@code left} in order
+     * @return null if they are apart and both are on draining nodes (no move may go there)
+     */
+    static Merge of(Table t, ShardAssignment left, ShardAssignment right, long leftBytes, long rightBytes, Set<NodeId> draining) {
+      boolean replicated = t.replication().replicated();
+      ShardAssignment staying = leftBytes >= rightBytes ? left : right;
+      ShardAssignment moving = staying == left ? right : left;
+      if (onDraining(staying, replicated, draining)) {
+        ShardAssignment swap = staying;
+        staying = moving;
+        moving = swap;
+      }
+      boolean apart = replicated ? !left.sameReplicas(right) : !left.owner().equals(right.owner());
+      if (apart && onDraining(staying, replicated, draining)) {
+        return null;
+      }
+      ResizeRecord.Builder merge = ResizeRecord.newBuilder().setKind(ResizeRecord.Kind.MERGE).setTable(t.name()).setTableId(t.id())
+          .setNumber(left.id().number()).setRightNumber(right.id().number()).setOwner(staying.owner().value())
+          .setBytes(leftBytes + rightBytes).setState(ResizeRecord.State.WAITING);
+      if (!apart) {
+        return new Merge(merge, "");
+      }
+      long movingBytes = moving == left ? leftBytes : rightBytes;
+      merge.setMovesFirst(true).setMovingNumber(moving.id().number()).setMovingFrom(moving.owner().value());
+      if (!replicated) {
+        return new Merge(merge, "; shard " + moving.id().number() + " moves from " + moving.owner() + " to " + staying.owner()
+            + " first (about " + bytes(movingBytes) + ")");
+      }
+      if (Set.copyOf(moving.replicas()).equals(Set.copyOf(staying.replicas()))) {
+        return new Merge(merge, "; the lead of shard " + moving.id().number() + " moves from " + moving.owner() + " to "
+            + staying.owner() + " first (no data moves)");
+      }
+      return new Merge(merge, "; shard " + moving.id().number() + "'s replicas move from " + moving.replicas() + " to "
+          + staying.replicas() + " first, led from " + staying.owner() + " (about " + bytes(movingBytes) + " each)");
     }
   }
 

@@ -232,12 +232,7 @@ public final class ShardSplits {
     if (!before.replication().replicated()) {
       return coordinator.updateMap(map -> Optional.of(mergeDelta(map, table, number, expectedRight, Map.of())));
     }
-    ShardAssignment left = shardOf(before, number, current.epoch());
-    int position = before.positionOf(left.id());
-    if (position + 1 >= before.shards().size()) {
-      throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
-    }
-    long right = before.shards().get(position + 1).id().number();
+    long right = nextInOrder(before, number, current.epoch()).id().number();
     mergeDelta(current, table, number, right, null); // a merge that cannot be made is refused before any write is held
     return cutReplicated(before, List.of(number, right), (map, quiesced) -> mergeDelta(map, table, number, right, quiesced));
   }
@@ -246,14 +241,7 @@ public final class ShardSplits {
   private static ShardMapDelta mergeDelta(ShardMap map, String table, long number, long expectedRight, Map<Long, QuiescedShard> quiesced) {
     Table t = map.table(table).orElseThrow(() -> Errors.noSuchTable(table, map.epoch()));
     ShardAssignment left = shardOf(t, number, map.epoch());
-    if (!t.layout().splittable()) {
-      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
-    }
-    int position = t.positionOf(left.id());
-    if (position + 1 >= t.shards().size()) {
-      throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
-    }
-    ShardAssignment right = t.shards().get(position + 1);
+    ShardAssignment right = nextInOrder(t, number, map.epoch());
     if (expectedRight >= 0 && right.id().number() != expectedRight) {
       throw Status.FAILED_PRECONDITION.withDescription("the shard after " + left.id() + " is now " + right.id() + ", not shard "
           + expectedRight).asRuntimeException();
@@ -427,6 +415,24 @@ public final class ShardSplits {
         : " holds a single partition key" + (t.layout().hashRanges() ? " hash" : "") + " (" + point.getKeys() + " keys, "
             + point.getBytes() + " bytes)") + ": there is no split by size; " + alternative
         + (point.getKeys() == 0 ? "" : " (a single hot or large partition is a hotspot to isolate, not a split)")).asRuntimeException();
+  }
+
+  /**
+   * The shard that shard {@code number} of {@code t} would merge with: the next one in order.
+   *
+   * @throws io.grpc.StatusRuntimeException NOT_FOUND for no such shard, INVALID_ARGUMENT for a
+   *     strategy that does not merge or the last shard
+   */
+  public static ShardAssignment nextInOrder(Table t, long number, long epoch) {
+    ShardAssignment left = shardOf(t, number, epoch);
+    if (!t.layout().splittable()) {
+      throw Errors.invalid("table " + t.name() + " is " + t.layout().strategy() + "; " + io.shardwise.core.partition.ShardLayout.SPLITTABLE);
+    }
+    int position = t.positionOf(left.id());
+    if (position + 1 >= t.shards().size()) {
+      throw Errors.invalid("shard " + left.id() + " is the last in order; merge the shard before it instead");
+    }
+    return t.shards().get(position + 1);
   }
 
   static ShardAssignment shardOf(Table t, long number, long epoch) {

@@ -326,4 +326,22 @@ class ResizerTest {
     assertThat(Resizer.propose(AUTO, map, stats(map, new long[] {1_000, 3_000, 0, 0}, quiet, 10, Map.of()), LIVE, id -> both, Set.of(),
         Set.of(n3), (shard, why) -> { })).isEmpty();
   }
+
+  /** Neighbours on the same replicas under two leaders are brought together by moving a lead alone, and the reason says so. */
+  @Test
+  void replicatedNeighboursUnderTwoLeadersOnTheSameReplicasMoveALeadNotData() {
+    NodeId n3 = NodeId.of("n3");
+    PartitionerSpec spec = PartitionerSpec.builder(Strategy.RANGE).hash(HashFunctions.murmur3_128()).splitPoints(List.of(b("m"))).build();
+    ShardLayout.Initial initial = ShardLayout.initial(spec, 2, 1, KeySample.empty());
+    ShardMap map = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, initial.layout(), List.of(N1, N2),
+        List.of(List.of(N2, n3), List.of(N1, n3)), io.shardwise.core.map.Replication.of(3)).build());
+    io.shardwise.core.map.Table t = map.table("t").orElseThrow();
+    Resizer.Merge merge = Resizer.Merge.of(t, t.shards().get(0), t.shards().get(1), 1_000, 3_000, Set.of());
+    assertThat(merge.record().getMovesFirst()).isTrue();
+    assertThat(merge.record().getMovingNumber()).isEqualTo(t.shards().get(0).id().number());
+    assertThat(merge.record().getOwner()).isEqualTo("n2");
+    assertThat(merge.movesFirst()).isEqualTo("; the lead of shard " + t.shards().get(0).id().number() + " moves from n1 to n2 first (no data"
+        + " moves)");
+    assertThat(Resizer.Merge.of(t, t.shards().get(0), t.shards().get(0), 1_000, 3_000, Set.of()).movesFirst()).as("together").isEmpty();
+  }
 }
