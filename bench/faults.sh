@@ -4,7 +4,8 @@
 # source, of the destination and of the balancer's leader, and SIGSTOP of ZooKeeper for 1-8 s; kill -9 of an owner right
 # after splits and a merge of its shard; kill -9 of a leader after a table began to keep replicas, and of an
 # owner after it went back to one; kill -9 of a new leader right after planned lead handovers; kill -9 of a
-# replica while replicated neighbours' replicas are matched for a merge; kill -9 of a follower (its leads handed away first); kill -9 of a node during cross-shard transfers (checked by the bank's total and every transfer's outcome); each
+# replica while replicated neighbours' replicas are matched for a merge; kill -9 of a follower (its leads handed away first); kill -9 of
+# the controller while it fails a killed leader's shards over; kill -9 of a node during cross-shard transfers (checked by the bank's total and every transfer's outcome); each
 # run checked for linearizability by io.shardwise.bench.history) once per seed, and prints one line
 # per run plus a summary per scenario.
 #
@@ -19,7 +20,7 @@
 # Every scenario runs here, those tagged "campaign" too (mvn verify leaves them out).
 #
 # Each seed takes about 17 minutes on 2 cores (24 scenarios, 30-80 s each). The output's FAULT-RUN lines (and INDEX-CHECK lines of
-# the scenarios with an indexed table; REJOINED, REBUILT and FAILED-OVER lines of the scenarios that time a recovery) are what
+# the scenarios with an indexed table; REJOINED, REBUILT, MID-FAILOVER and FAILED-OVER lines of the scenarios that time a recovery) are what
 # docs/reliability.md records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ log=$(mktemp -t shardwise-faults.XXXXXX)
 status=0
 mvn -B -q -o verify -pl shardwise-cli -am -DskipUTs -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test="KillNineIT$only" \
   -Dshardwise.faults.seeds="$seeds" -Dshardwise.it.excludedGroups=none $extra >"$log" 2>&1 || status=$?
-runs=$(grep -h '^FAULT-RUN\|^INDEX-CHECK\|^REJOINED\|^REBUILT\|^FAILED-OVER' shardwise-cli/target/failsafe-reports/io.shardwise.cli.KillNineIT-output.txt 2>/dev/null | sort -u || true)
+runs=$(grep -h '^FAULT-RUN\|^INDEX-CHECK\|^REJOINED\|^REBUILT\|^FAILED-OVER\|^MID-FAILOVER' shardwise-cli/target/failsafe-reports/io.shardwise.cli.KillNineIT-output.txt 2>/dev/null | sort -u || true)
 echo "$runs"
 echo "$runs" | awk '
   /^FAULT-RUN/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }

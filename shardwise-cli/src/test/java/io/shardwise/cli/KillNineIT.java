@@ -794,6 +794,67 @@ class KillNineIT {
   }
 
   /**
+   * Replicated tables on four nodes: {@code kill -9} of a node that leads shards but not the
+   * balancer, then — the moment its session has expired, while the controller fails its shards over
+   * (0 to 600 ms after its node left ZooKeeper: before, during or after the failover's
+   * compare-and-set) — {@code kill -9} of the controller. The next controller must finish what the
+   * dead one started, from the map as it is (a second failover of shards the first gave to the
+   * controller itself): every shard led by a live node again, nothing acknowledged lost, no stale
+   * read. Both come back later, 1 to 4 s and 0 to 4 s apart. The run prints how many of the first
+   * node's shards the dead controller had failed over ({@code MID-FAILOVER}) and when every shard
+   * was led by a live node ({@code FAILED-OVER}, from the first kill); {@code struck_writable_ms}
+   * is counted from the first kill.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  @Tag(CAMPAIGN)
+  void theControllerKilledDuringAFailoverLeavesItToTheNextAndLosesNothing(long seed) throws Exception {
+    List<String> nodes = List.of("n1", "n2", "n3", "n4");
+    Map<String, String[]> commands = new java.util.LinkedHashMap<>();
+    nodes.forEach(n -> commands.put(n, nodeCommand(n, zk)));
+    processes.startAll(commands);
+    try (ShardwiseClient admin = client(nodes)) {
+      admin.createTable("hist", REPLICATED); // replicas on all four nodes, so most shards keep two live replicas
+    }
+    SplittableRandom random = new SplittableRandom(seed);
+    checkedRun("replicas-kill-controller-mid-failover", seed, Duration.ofSeconds(25), REPLICATED, () -> {
+      Thread.sleep(2_000 + random.nextInt(2_000));
+      String controller = controller();
+      try (Coordinator admin = Coordinator.connect(zk, Duration.ofSeconds(10), Duration.ofSeconds(10))) {
+        List<String> leaders = admin.syncedMap().tables().values().stream().flatMap(t -> t.shards().stream())
+            .map(a -> a.owner().value()).filter(n -> !n.equals(controller)).distinct().sorted().toList();
+        String first = leaders.get(random.nextInt(leaders.size()));
+        NodeId firstId = NodeId.of(first);
+        NodeId controllerId = NodeId.of(controller);
+        long led = ledBy(admin, firstId);
+        processes.kill9(first);
+        Struck struck = Struck.now(first);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(10))
+            .until(() -> !admin.liveNodesNow().containsKey(firstId));
+        Thread.sleep(random.nextInt(600));
+        processes.kill9(controller);
+        long stillLed = ledBy(admin, firstId); // the dead controller's last compare-and-set, if any, is stored by now or never
+        System.out.printf("MID-FAILOVER scenario=replicas-kill-controller-mid-failover seed=%d first=%s controller=%s shards_led=%d"
+            + " failed_over_by_the_dead_controller=%d%n", seed, first, controller, led, led - stillLed);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+            .until(() -> ledBy(admin, firstId) == 0 && ledBy(admin, controllerId) == 0);
+        System.out.printf("FAILED-OVER scenario=replicas-kill-controller-mid-failover seed=%d after_ms=%d%n", seed,
+            (System.nanoTime() - struck.back()) / 1_000_000);
+        Thread.sleep(1_000 + random.nextInt(3_000));
+        startNode(first);
+        Thread.sleep(random.nextInt(4_000));
+        startNode(controller);
+        return struck;
+      }
+    });
+  }
+
+  /** The shards of every table the map names {@code node} the leader of. */
+  private static long ledBy(Coordinator admin, NodeId node) {
+    return admin.syncedMap().tables().values().stream().flatMap(t -> t.shards().stream()).filter(a -> a.owner().equals(node)).count();
+  }
+
+  /**
    * Replicated tables: the controller's node stopped with SIGSTOP for 5 to 8 s — longer than its
    * ZooKeeper session (4 s), so its shards fail over while it stands still, and it wakes up believing
    * it leads them. It must not acknowledge a write or answer a read as their leader any more (its
