@@ -58,7 +58,9 @@ class KillNineIT {
    * killed: {@code ReplicationTest}'s minimum in-sync refusal; a leader paused past its session: the
    * leader cut off from ZooKeeper here; replicated neighbours apart merged under a kill: {@code
    * ReplicationTest}'s merge of such neighbours under the history check, and the replica move and
-   * replicated merge kill scenarios here).
+   * replicated merge kill scenarios here; the controller killed during a failover: the replication
+   * simulation, whose controller plans each failover from the map alone, and the leader-and-controller
+   * kill here).
    */
   static final String CAMPAIGN = "campaign";
 
