@@ -48,7 +48,14 @@ class HotspotsTest {
       JsonNode report;
       String text;
       try {
-        report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+        // A shard's per-second history holds completed seconds only: a report taken within the table's
+        // first second has none yet, so the report is asked again until it has one.
+        JsonNode[] asked = new JsonNode[1];
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> {
+          asked[0] = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+          return asked[0].get("shards").get(0).get("shareOfTableBySecond").size() > 0;
+        });
+        report = asked[0];
         text = run("hotspots", "--zk", cluster.zk(), "--interval", "1s", "--shards", "2", "--keys", "2");
       } finally {
         running.set(false);
@@ -95,7 +102,14 @@ class HotspotsTest {
       try {
         // Enough inserts that the 1-in-16 sample holds well over MONOTONIC_MIN_WRITES of them, however slow the machine.
         org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).until(() -> inserted.get() >= 40 * HotspotReport.MONOTONIC_MIN_WRITES);
-        report = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+        // A shard's per-second history holds completed seconds only: a report taken within the table's
+        // first second has none yet, so the report is asked again until it has one.
+        JsonNode[] asked = new JsonNode[1];
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> {
+          asked[0] = new ObjectMapper().readTree(run("hotspots", "--zk", cluster.zk(), "--interval", "1500ms", "-o", "json"));
+          return asked[0].get("shards").get(0).get("shareOfTableBySecond").size() > 0;
+        });
+        report = asked[0];
         watched = run("hotspots", "--zk", cluster.zk(), "--interval", "200ms", "--watch", "--count", "2");
       } finally {
         running.set(false);
