@@ -90,7 +90,9 @@ public final class LinearizabilityChecker {
     }
     ops.sort(Comparator.comparingLong(Op::invoked));
     Search search = new Search(ops, maxStates);
-    if (deep(() -> search.run(new BitSet(ops.size()), State.INITIAL))) {
+    boolean linearizable = ops.size() <= SHALLOW_OPS ? search.run(new BitSet(ops.size()), State.INITIAL)
+        : deep(() -> search.run(new BitSet(ops.size()), State.INITIAL));
+    if (linearizable) {
       return Optional.empty();
     }
     List<Op> stuck = new ArrayList<>();
@@ -106,6 +108,13 @@ public final class LinearizabilityChecker {
    * a thread of its own with this much stack (reserved, and used only as deep as it goes).
    */
   private static final long SEARCH_STACK_BYTES = 1L << 30;
+
+  /**
+   * A history this short searches on the caller's thread: its depth (one frame per operation) fits
+   * any thread's default stack, and a thread of its own would cost more than the search (the
+   * simulations check thousands of short histories).
+   */
+  private static final int SHALLOW_OPS = 500;
 
   private static boolean deep(java.util.function.BooleanSupplier search) {
     boolean[] found = new boolean[1];

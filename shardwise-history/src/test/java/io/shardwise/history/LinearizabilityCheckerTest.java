@@ -31,6 +31,29 @@ class LinearizabilityCheckerTest {
   }
 
   @Test
+  void theLongestHistorySearchedOnTheCallersThreadFitsASmallStack() throws InterruptedException {
+    // Histories of up to SHALLOW_OPS operations skip the search's own thread; 500 frames must fit a
+    // stack well below any thread's default (1 MiB on Linux x64): here 256 KiB, interpreted or not.
+    List<Op> history = new java.util.ArrayList<>();
+    long t = 0;
+    for (int v = 1; v <= 250; v++) {
+      history.add(Op.put(1, "v" + v, t++, t++, OK, v));
+      history.add(Op.get(2, "v" + v, v, t++, t++));
+    }
+    Object[] result = new Object[1];
+    Thread small = new Thread(null, () -> {
+      try {
+        result[0] = LinearizabilityChecker.checkKey("k", history);
+      } catch (Throwable e) {
+        result[0] = e;
+      }
+    }, "small-stack", 256 * 1024);
+    small.start();
+    small.join();
+    assertThat(result[0]).isEqualTo(java.util.Optional.empty());
+  }
+
+  @Test
   void aSequentialHistoryThatFollowsTheModelPasses() {
     assertThat(linearizable(
         Op.put(1, "a", 0, 1, OK, 1),

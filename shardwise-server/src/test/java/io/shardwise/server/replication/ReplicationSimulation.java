@@ -141,6 +141,8 @@ final class ReplicationSimulation {
   private final Stats stats = new Stats();
   private final ArrayDeque<String> trace = new ArrayDeque<>();
   private final List<SimNode> nodes = new ArrayList<>();
+  /** The same nodes by id: the replica check looks them up at every step. */
+  private final java.util.Map<NodeId, SimNode> byId = new java.util.HashMap<>();
   private final List<SimClient> clients = new ArrayList<>();
   private final List<Event> pending = new ArrayList<>();
   private final Map<String, List<Op>> history = new TreeMap<>();
@@ -196,7 +198,9 @@ final class ReplicationSimulation {
     stored = ShardMap.EMPTY.apply(ShardMapDelta.on(ShardMap.EMPTY).createTable("t", spec, layout, owners, followers,
         Replication.of(3)).build());
     for (int n = 1; n <= NODES; n++) {
-      nodes.add(new SimNode(NodeId.of("n" + n)));
+      SimNode node = new SimNode(NodeId.of("n" + n));
+      nodes.add(node);
+      byId.put(node.id, node);
     }
     ShardMapDelta.Builder grants = ShardMapDelta.on(stored);
     nodes.forEach(n -> grants.add(new ShardMapDelta.GrantStore(n.id, n.engine.storeId())));
@@ -430,7 +434,11 @@ final class ReplicationSimulation {
   }
 
   private SimNode node(NodeId id) {
-    return nodes.stream().filter(n -> n.id.equals(id)).findFirst().orElseThrow();
+    SimNode n = byId.get(id);
+    if (n == null) {
+      throw new java.util.NoSuchElementException("no node " + id);
+    }
+    return n;
   }
 
   // ------------------------------------------------------------------ the controller
@@ -1038,10 +1046,12 @@ final class ReplicationSimulation {
     Table t = stored.table("t").orElseThrow();
     for (ShardAssignment a : t.shards()) {
       ShardRef ref = ShardRef.of(t, a.id().number());
+      List<NodeId> inSync = a.inSyncReplicas();
+      SimNode leader = node(a.owner());
       for (SimNode n : nodes) {
         ReplicaStorage log = n.engine.replicaStorage();
         ReplicaStorage.LogState s = log.state(ref);
-        for (NodeId holder : a.inSyncReplicas()) {
+        for (NodeId holder : inSync) {
           SimNode m = node(holder);
           ReplicaStorage theirs = m.engine.replicaStorage();
           ReplicaStorage.LogState l = theirs.state(ref);
@@ -1058,9 +1068,8 @@ final class ReplicationSimulation {
             }
           }
         }
-        SimNode leader = node(a.owner());
         ReplicaStorage.LogState l = leader.engine.replicaStorage().state(ref);
-        if (end && a.inSyncReplicas().contains(n.id)) {
+        if (end && inSync.contains(n.id)) {
           if (s.appliedOffset() != l.appliedOffset()) {
             throw new Violation("at the end " + n.id + " applied " + ref + " up to " + s.appliedOffset() + ", the leader " + leader.id + " up to "
                 + l.appliedOffset());
