@@ -83,6 +83,9 @@ public final class LinearizabilityChecker {
   static Optional<Violation> checkKey(String key, List<Op> history, int maxStates) {
     List<Op> ops = new ArrayList<>();
     for (Op op : history) {
+      if (op.completed() < op.invoked() && op.outcome() != Op.Outcome.UNKNOWN) {
+        throw new IllegalArgumentException("an operation on " + key + " completed before it was invoked: " + op);
+      }
       boolean neverHappened = op.outcome() == Op.Outcome.FAILED && op.kind() != Op.Kind.PUT_IF_VERSION;
       if (!neverHappened) {
         ops.add(op);
@@ -90,8 +93,8 @@ public final class LinearizabilityChecker {
     }
     ops.sort(Comparator.comparingLong(Op::invoked));
     Search search = new Search(ops, maxStates);
-    boolean linearizable = ops.size() <= SHALLOW_OPS ? search.run(new BitSet(ops.size()), State.INITIAL)
-        : deep(() -> search.run(new BitSet(ops.size()), State.INITIAL));
+    boolean linearizable = ops.size() <= SHALLOW_OPS ? search.run(new BitSet(ops.size()), 0, State.INITIAL)
+        : deep(() -> search.run(new BitSet(ops.size()), 0, State.INITIAL));
     if (linearizable) {
       return Optional.empty();
     }
@@ -184,6 +187,12 @@ public final class LinearizabilityChecker {
     }
   }
 
+  /**
+   * A search state as memoised: the placed operations as the first unplaced one (all before it are
+   * placed) and the placed ones from there on, and the model's state.
+   */
+  private record Visited(int firstUnplaced, BitSet placedFromThere, State state) {}
+
   /** Depth-first search over (operations placed, state), memoised. */
   private static final class Search {
     private final List<Op> ops;
@@ -227,13 +236,13 @@ public final class LinearizabilityChecker {
       }
     }
 
-    boolean run(BitSet placed, State state) {
-      int placedMust = 0;
-      for (int i = placed.nextSetBit(0); i >= 0; i = placed.nextSetBit(i + 1)) {
-        if (ops.get(i).mustLinearize()) {
-          placedMust++;
-        }
-      }
+    /**
+     * Whether the unplaced operations can follow {@code placed} from {@code state}; {@code
+     * placedMust}: how many of the placed ones had to take effect. Each step costs the operations
+     * concurrent with the first unplaced one, not the history's length: the operations before that
+     * one are all placed, and none after the earliest unplaced return can go next.
+     */
+    boolean run(BitSet placed, int placedMust, State state) {
       if (placedMust == mustPlace) {
         return true;
       }
@@ -241,17 +250,22 @@ public final class LinearizabilityChecker {
         exhausted = true;
         return false;
       }
-      if (!seen.add(List.of(placed.clone(), state))) {
+      int first = placed.nextClearBit(0); // every operation before it is placed
+      if (!seen.add(new Visited(first, placed.get(first, Math.max(first, placed.length())), state))) {
         return false;
       }
       // An operation may go next if no unplaced operation completed before it was invoked.
       long earliestReturn = Long.MAX_VALUE;
-      for (int i = placed.nextClearBit(0); i < ops.size(); i = placed.nextClearBit(i + 1)) {
-        earliestReturn = Math.min(earliestReturn, ops.get(i).returned());
+      for (int i = first; i < ops.size(); i = placed.nextClearBit(i + 1)) {
+        Op op = ops.get(i);
+        if (op.invoked() > earliestReturn) {
+          break; // sorted by invocation, and none returns before it was invoked: no later one returns earlier
+        }
+        earliestReturn = Math.min(earliestReturn, op.returned());
       }
       List<Integer> frontier = new ArrayList<>();
       BitSet classesTried = new BitSet();
-      for (int i = placed.nextClearBit(0); i < ops.size(); i = placed.nextClearBit(i + 1)) {
+      for (int i = first; i < ops.size(); i = placed.nextClearBit(i + 1)) {
         Op op = ops.get(i);
         if (op.invoked() > earliestReturn) {
           break; // sorted by invocation: every later one is too late as well
@@ -273,7 +287,7 @@ public final class LinearizabilityChecker {
         State next = state.apply(effects.get(i));
         if (next != null) {
           placed.set(i);
-          boolean ok = run(placed, next);
+          boolean ok = run(placed, placedMust + (ops.get(i).mustLinearize() ? 1 : 0), next);
           placed.clear(i);
           if (ok) {
             return true;

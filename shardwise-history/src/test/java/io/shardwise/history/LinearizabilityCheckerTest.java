@@ -54,6 +54,13 @@ class LinearizabilityCheckerTest {
   }
 
   @Test
+  void anOperationThatCompletedBeforeItWasInvokedIsRefusedAsAMalformedHistory() {
+    // The search relies on every operation returning after its invocation; a recorder that breaks it is named.
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> linearizable(Op.put(1, "a", 5, 4, OK, 1)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("completed before it was invoked");
+  }
+
+  @Test
   void aSequentialHistoryThatFollowsTheModelPasses() {
     assertThat(linearizable(
         Op.put(1, "a", 0, 1, OK, 1),
