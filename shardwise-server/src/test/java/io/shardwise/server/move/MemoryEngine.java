@@ -233,7 +233,7 @@ public final class MemoryEngine implements ShardEngine {
     }
     long live = 0;
     long bytes = 0;
-    try (DataOutputStream out = new DataOutputStream(Files.newOutputStream(file))) {
+    try (DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(Files.newOutputStream(file)))) {
       out.writeInt(range.size());
       for (var e : range.entrySet()) {
         write(out, e.getKey());
@@ -270,7 +270,7 @@ public final class MemoryEngine implements ShardEngine {
     if (file == null) {
       return;
     }
-    try (DataInputStream in = new DataInputStream(Files.newInputStream(file))) {
+    try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(Files.newInputStream(file)))) {
       for (int n = in.readInt(); n > 0; n--) {
         data.put(read(in), read(in));
       }

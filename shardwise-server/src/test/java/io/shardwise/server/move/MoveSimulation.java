@@ -131,6 +131,8 @@ final class MoveSimulation {
 
   private static final int SHARDS = 4;
   private static final int KEYS = 10;
+  private static final String[] KEY_NAMES = java.util.stream.IntStream.range(0, KEYS).mapToObj(k -> "k" + k).toArray(String[]::new);
+  private static final byte[][] ENCODED_KEYS = java.util.Arrays.stream(KEY_NAMES).map(k -> Key.of(k).encode()).toArray(byte[][]::new);
   private static final int CLIENTS = 3;
   private static final int EVENTS = 120;
   private static final int MAX_NESTED_MOVES = 2;
@@ -147,6 +149,7 @@ final class MoveSimulation {
   private final Map<String, Model> model = new TreeMap<>();
   private final Map<String, NodeId> ownerAtEpoch = new HashMap<>();
   private final Map<Long, Long> shardEpoch = new HashMap<>();
+  private final Map<String, ShardRef> refs = new HashMap<>(); // see refOf
   /** Meters that record nothing (a composite over no registry): the simulation reads none, and a timer's percentiles cost more than a seed. */
   private final MoveMetrics metrics = new MoveMetrics(new CompositeMeterRegistry());
   private final String table = "t";
@@ -517,7 +520,7 @@ final class MoveSimulation {
       retry(c);
       return;
     }
-    String key = "k" + rnd.nextInt(KEYS);
+    String key = KEY_NAMES[rnd.nextInt(KEYS)];
     int kind = rnd.nextInt(100);
     if (kind < 35) {
       SimNode n = route(c, key);
@@ -559,9 +562,12 @@ final class MoveSimulation {
     return n;
   }
 
-  private ShardRef refOf(ShardMap map, String key) {
-    var t = map.table(table).orElseThrow();
-    return ShardRef.of(t, t.shardFor(Key.of(key).partitionKey()).id().number());
+  /** A key's shard in the stored map: computed once per key, as MOD placement never changes a key's shard number. */
+  private ShardRef refOf(String key) {
+    return refs.computeIfAbsent(key, k -> {
+      var t = stored.table(table).orElseThrow();
+      return ShardRef.of(t, t.shardFor(Key.of(k).partitionKey()).id().number());
+    });
   }
 
   private void refresh(SimClient c) {
@@ -576,7 +582,7 @@ final class MoveSimulation {
   }
 
   private void read(SimNode n, String key) {
-    ShardRef ref = refOf(stored, key); // MOD placement: a key's shard number never changes
+    ShardRef ref = refOf(key); // MOD placement: a key's shard number never changes
     Versioned got = n.shards.get(ref, Key.of(key).encode());
     servedByOwner(n, ref, "get " + key);
     stats.reads++;
@@ -592,7 +598,7 @@ final class MoveSimulation {
     if (n == null) {
       return;
     }
-    ShardRef ref = refOf(stored, w.key);
+    ShardRef ref = refOf(w.key);
     if (chance(0.05)) {
       stats.requestsLost++;
       note("client " + c.id + ": " + w + " to " + n.id + ": request lost");
@@ -672,10 +678,10 @@ final class MoveSimulation {
   /** Every key on its owner's store (whether the owner is up or not: the store outlives the process) equals the model. */
   private void checkStores() {
     for (int k = 0; k < KEYS; k++) {
-      String key = "k" + k;
-      ShardRef ref = refOf(stored, key);
+      String key = KEY_NAMES[k];
+      ShardRef ref = refOf(key);
       SimNode owner = node(ownerInStoredMap(ref).owner());
-      Versioned got = owner.store.get(ref, Key.of(key).encode());
+      Versioned got = owner.store.get(ref, ENCODED_KEYS[k]);
       Model m = model.get(key);
       boolean expectLive = m != null && m.value != null;
       if (expectLive != (got != null) || (got != null && (got.version() != m.stored || !Arrays.equals(got.value(), m.value)))) {
