@@ -582,7 +582,7 @@ final class MoveSimulation {
   }
 
   private void read(SimNode n, String key) {
-    ShardRef ref = refOf(key); // MOD placement: a key's shard number never changes
+    ShardRef ref = refOf(key);
     Versioned got = n.shards.get(ref, Key.of(key).encode());
     servedByOwner(n, ref, "get " + key);
     stats.reads++;
